@@ -1,0 +1,87 @@
+"""Run configs in YAML: one run, or a grid of models x suites x strategies.
+
+    suite: charm                   # or a list
+    model: [bundled, openai:gpt-4o-mini]
+    strategy: [vanilla, sequential]  # each entry one run; "a,b" runs both in one directory
+    limit: 100
+    decoding: {temperature: 0.0, max_tokens: 256}
+    backend: {base_url: http://127.0.0.1:8000/v1, concurrency: 32}
+    options: {seed: 0}
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .io import read_yaml, validate_yaml
+from .records import Decoding
+
+
+class BackendOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    base_url: str | None = None
+    api_key_env: str | None = None
+    concurrency: int | None = Field(None, ge=1, le=4096)
+    timeout: float | None = Field(None, gt=0)
+    max_retries: int | None = Field(None, ge=0, le=20)
+    endpoint: str | None = None
+    tokenizer: str | None = None
+    dtype: str | None = None
+    device: str | None = None
+    threads: int | None = Field(None, ge=1)
+    max_batch: int | None = Field(None, ge=1)
+    batch_tokens: int | None = Field(None, ge=64)
+    tensor_parallel_size: int | None = Field(None, ge=1)
+    data_parallel_size: int | None = Field(None, ge=1)
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    max_model_len: int | None = Field(None, ge=16)
+    enable_prefix_caching: bool | None = None
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    suite: str | list[str]
+    model: str | list[str] = "bundled"
+    strategy: str | list[str] | None = None
+    data: str | None = None
+    limit: int | None = Field(None, ge=1)
+    out: str | None = None          # a folder; with a grid, each run gets a sub-folder
+    scoring: str | None = None
+    judge: str | None = None
+    repeats: int = Field(1, ge=1, le=100)
+    concurrency: int | None = Field(None, ge=1, le=4096)
+    cache: bool = True
+    decoding: Decoding = Field(default_factory=Decoding)
+    backend: BackendOptions = Field(default_factory=BackendOptions)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    def expand(self) -> list[dict[str, Any]]:
+        """One dict of api.run keyword arguments per run of the grid."""
+        suites = self.suite if isinstance(self.suite, list) else [self.suite]
+        models = self.model if isinstance(self.model, list) else [self.model]
+        strats = self.strategy if isinstance(self.strategy, list) else [self.strategy]
+        grid = list(itertools.product(suites, models, strats))
+        runs = []
+        for suite, model, strat in grid:
+            out = None
+            if self.out:
+                if len(grid) == 1:
+                    out = self.out
+                else:
+                    slug = "__".join(x.replace(":", "-").replace("/", "-") for x in (suite, model, strat or "default"))
+                    out = str(Path(self.out) / slug)
+            runs.append(dict(suite=suite, model=model, strategies=strat, data=self.data, limit=self.limit,
+                             out=out, scoring=self.scoring, judge=self.judge, repeats=self.repeats,
+                             decoding=self.decoding, concurrency=self.concurrency, use_cache=self.cache,
+                             backend_options=self.backend.model_dump(exclude_none=True),
+                             options=self.options))
+        return runs
+
+
+def load_config(path: str | Path) -> RunConfig:
+    data = read_yaml(path)
+    return validate_yaml(RunConfig, data, file=path)

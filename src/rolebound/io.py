@@ -1,0 +1,158 @@
+"""Reading user files (JSONL, YAML, CSV) into pydantic models with errors that point at file, line, field."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Iterable, TypeVar
+
+import yaml
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from .errors import InputError
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def _loc_str(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _first_error(exc: ValidationError) -> tuple[tuple, str]:
+    err = exc.errors()[0]
+    return tuple(err.get("loc", ())), err.get("msg", str(exc))
+
+
+def validate_record(model: type[T], data: Any, *, file: str | Path, line: int | None,
+                    loc_prefix: tuple = ()) -> T:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        loc, msg = _first_error(exc)
+        n = len(exc.errors())
+        more = f" (and {n - 1} more problem{'s' if n > 2 else ''})" if n > 1 else ""
+        raise InputError(msg + more, file=str(file), line=line,
+                         field=_loc_str(loc_prefix + loc) or None) from None
+
+
+def read_jsonl(path: str | Path, model: type[T] | None = None) -> list:
+    """One object a line; blank lines and lines starting with # are skipped."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("file not found", file=str(path))
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            s = raw.strip()
+            if not s or s.startswith("#"):
+                continue
+            try:
+                obj = json.loads(s)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})",
+                                 file=str(path), line=lineno) from None
+            out.append(validate_record(model, obj, file=path, line=lineno) if model else obj)
+    return out
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader that remembers the line of every mapping and sequence entry."""
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode, deep: bool = False):
+    mapping = yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+    lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        lines[key] = value_node.start_mark.line + 1
+    return _LinedDict(mapping, node.start_mark.line + 1, lines)
+
+
+def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode, deep: bool = False):
+    seq = yaml.SafeLoader.construct_sequence(loader, node, deep=deep)
+    return _LinedList(seq, node.start_mark.line + 1, [v.start_mark.line + 1 for v in node.value])
+
+
+class _LinedDict(dict):
+    def __init__(self, data, line, lines):
+        super().__init__(data)
+        self.line, self.lines = line, lines
+
+
+class _LinedList(list):
+    def __init__(self, data, line, lines):
+        super().__init__(data)
+        self.line, self.lines = line, lines
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def line_of(obj: Any, loc: Iterable) -> int | None:
+    """The deepest line we know for a pydantic error location inside a YAML document."""
+    best = getattr(obj, "line", None)
+    cur = obj
+    for part in loc:
+        lines = getattr(cur, "lines", None)
+        try:
+            if lines is not None:
+                best = lines[part] if isinstance(cur, dict) else lines[int(part)]
+            cur = cur[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            break
+        best = getattr(cur, "line", best)
+    return best
+
+
+def read_yaml(path: str | Path) -> Any:
+    path = Path(path)
+    if not path.exists():
+        raise InputError("file not found", file=str(path))
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return yaml.load(fh, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path),
+                         line=mark.line + 1 if mark else None) from None
+
+
+def validate_yaml(model: Any, data: Any, *, file: str | Path) -> Any:
+    """Validate a parsed YAML document (model may be a pydantic class or a type for TypeAdapter)."""
+    try:
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            return model.model_validate(data)
+        return TypeAdapter(model).validate_python(data)
+    except ValidationError as exc:
+        loc, msg = _first_error(exc)
+        raise InputError(msg, file=str(file), line=line_of(data, loc), field=_loc_str(loc) or None) from None
+
+
+def read_csv_rows(path: str | Path) -> list[tuple[int, dict[str, str]]]:
+    """Rows with their 1-based line number in the file (the header is line 1)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("file not found", file=str(path))
+    with path.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.DictReader(fh)
+        return [(reader.line_num, row) for row in reader]
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def stable_hash(obj: Any, n: int = 16) -> str:
+    """Hash of a JSON-serialisable object, independent of key order."""
+    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:n]

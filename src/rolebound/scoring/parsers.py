@@ -1,0 +1,49 @@
+"""Answer parsers shared by suites. Anything that does not match is INVALID: counted, never guessed."""
+
+from __future__ import annotations
+
+import re
+
+INVALID = "invalid"
+
+_MD = re.compile(r"[*_`~]+")
+# "Answer: 3", "**Answer:** 3", "Answer: **3**", "Answer: [3]", "Answer: (3).", "final answer: <3>"
+_ANSWER_NUM = re.compile(r"answer\s*[:：]\s*[\[\(<{]?\s*(\d+)\s*[\]\)>}]?", re.IGNORECASE)
+
+
+def parse_answer_number(text: str | None, n_options: int) -> int | str:
+    """The number in the last `Answer: <n>` (CHARM Table 20 format); INVALID unless 1..n_options."""
+    if not text:
+        return INVALID
+    clean = _MD.sub("", text)
+    found = _ANSWER_NUM.findall(clean)
+    if not found:
+        return INVALID
+    n = int(found[-1])
+    return n if 1 <= n <= n_options else INVALID
+
+
+_YES_NO_LEAD = re.compile(r"^\W*(?:answer\s*[:：]\s*)?\W*(yes|no)\b", re.IGNORECASE)
+
+
+def parse_yes_no(text: str | None) -> str:
+    """'Yes' or 'No' when the reply opens with it (after markdown and an optional 'Answer:')."""
+    if not text:
+        return INVALID
+    m = _YES_NO_LEAD.match(_MD.sub("", text).strip())
+    if not m:
+        return INVALID
+    return "Yes" if m.group(1).lower() == "yes" else "No"
+
+
+_LETTER = re.compile(r"\b([A-Z])\b")
+
+
+def parse_first_letter(text: str | None, letters: str = "ABCD") -> str:
+    """The first standalone option letter (lm-eval's `first_letter` filter)."""
+    if not text:
+        return INVALID
+    for m in _LETTER.finditer(text):
+        if m.group(1) in letters:
+            return m.group(1)
+    return INVALID

@@ -1,0 +1,204 @@
+"""The run directory (manifest, append-only records, metrics) and the shared SQLite response cache.
+
+records.jsonl is the source of truth. Each record is written and flushed as soon as its call
+returns, so `kill -9` loses at most the calls in flight. A torn last line (killed mid-write) is
+cut off when the run is reopened. On reading, the last record per call_id wins: a failed call
+that succeeds on resume supersedes its error record.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+from .errors import InputError, RoleboundError
+from .paths import cache_dir
+from .records import Record, RunManifest
+
+MANIFEST, RECORDS, METRICS = "manifest.json", "records.jsonl", "metrics.json"
+
+
+def iter_records(path: Path) -> Iterator[tuple[int, dict]]:
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError:
+                raise InputError("corrupt record (not JSON)", file=str(path), line=lineno) from None
+
+
+def load_records(run_dir: str | Path, *, latest: bool = True) -> list[Record]:
+    """All records of a run; with latest=True only the last one per call_id, in first-seen order."""
+    path = Path(run_dir) / RECORDS
+    if not path.exists():
+        raise InputError("no records.jsonl here; is this a run directory?", file=str(path))
+    recs: dict[str, Record] = {}
+    every = []
+    for lineno, obj in iter_records(path):
+        try:
+            rec = Record.model_validate(obj)
+        except Exception as exc:  # noqa: BLE001
+            raise InputError(f"record does not validate: {exc}", file=str(path), line=lineno) from None
+        every.append(rec)
+        recs[rec.call_id] = rec
+    return list(recs.values()) if latest else every
+
+
+def records_frame(run_dir: str | Path):
+    """A run's records as a pandas DataFrame, meta fields flattened into columns."""
+    import pandas as pd
+
+    rows = []
+    for r in load_records(run_dir):
+        d = r.model_dump()
+        meta = d.pop("meta") or {}
+        for k, v in meta.items():
+            d.setdefault(k, v)
+        rows.append(d)
+    return pd.DataFrame(rows)
+
+
+class RunDir:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._fh = None
+        self._lock_fh = None
+        self._write_lock = threading.Lock()
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / MANIFEST
+
+    @property
+    def records_path(self) -> Path:
+        return self.path / RECORDS
+
+    def exists(self) -> bool:
+        return self.manifest_path.exists()
+
+    def read_manifest(self) -> RunManifest:
+        try:
+            return RunManifest.model_validate_json(self.manifest_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError("no manifest.json; is this a run directory?", file=str(self.manifest_path)) from None
+        except Exception as exc:  # noqa: BLE001
+            raise InputError(f"unreadable manifest: {exc}", file=str(self.manifest_path)) from None
+
+    def write_manifest(self, manifest: RunManifest) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.manifest_path.with_suffix(".tmp")
+        tmp.write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
+        os.replace(tmp, self.manifest_path)
+
+    def write_json(self, name: str, data: Any) -> Path:
+        self.path.mkdir(parents=True, exist_ok=True)
+        target = self.path / name
+        tmp = target.with_suffix(target.suffix + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        os.replace(tmp, target)
+        return target
+
+    # -- exclusive use ----------------------------------------------------------------------
+    def lock(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock_fh = open(self.path / ".lock", "w")
+        try:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RoleboundError(f"another rolebound process is writing {self.path}") from None
+
+    def unlock(self) -> None:
+        if self._lock_fh:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_UN)
+            self._lock_fh.close()
+            self._lock_fh = None
+
+    # -- records ----------------------------------------------------------------------------
+    def repair(self) -> int:
+        """Cut a torn last line left by a kill mid-write; returns bytes removed."""
+        p = self.records_path
+        if not p.exists():
+            return 0
+        data = p.read_bytes()
+        if not data or data.endswith(b"\n"):
+            return 0
+        cut = data.rfind(b"\n") + 1
+        with p.open("r+b") as fh:
+            fh.truncate(cut)
+        return len(data) - cut
+
+    def completed(self) -> dict[str, Record]:
+        """call_id -> last successful record; failed calls are left out so they run again."""
+        if not self.records_path.exists():
+            return {}
+        done: dict[str, Record] = {}
+        for _, obj in iter_records(self.records_path):
+            rec = Record.model_validate(obj)
+            if rec.error is None:
+                done[rec.call_id] = rec
+            else:
+                done.pop(rec.call_id, None)
+        return done
+
+    def open_for_append(self) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._fh = self.records_path.open("a", encoding="utf-8")
+
+    def append(self, rec: Record) -> None:
+        line = rec.model_dump_json(exclude_none=False) + "\n"
+        with self._write_lock:
+            self._fh.write(line)
+            self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+            self._fh = None
+        self.unlock()
+
+
+class ResponseCache:
+    """key -> response JSON, shared across runs and processes (WAL mode)."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else cache_dir() / "responses.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL,"
+                               " created TEXT DEFAULT CURRENT_TIMESTAMP)")
+            self._conn.commit()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM responses WHERE key=?", (key,)).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return json.loads(row[0])
+
+    def put(self, key: str, value: dict) -> None:
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
+                               (key, json.dumps(value, ensure_ascii=False)))
+            self._conn.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,93 @@
+"""What a suite is: a dataset of typed items, the strategies that turn an item into model calls,
+and the metrics and report computed from records alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..records import Record, RunManifest
+    from ..runner import ItemContext
+
+
+@dataclass
+class Dataset:
+    items: list[Any]                 # pydantic items, each with an `id`
+    source: str                      # path or "builtin:<name>"
+    hash: str
+    extra: dict[str, Any] = field(default_factory=dict)   # e.g. characters, corpora
+
+
+@dataclass
+class RunSettings:
+    """Everything about a run that is not the model: recorded in the manifest."""
+
+    strategies: list[str]
+    scoring: str | None = None       # "generate" | "logprob" (suites that offer both)
+    judge: str | None = None         # backend spec of the judge, if the suite uses one
+    repeats: int = 1
+    limit: int | None = None
+    seed: int = 0
+    options: dict[str, Any] = field(default_factory=dict)   # suite-specific (--set key=value)
+
+
+class Suite:
+    name: str = ""
+    description: str = ""
+    strategies: dict[str, str] = {}          # name -> one-line description
+    default_strategies: list[str] = []
+    uses_judge: bool = False
+    offers_scoring: bool = False             # generate vs logprob choice
+
+    # -- data -------------------------------------------------------------------------------
+    def load(self, data: str | None, settings: RunSettings) -> Dataset:
+        raise NotImplementedError
+
+    def select(self, items: Sequence[Any], limit: int | None) -> list[Any]:
+        """The items a --limit run keeps; suites override to keep the sample balanced."""
+        return list(items)[:limit] if limit else list(items)
+
+    def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
+        """(title, DataFrame) tables for `rolebound data stats`."""
+        return []
+
+    def prompt_templates(self) -> dict[str, str]:
+        return {}
+
+    def default_scoring(self, backend) -> str | None:
+        if not self.offers_scoring:
+            return None
+        from ..models.base import LOGPROB
+
+        # Local engines score options by log-likelihood by default (the bundled model does not
+        # follow the answer format); API models follow the paper's generation protocol.
+        return "logprob" if backend.supports(LOGPROB) and backend.backend in ("bundled", "hf", "vllm", "fake") \
+            else "generate"
+
+    def check(self, backend, settings: RunSettings, judge=None) -> None:
+        """Fail before any call if the backend cannot do what the strategies need."""
+
+    # -- work -------------------------------------------------------------------------------
+    async def run_item(self, item: Any, ctx: "ItemContext", strategy: str, settings: RunSettings) -> None:
+        raise NotImplementedError
+
+    async def after_items(self, session, dataset: Dataset, settings: RunSettings) -> None:
+        """Optional run-level work after all items (e.g. hidden-state analysis)."""
+
+    # -- results ----------------------------------------------------------------------------
+    def metrics(self, records: list["Record"], manifest: "RunManifest") -> dict[str, Any]:
+        raise NotImplementedError
+
+    def report(self, metrics: dict[str, Any], records: list["Record"], manifest: "RunManifest",
+               run_dir: Path) -> list[Path]:
+        raise NotImplementedError
+
+
+class Item(BaseModel):
+    """Base for suite items: every item has a stable id."""
+
+    id: str

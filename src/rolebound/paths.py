@@ -16,3 +16,11 @@ def cache_dir() -> Path:
         path = Path(base) / "rolebound"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def model_dir() -> Path:
+    """Converted local models (ROLEBOUND_MODEL_DIR, else <cache_dir>/models)."""
+    env = os.environ.get("ROLEBOUND_MODEL_DIR")
+    path = Path(env) if env else cache_dir() / "models"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import BackendError
-from ..paths import cache_dir
+from ..paths import model_dir
 from .local import LocalBackend
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -41,7 +41,7 @@ def converted_dir(gguf: Path | None = None) -> Path:
     gguf = gguf or gguf_path()
     stat = gguf.stat()
     key = f"{gguf.stem}-{stat.st_size}-bf16"
-    target = cache_dir() / "models" / key
+    target = model_dir() / key
     if (target / "config.json").exists() and (target / "rolebound.json").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -86,6 +86,10 @@ class Suite:
                run_dir: Path) -> list[Path]:
         raise NotImplementedError
 
+    def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
+        """A few (label, value) lines for the end-of-run summary and `rolebound compare`."""
+        return []
+
 
 class Item(BaseModel):
     """Base for suite items: every item has a stable id."""

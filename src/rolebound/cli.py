@@ -201,6 +201,29 @@ def data_stats(suite: str = typer.Argument(...), data: Optional[str] = typer.Opt
         con.print(t)
 
 
+@data_app.command("import")
+def data_import(fmt: str = typer.Argument(..., metavar="FORMAT", help="see `rolebound data formats`"),
+                src: str = typer.Argument(..., help="source file or folder"),
+                out: Path = typer.Option(..., "--out", "-o", help="file to write (loadable with --data)")):
+    """Convert a public dataset into a suite's data format."""
+    from .importers import all_importers
+
+    imps = all_importers()
+    if fmt not in imps:
+        raise InputError(f"unknown format '{fmt}'; available: {', '.join(sorted(imps)) or 'none'}", field="FORMAT")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    print(imps[fmt][0](src, str(out)))
+
+
+@data_app.command("formats")
+def data_formats():
+    """List the importable formats."""
+    from .importers import all_importers
+
+    for name, (_, help_) in sorted(all_importers().items()):
+        print(f"{name:28s} {help_}")
+
+
 def _register_extensions() -> None:
     """Suites add their own `build` and `data import` commands here."""
     for mod in ("charm", "knowledge_errors", "multiverse", "capability"):

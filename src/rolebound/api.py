@@ -133,6 +133,7 @@ async def _run_all(s, dataset, items, settings, session, conc, progress, backend
         await backend.prepare()
         if judge_backend is not None and judge_backend is not backend:
             await judge_backend.prepare()
+        await s.before_items(session, dataset, items, settings)
         await execute(s, dataset, items, settings, session, concurrency=conc, progress=progress)
         await s.after_items(session, dataset, settings)
     finally:

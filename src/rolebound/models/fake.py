@@ -2,7 +2,8 @@
 
 For dry runs of a pipeline and for unit tests of the runner: answers depend only on the prompt,
 so runs are reproducible. It knows nothing; never report its numbers.
-Failure injection for tests: requests whose prompt matches the regex in ROLEBOUND_FAKE_FAIL fail.
+Failure injection for tests: requests whose prompt matches the regex in ROLEBOUND_FAKE_FAIL fail;
+ROLEBOUND_FAKE_DELAY adds a delay (seconds) per batch.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class FakeBackend(Backend):
             raise BackendError(f"unknown fake model '{name}'; available: {', '.join(NAMES)}")
         super().__init__(name, decoding, **options)
         self.calls = 0
-        self.delay = float(options.get("delay", 0.0))
+        self.delay = float(options.get("delay", os.environ.get("ROLEBOUND_FAKE_DELAY", 0.0)))
         self.text = str(options.get("text", "No."))
         self.batch_sizes: list[int] = []
 
@@ -84,6 +85,8 @@ class FakeBackend(Backend):
     async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
         self.calls += len(requests)
         self.batch_sizes.append(len(requests))
+        if self.delay:
+            await asyncio.sleep(self.delay)
         out = []
         for r in requests:
             text = self._text(r) + r.assistant_prefix

@@ -109,8 +109,8 @@ class Report:
                 n = len(s.body["rows"])
                 md += [f"{n} rows: see report.html (filterable) or records.jsonl.", ""]
                 data = json.dumps(s.body, ensure_ascii=False, default=str)
-                # keep the JSON inert inside <script>: no '</' can close the tag
-                data = data.replace("</", "<\\/").replace("<!--", "<\\!--")
+                # keep the JSON inert inside <script>: no markup characters at all
+                data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
                 html_sections.append({"kind": "samples", "title": s.title, "json": data,
                                       "id": f"samples{len(html_sections)}"})
             if s.note:

@@ -75,6 +75,9 @@ class Suite:
     async def run_item(self, item: Any, ctx: "ItemContext", strategy: str, settings: RunSettings) -> None:
         raise NotImplementedError
 
+    async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
+        """Optional run-level work before the first call (e.g. embeddings the records need)."""
+
     async def after_items(self, session, dataset: Dataset, settings: RunSettings) -> None:
         """Optional run-level work after all items (e.g. hidden-state analysis)."""
 

@@ -37,6 +37,9 @@ class Embedder:
         if not Path(self.path).exists():
             raise BackendError(f"embedding model folder not found: {self.path} (rolebound never downloads models)")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
         self.model = SentenceTransformer(self.path, device="cpu")
         self.name = DEFAULT_NAME if path is None and not os.environ.get("ROLEBOUND_EMBEDDER") else self.path

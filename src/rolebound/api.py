@@ -103,8 +103,10 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         cache = ResponseCache() if use_cache else None
         session = Session(rd, suite, backend, decoding, judge=judge_backend, cache=cache, use_cache=use_cache)
         conc = concurrency or (256 if getattr(backend, "batching", False) else 16)
+        timing: dict[str, float] = {"start": time.time()}
         try:
-            asyncio.run(_run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend))
+            asyncio.run(_run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend,
+                                 timing))
         finally:
             rd.close()
             if cache:
@@ -118,6 +120,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
                        "failed_calls": c.errors, "failed_items": c.items_failed,
                        "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens}
     manifest.model_info = backend.info()
+    manifest.timing = {k: round(v, 3) for k, v in timing.items()}   # epoch seconds, for benchmarks
     rd.write_manifest(manifest)
     if session.errors:
         (out / "errors.log").write_text("\n".join(session.errors) + "\n", encoding="utf-8")
@@ -128,13 +131,15 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
                      errors=session.errors, wall_s=time.perf_counter() - t0)
 
 
-async def _run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend):
+async def _run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend, timing):
     try:
         await backend.prepare()
         if judge_backend is not None and judge_backend is not backend:
             await judge_backend.prepare()
+        timing["loaded"] = time.time()
         await s.before_items(session, dataset, items, settings)
         await execute(s, dataset, items, settings, session, concurrency=conc, progress=progress)
+        timing["items_done"] = time.time()
         await s.after_items(session, dataset, settings)
     finally:
         await backend.close()

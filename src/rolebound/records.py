@@ -87,3 +87,4 @@ class RunManifest(BaseModel):
     finished: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
     model_info: dict[str, Any] = Field(default_factory=dict)
+    timing: dict[str, float] = Field(default_factory=dict)

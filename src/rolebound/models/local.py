@@ -1,9 +1,12 @@
 """A transformers engine for local models on CPU or GPU (used by the `bundled` and `hf` backends).
 
-What makes it fast on a small CPU (see bench/README.md for the figures):
-- requests are sorted by length and packed into batches under a padded-token budget;
+What makes it fast on a small CPU (bench/README.md has the figures):
+- requests are sorted by length and packed into batches of 16 rows on the CPU (fewer CPU
+  seconds than bigger batches here), under a padded-token budget taken from free memory;
 - left padding with explicit position ids (without them the predictions change);
-- log-likelihood of single-token options reads the last position only (`logits_to_keep=1`);
+- log-likelihood reads only the positions it needs (`logits_to_keep`), never the whole prompt;
+- requests that share a long prefix (>= 64 tokens: a persona and its profile before many
+  questions) compute it once and reuse its KV cache, for scoring and for generation;
 - its own greedy/sampling loop: a row leaves the batch (and the KV cache) as soon as it hits
   end-of-turn, a stop string or its token limit.
 """
@@ -47,11 +50,49 @@ def pick_dtype(name: str, device: str):
     return table[name]
 
 
+def free_memory(device: str) -> int:
+    """Bytes free for activations on the device (MemAvailable on the CPU)."""
+    import torch
+
+    if device.startswith("cuda"):
+        return int(torch.cuda.mem_get_info()[0])
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 4 << 30
+
+
+def auto_batch(model, device: str, dtype) -> tuple[int, int]:
+    """(rows, padded tokens) per batch for the memory at hand.
+
+    Rows: 16 on the CPU. On 2 Zen 4 cores a 64-row / 8192-token batch costs 1.4x the CPU time
+    of 16-row batches for the same 100 prompts (bench/README.md); 16 is also what lm-eval and
+    the plain loop use, so answers match theirs bit for bit. 64 on a GPU.
+    Tokens: a quarter of the free memory over a per-token estimate (KV cache of every layer,
+    MLP activations, one attention row at 2k context), capped at 64k.
+    """
+    cfg = model.config
+    layers = getattr(cfg, "num_hidden_layers", 32)
+    hidden = getattr(cfg, "hidden_size", 4096)
+    heads = getattr(cfg, "num_attention_heads", 32)
+    kv_heads = getattr(cfg, "num_key_value_heads", heads) or heads
+    head_dim = getattr(cfg, "head_dim", None) or hidden // heads
+    inter = getattr(cfg, "intermediate_size", 4 * hidden)
+    size = dtype.itemsize if hasattr(dtype, "itemsize") else 2
+    per_token = 2 * layers * kv_heads * head_dim * size + (4 * hidden + 3 * inter) * size + heads * 2048 * 4
+    tokens = max(2048, min(65536, free_memory(device) // 4 // per_token))
+    return (64 if device.startswith("cuda") else 16), int(tokens)
+
+
 class TransformersEngine:
     """Holds one model and tokenizer; every method is synchronous and runs under one lock."""
 
     def __init__(self, path: str | Path, *, dtype: str = "auto", device: str | None = None,
-                 threads: int | None = None, max_batch: int = 64, batch_tokens: int = 8192):
+                 threads: int | None = None, max_batch: int | None = None,
+                 batch_tokens: int | None = None, prefix_min: int = 64):
         t0 = time.perf_counter()
         try:
             import torch
@@ -74,8 +115,10 @@ class TransformersEngine:
             self.tok.pad_token = self.tok.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=self.dtype).to(self.device)
         self.model.eval()
-        self.max_batch = int(max_batch)
-        self.batch_tokens = int(batch_tokens)
+        rows, tokens = auto_batch(self.model, self.device, self.dtype)
+        self.max_batch = int(max_batch or rows)
+        self.batch_tokens = int(batch_tokens or tokens)
+        self.prefix_min = int(prefix_min) if self._prefix_ok() else 0
         self.lock = threading.Lock()
         self.load_s = time.perf_counter() - t0
         eos = set()
@@ -90,6 +133,11 @@ class TransformersEngine:
 
         params = inspect.signature(self.model.forward).parameters
         self.cache_kw = "cache" if "cache" in params else "past_key_values"
+
+    def _prefix_ok(self) -> bool:
+        """Prefix KV reuse assumes a plain full-attention cache (no sliding windows)."""
+        cfg = self.model.config
+        return not (getattr(cfg, "sliding_window", None) and getattr(cfg, "use_sliding_window", True))
 
     # -- text -------------------------------------------------------------------------------
     def render(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
@@ -174,44 +222,121 @@ class TransformersEngine:
             (singles if all(len(c) == 1 for c in conts) else multis).append(i)
         with self.lock, torch.inference_mode():
             if singles:
-                lens = [len(prepared[i][0]) for i in singles]
-                for b in self._batches(lens):
-                    idx = [singles[j] for j in b]
-                    ids, mask, pos = self._pad([prepared[i][0] for i in idx])
-                    logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos,
-                                        use_cache=False, logits_to_keep=1).logits[:, -1, :]
-                    lp = torch.log_softmax(logits.float(), dim=-1)
-                    for r, i in enumerate(idx):
-                        ctx, conts = prepared[i]
-                        out[i] = ScoreResult(logprobs=[float(lp[r, c[0]]) for c in conts],
-                                             token_counts=[1] * len(conts), prompt_tokens=len(ctx))
+                # one forward per request, read at its last position
+                seqs = [prepared[i][0] for i in singles]
+                wants = [[(len(s) - 1, c[0]) for c in prepared[i][1]] for i, s in zip(singles, seqs)]
+                for i, vals in zip(singles, self._logprobs(seqs, wants)):
+                    ctx, conts = prepared[i]
+                    out[i] = ScoreResult(logprobs=vals, token_counts=[1] * len(conts), prompt_tokens=len(ctx))
             if multis:
-                # One row per (request, continuation): context + continuation, read the
-                # continuation's positions.
+                # one row per (request, continuation): context + continuation; the t-th
+                # continuation token is predicted by the position before it
                 rows = [(i, k) for i in multis for k in range(len(prepared[i][1]))]
-                seqs = [prepared[i][0] + prepared[i][1][k] for i, k in rows]
-                for b in self._batches([len(s) for s in seqs]):
-                    ids, mask, pos = self._pad([seqs[j] for j in b])
-                    # Continuations sit at the right edge (left padding): keep only the last
-                    # `keep` positions, enough to predict the longest continuation.
-                    keep = max(len(prepared[rows[j][0]][1][rows[j][1]]) for j in b) + 1
-                    logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos,
-                                        use_cache=False, logits_to_keep=keep).logits
-                    lp = torch.log_softmax(logits.float(), dim=-1)
-                    for r, j in enumerate(b):
-                        i, k = rows[j]
-                        cont = prepared[i][1][k]
-                        n = len(cont)
-                        # the t-th continuation token is predicted by the position before it
-                        cols = torch.arange(keep - n - 1, keep - 1, device=lp.device)
-                        tgt = torch.tensor(cont, device=lp.device)
-                        val = float(lp[r, cols, tgt].sum())
-                        res = out[i] or ScoreResult(logprobs=[0.0] * len(prepared[i][1]),
-                                                    token_counts=[0] * len(prepared[i][1]),
-                                                    prompt_tokens=len(prepared[i][0]))
-                        res.logprobs[k], res.token_counts[k] = val, n
-                        out[i] = res
+                seqs, wants = [], []
+                for i, k in rows:
+                    ctx, cont = prepared[i][0], prepared[i][1][k]
+                    seqs.append(ctx + cont)
+                    wants.append([(len(ctx) - 1 + t, tok) for t, tok in enumerate(cont)])
+                for (i, k), vals in zip(rows, self._logprobs(seqs, wants)):
+                    ctx, conts = prepared[i]
+                    res = out[i] or ScoreResult(logprobs=[0.0] * len(conts), token_counts=[0] * len(conts),
+                                                prompt_tokens=len(ctx))
+                    res.logprobs[k], res.token_counts[k] = sum(vals), len(vals)
+                    out[i] = res
         return out  # type: ignore[return-value]
+
+    def _logprobs(self, seqs: list[list[int]], wants: list[list[tuple[int, int]]]) -> list[list[float]]:
+        """log p(token | seq[:pos+1]) for each (pos, token) in wants[j], for every sequence j.
+
+        Sequences that share a long prefix (a persona and profile before many questions) reuse
+        its KV cache; the others go through length-sorted, left-padded batches.
+        """
+        out: list[list[float] | None] = [None] * len(seqs)
+        firsts = [min(p for p, _ in w) for w in wants]
+        groups, rest = self._prefix_groups(seqs, firsts)
+        for members, plen in groups:
+            self._score_shared(seqs, wants, firsts, members, plen, out)
+        for b in self._batches([len(seqs[j]) for j in rest]):
+            idx = [rest[j] for j in b]
+            ids, mask, pos = self._pad([seqs[j] for j in idx])
+            self._read(idx, seqs, wants, firsts, out, input_ids=ids, attention_mask=mask, position_ids=pos,
+                       use_cache=False)
+        return out  # type: ignore[return-value]
+
+    def _read(self, idx, seqs, wants, firsts, out, **inputs) -> None:
+        """One forward over a batch (rows right-aligned); log-softmax of the last positions only."""
+        keep = max(len(seqs[j]) - firsts[j] for j in idx)
+        logits = self.model(**inputs, logits_to_keep=keep).logits
+        lp = self.torch.log_softmax(logits.float(), dim=-1)
+        for r, j in enumerate(idx):
+            n = len(seqs[j])
+            out[j] = [float(lp[r, keep - (n - p), t]) for p, t in wants[j]]
+
+    # -- shared prefixes --------------------------------------------------------------------
+    def _prefix_groups(self, seqs: list[list[int]], firsts: list[int]) -> tuple[list[tuple[list[int], int]], list[int]]:
+        """Groups of >= 2 sequences sharing >= prefix_min leading tokens, and the other indices.
+
+        A prefix stops before the first position a member reads. The rest keep their request
+        order, so without groups the batches are exactly the plain length-sorted ones.
+        """
+        if not self.prefix_min or len(seqs) < 2:
+            return [], list(range(len(seqs)))
+        order = sorted(range(len(seqs)), key=lambda j: seqs[j])      # lexicographic: sharers adjoin
+        groups: list[tuple[list[int], int]] = []
+        rest: list[int] = []
+        cur: list[int] = []
+        shared = 0
+
+        def close():
+            if len(cur) >= 2 and shared >= self.prefix_min:
+                groups.append((list(cur), shared))
+            else:
+                rest.extend(cur)
+
+        for j in order:
+            if cur:
+                head, s, n = seqs[cur[0]], seqs[j], 0
+                limit = min(shared, firsts[j], len(s), len(head))
+                while n < limit and head[n] == s[n]:
+                    n += 1
+                if n >= self.prefix_min:
+                    cur.append(j)
+                    shared = n
+                    continue
+                close()
+            cur, shared = [j], firsts[j]
+        close()
+        rest.sort()
+        return groups, rest
+
+    def _prefix_cache(self, prefix: list[int]):
+        """Per-layer (keys, values) of one prefix, computed once."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        ids = self.torch.tensor([prefix], dtype=self.torch.long, device=self.device)
+        pos = self.torch.arange(len(prefix), device=self.device).view(1, -1)
+        self.model(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1, **{self.cache_kw: cache})
+        return [(kv[0], kv[1]) for kv in cache]
+
+    def _expand(self, kv, rows: int):
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        for layer, (k, v) in enumerate(kv):
+            cache.update(k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1), layer)
+        return cache
+
+    def _score_shared(self, seqs, wants, firsts, members: list[int], plen: int, out) -> None:
+        torch = self.torch
+        kv = self._prefix_cache(seqs[members[0]][:plen])
+        tails = [seqs[j][plen:] for j in members]
+        for b in self._batches([len(t) for t in tails]):
+            idx = [members[j] for j in b]
+            ids, mask, pos = self._pad([tails[j] for j in b])
+            ones = torch.ones((len(b), plen), dtype=mask.dtype, device=mask.device)
+            self._read(idx, seqs, wants, firsts, out, input_ids=ids, attention_mask=torch.cat([ones, mask], 1),
+                       position_ids=pos + plen, use_cache=True, **{self.cache_kw: self._expand(kv, len(b))})
 
     # -- generation -------------------------------------------------------------------------
     def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
@@ -227,20 +352,35 @@ class TransformersEngine:
             if decoding.temperature > 0:
                 gen = torch.Generator(device=self.device)
                 gen.manual_seed(int(decoding.seed))
-            for b in self._batches([len(e) for e in encoded], extra=extra):
-                results = self._decode_batch([encoded[i] for i in b], [limits[i] for i in b],
-                                             [stops[i] for i in b], decoding, gen)
-                for i, res in zip(b, results):
-                    out[i] = res
+            # Prompts sharing a long prefix decode from one copy of its KV cache; the last
+            # prompt token stays in the tail, since its logits start the decoding.
+            groups, rest = self._prefix_groups(encoded, [len(e) - 1 for e in encoded])
+            for members, plen in groups + [(rest, 0)]:
+                kv = self._prefix_cache(encoded[members[0]][:plen]) if plen else None
+                tails = [encoded[i][plen:] for i in members]
+                for b in self._batches([len(t) for t in tails], extra=extra):
+                    idx = [members[j] for j in b]
+                    results = self._decode_batch([tails[j] for j in b], [limits[i] for i in idx],
+                                                 [stops[i] for i in idx], decoding, gen,
+                                                 prefix=(kv, plen) if kv is not None else None)
+                    for i, res in zip(idx, results):
+                        out[i] = res
         return out  # type: ignore[return-value]
 
-    def _decode_batch(self, seqs, limits, stops, decoding: Decoding, gen) -> list[GenResult]:
+    def _decode_batch(self, seqs, limits, stops, decoding: Decoding, gen, prefix=None) -> list[GenResult]:
         torch = self.torch
         from transformers import DynamicCache
 
         n = len(seqs)
         ids, mask, pos = self._pad(seqs)
-        cache = DynamicCache()
+        plen = 0
+        if prefix is None:
+            cache = DynamicCache()
+        else:
+            kv, plen = prefix
+            cache = self._expand(kv, n)
+            mask = torch.cat([torch.ones((n, plen), dtype=mask.dtype, device=mask.device), mask], 1)
+            pos = pos + plen
         logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos,
                             use_cache=True, logits_to_keep=1, **{self.cache_kw: cache}).logits[:, -1, :]
         alive = list(range(n))               # original row of each live batch row
@@ -284,7 +424,7 @@ class TransformersEngine:
         for row in range(n):
             text = texts[row] if texts[row] is not None else \
                 self.tok.decode(produced[row], skip_special_tokens=True)
-            results.append(GenResult(text=text, prompt_tokens=len(seqs[row]),
+            results.append(GenResult(text=text, prompt_tokens=plen + len(seqs[row]),
                                      completion_tokens=len(produced[row]), finish_reason=finish[row]))
         return results
 
@@ -338,7 +478,8 @@ class LocalBackend(Backend):
         with self._engine_lock:
             if self._engine is None:
                 opts = {k: v for k, v in self.options.items()
-                        if k in ("dtype", "device", "threads", "max_batch", "batch_tokens") and v is not None}
+                        if k in ("dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min")
+                        and v is not None}
                 if "threads" not in opts and os.environ.get("ROLEBOUND_THREADS"):
                     opts["threads"] = int(os.environ["ROLEBOUND_THREADS"])
                 self._engine = TransformersEngine(self.model_path(), **opts)

@@ -1,0 +1,96 @@
+"""The local engine's speed paths must not change answers: shared-prefix KV reuse and batching."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from rolebound.models.base import GenRequest, ScoreRequest
+from rolebound.models.local import TransformersEngine, auto_batch
+from rolebound.records import Decoding, Message
+
+
+def groups(seqs, firsts, prefix_min=4):
+    return TransformersEngine._prefix_groups(SimpleNamespace(prefix_min=prefix_min), seqs, firsts)
+
+
+def test_prefix_groups_share_only_long_prefixes_and_keep_the_rest_in_order():
+    shared = [1, 2, 3, 4, 5, 6]
+    seqs = [[9, 9, 9], shared + [7, 8], [8, 1], shared + [9], shared[:3] + [0, 0, 0]]
+    got, rest = groups(seqs, [len(s) - 1 for s in seqs])
+    assert got == [([1, 3], 6)]
+    assert rest == [0, 2, 4]                        # request order: plain batches stay as before
+
+
+def test_prefix_stops_before_the_first_position_a_member_reads():
+    seqs = [[1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 4, 5, 6, 8]]
+    got, _ = groups(seqs, [4, 6])                   # the first sequence reads from position 4
+    assert got == [([0, 1], 4)]
+    assert groups(seqs, [3, 6])[0] == []            # 3 shared tokens: under prefix_min
+
+
+def test_prefix_reuse_off_gives_no_groups():
+    seqs = [[1, 2, 3, 4, 5]] * 3
+    assert groups(seqs, [4, 4, 4], prefix_min=0) == ([], [0, 1, 2])
+
+
+@pytest.fixture(scope="module")
+def fp32_engine():
+    from rolebound.models.bundled import converted_dir
+
+    return TransformersEngine(converted_dir(), dtype="fp32")
+
+
+PROFILE = ("Tony Stark is a genius inventor, a billionaire and the man inside the Iron Man suit. "
+           "He grew up in Manhattan, studied at MIT and runs Stark Industries. ") * 2
+
+
+def persona(question):
+    return [Message(role="user", content=f"You are Tony Stark. Profile: {PROFILE}\nQuestion: {question}")]
+
+
+@pytest.mark.model
+def test_shared_prefix_scoring_equals_plain_batches(fp32_engine):
+    """fp32, so the two paths must agree to rounding; single- and multi-token options."""
+    eng = fp32_engine
+    qs = ["Who is your father?", "Which company do you run?", "Where did you study?"]
+    reqs = [ScoreRequest(messages=persona(q), assistant_prefix="Answer: ", continuations=["1", "2", "3"]) for q in qs]
+    reqs += [ScoreRequest(messages=persona(q), continuations=["Yes", "No, never", "Maybe so"]) for q in qs]
+    seqs = [eng._split_context(r)[0] for r in reqs]
+    found, _ = eng._prefix_groups(seqs, [len(s) - 1 for s in seqs])
+    assert found and found[0][1] >= eng.prefix_min      # the reuse path really runs
+    fast = eng.score(reqs)
+    old, eng.prefix_min = eng.prefix_min, 0
+    try:
+        plain = eng.score(reqs)
+    finally:
+        eng.prefix_min = old
+    for f, p in zip(fast, plain):
+        assert f.error is None and f.token_counts == p.token_counts
+        assert f.logprobs == pytest.approx(p.logprobs, abs=1e-3)
+
+
+@pytest.mark.model
+def test_shared_prefix_generation_equals_plain_batches(fp32_engine):
+    eng = fp32_engine
+    reqs = [GenRequest(messages=persona(q), max_tokens=n) for q, n in
+            [("Who is Pepper?", 12), ("What is your suit made of?", 20), ("Name your AI.", 6)]]
+    reqs.append(GenRequest(prompt="Unrelated short prompt:", max_tokens=5))
+    dec = Decoding(max_tokens=16)
+    fast = eng.generate(reqs, dec)
+    old, eng.prefix_min = eng.prefix_min, 0
+    try:
+        plain = eng.generate(reqs, dec)
+    finally:
+        eng.prefix_min = old
+    assert [f.text for f in fast] == [p.text for p in plain]
+    assert [f.prompt_tokens for f in fast] == [p.prompt_tokens for p in plain]
+    assert [f.completion_tokens for f in fast] == [p.completion_tokens for p in plain]
+
+
+@pytest.mark.model
+def test_auto_batch_is_16_rows_on_cpu_with_a_memory_budget(fp32_engine):
+    rows, tokens = auto_batch(fp32_engine.model, "cpu", fp32_engine.dtype)
+    assert rows == 16 and 2048 <= tokens <= 65536
+    assert fp32_engine.max_batch == 16 and 2048 <= fp32_engine.batch_tokens <= 65536

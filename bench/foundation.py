@@ -118,29 +118,31 @@ class ServerProcess:
         self.proc.wait(10)
 
 
-def openai_kw(server: ServerProcess, conc: int, data: str, out: Path) -> dict:
+def openai_kw(server: ServerProcess, conc: int, data: str, out: Path, transport: str = "sdk") -> dict:
     return dict(model="openai:test-model", data=data, out=out, scoring="generate", concurrency=conc,
-                backend_options={"base_url": server.url + "/v1", "concurrency": conc}, report=False)
+                backend_options={"base_url": server.url + "/v1", "concurrency": conc, "transport": transport},
+                report=False)
 
 
-def bench_openai(server: ServerProcess, delay: float, cycles: int, levels: list[int]):
-    warm = write_jsonl(TMP / "api-warm.jsonl", persona_mcqs(4, tag="warm"))
-    api.run("mcq", progress=False, **openai_kw(server, 4, warm, TMP / "api-warm"))   # imports the SDK
+def bench_openai(server: ServerProcess, delay: float, cycles: int, levels: list[int], transport: str):
+    warm = write_jsonl(TMP / f"api-warm-{transport}.jsonl", persona_mcqs(4, tag=f"warm{transport}"))
+    api.run("mcq", progress=False, **openai_kw(server, 4, warm, TMP / f"api-warm-{transport}", transport))
     rows, last = [], None
     for conc in levels:
         n = conc * cycles
-        # a fresh question set per level, so no answer comes from the response cache
-        data = write_jsonl(TMP / f"api-{conc}.jsonl", persona_mcqs(n, seed=conc, tag=f"c{conc}"))
+        # a fresh question set per level and transport, so no answer comes from the response cache
+        tag = f"{transport}{conc}"
+        data = write_jsonl(TMP / f"api-{tag}.jsonl", persona_mcqs(n, seed=conc, tag=tag))
         server.reset()
-        res, wall = timed_run(**openai_kw(server, conc, data, TMP / f"api-{conc}"))
+        res, wall = timed_run(**openai_kw(server, conc, data, TMP / f"api-{tag}", transport))
         stats = server.stats()
         times = [a["t"] for a in stats["arrivals"]]
         window = max(times) + delay - min(times)          # first request in -> last answer out
         limit = conc / delay
-        rows.append([str(conc), str(n), str(res.manifest.counts["model_calls"]), f"{wall:.2f}",
+        rows.append([transport, str(conc), str(n), str(res.manifest.counts["model_calls"]), f"{wall:.2f}",
                      f"{n / wall:.1f}", f"{limit:.0f}", f"{n / wall / limit:.3f}",
                      f"{n / window / limit:.3f}", str(stats["max_in_flight"])])
-        last = openai_kw(server, conc, data, TMP / f"api-{conc}")
+        last = openai_kw(server, conc, data, TMP / f"api-{tag}", transport)
     return rows, last
 
 
@@ -172,6 +174,7 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=30, help="requests per concurrency slot")
     ap.add_argument("--levels", default="1,8,64", help="concurrency levels")
     ap.add_argument("--skip-bundled", action="store_true", help="only the API and re-run parts")
+    ap.add_argument("--transports", default="sdk,aiohttp", help="openai backend transports to measure")
     args = ap.parse_args()
     global TMP
     # Pin the model folder before the cache moves to a temporary one (conversion takes ~20 s).
@@ -190,8 +193,11 @@ def main() -> None:
         # The API part runs first, before torch is imported: a `rolebound run` with an API model
         # never loads it, and a heap with torch in it makes garbage collection slower.
         server = ServerProcess(args.delay)
-        api_rows, last = bench_openai(server, args.delay, args.cycles, levels)
-        reruns.append(bench_rerun(f"openai, concurrency {levels[-1]}", last, server))
+        api_rows = []
+        for transport in args.transports.split(","):
+            rows_t, last = bench_openai(server, args.delay, args.cycles, levels, transport)
+            api_rows += rows_t
+        reruns.append(bench_rerun(f"openai ({transport}), concurrency {levels[-1]}", last, server))
         if not args.skip_bundled:
             rows, runs = bench_bundled(args.items)
             reruns.insert(0, bench_rerun("bundled, logprob", runs["logprob"]))
@@ -200,7 +206,7 @@ def main() -> None:
                   "   items/s excludes the model load; generation: up to 32 new tokens, stop at newline;\n"
                   "   logprob: one forward pass scores the five option letters")
         table(f"2. openai backend through the runner (mcq suite, generate), fake server answering after "
-              f"{args.delay:g} s", ["conc", "requests", "calls", "wall s", "req/s", "limit", "ratio",
+              f"{args.delay:g} s", ["transport", "conc", "requests", "calls", "wall s", "req/s", "limit", "ratio",
                                     "window ratio", "max in flight"], api_rows,
               "   limit = concurrency / delay; ratio = requests / run wall (whole api.run, report off);\n"
               "   window ratio = requests / (first request at the server -> last answer); measured first,\n"

@@ -103,3 +103,20 @@ def test_vllm_missing_says_what_to_install():
         pass
     res = cli("run", "mcq", "--model", "vllm:/some/model", "--data", "x.jsonl")
     assert res.returncode == 2 and "pip install vllm" in res.stderr
+
+
+def test_unknown_backend_option_lists_the_known_ones(tmp_path):
+    data = write_mcq(tmp_path / "q.jsonl", 2)
+    res = cli("run", "mcq", "--model", "fake:random", "--data", str(data), "--backend-opt", "dealy=0.1")
+    assert res.returncode == 2 and "no option 'dealy'" in res.stderr and "delay" in res.stderr
+    res = cli("run", "mcq", "--model", "fake:random", "--data", str(data), "--backend-opt", "oops")
+    assert res.returncode == 2 and "--backend-opt" in res.stderr and "key=value" in res.stderr
+
+
+def test_backend_options_reach_the_backend(tmp_path):
+    from rolebound import api
+
+    data = write_mcq(tmp_path / "q.jsonl", 2)
+    res = api.run("mcq", model="fake:constant", data=str(data), scoring="generate", out=tmp_path / "r",
+                  backend_options={"text": "C"}, progress=False)
+    assert set(api.load_run(res.run_dir)["response"]) == {"C"}

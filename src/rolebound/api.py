@@ -69,7 +69,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
     if s.uses_judge:
         settings.judge = judge or model
         judge_backend = backend if settings.judge == model else create_backend(
-            settings.judge, Decoding(max_tokens=decoding.max_tokens, seed=decoding.seed),
+            settings.judge, Decoding(max_tokens=decoding.max_tokens, seed=decoding.seed), strict=False,
             **{k: v for k, v in bopts.items() if k not in ("base_url",)})
     elif judge:
         raise InputError(f"suite {suite} uses no judge", field="judge")

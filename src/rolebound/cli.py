@@ -29,14 +29,14 @@ def _console():
     return Console(stderr=False)
 
 
-def parse_sets(values: list[str] | None) -> dict:
+def parse_sets(values: list[str] | None, flag: str = "--set") -> dict:
     """--set key=value (value parsed as YAML: numbers, booleans, lists)."""
     import yaml
 
     out = {}
     for v in values or []:
         if "=" not in v:
-            raise InputError(f"expected key=value, got '{v}'", field="--set")
+            raise InputError(f"expected key=value, got '{v}'", field=flag)
         k, _, raw = v.partition("=")
         try:
             out[k.strip()] = yaml.safe_load(raw) if raw.strip() else ""
@@ -74,6 +74,9 @@ def run(
     no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start the run directory again"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="suite option key=value (repeatable)"),
+    backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt",
+                                                     help="backend option key=value (repeatable), e.g. "
+                                                          "transport=aiohttp, tensor_parallel_size=2"),
     config: Optional[Path] = typer.Option(None, "--config", help="YAML run config (may be a grid)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ):
@@ -90,6 +93,7 @@ def run(
         dec = Decoding().merged(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
         bopts = {k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout,
                                        dtype=dtype, concurrency=concurrency).items() if v is not None}
+        bopts.update(parse_sets(backend_opts, "--backend-opt"))
         runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
                      scoring=scoring, judge=judge, repeats=repeats, decoding=dec, concurrency=concurrency,
                      use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets))]

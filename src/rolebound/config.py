@@ -40,6 +40,8 @@ class BackendOptions(BaseModel):
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
     max_model_len: int | None = Field(None, ge=16)
     enable_prefix_caching: bool | None = None
+    transport: str | None = None           # openai backend: sdk (default) or aiohttp
+    prefix_min: int | None = Field(None, ge=0)   # local engines: shortest shared prefix reused (0: off)
 
 
 class RunConfig(BaseModel):

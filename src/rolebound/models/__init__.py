@@ -41,9 +41,20 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return backend, name
 
 
-def create_backend(spec: str, decoding: Decoding | None = None, **options: Any) -> Backend:
+def create_backend(spec: str, decoding: Decoding | None = None, *, strict: bool = True,
+                   **options: Any) -> Backend:
+    """strict: an option the backend does not know is an error (else it is dropped, as for a
+    judge model that shares the run's backend options)."""
     backend, name = parse_spec(spec)
     module, cls, _ = BACKENDS[backend]
     klass = getattr(importlib.import_module(module), cls)
     opts = {k: v for k, v in options.items() if v is not None}
+    if klass.batching:
+        opts.pop("concurrency", None)        # local engines: --concurrency is items in flight (runner)
+    unknown = sorted(set(opts) - set(klass.option_names))
+    if unknown and not strict:
+        opts = {k: v for k, v in opts.items() if k in klass.option_names}
+    elif unknown:
+        raise BackendError(f"backend '{backend}' has no option '{unknown[0]}'; its options: "
+                           + (", ".join(sorted(klass.option_names)) or "none"))
     return klass(name, decoding, **opts)

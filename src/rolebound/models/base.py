@@ -81,6 +81,9 @@ class Backend:
 
     backend: str = "base"
     capabilities: frozenset[str] = frozenset()
+    # backend options (--backend-opt, the YAML `backend:` section) this backend understands
+    option_names: frozenset[str] = frozenset()
+    batching: bool = False          # True: the runner gathers requests into batches for it
 
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
         self.name = name

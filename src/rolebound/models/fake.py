@@ -34,6 +34,7 @@ class FakeBackend(Backend):
     backend = "fake"
     batching = True
     capabilities = frozenset({CHAT, COMPLETE, LOGPROB, CHAT_TEMPLATE, HIDDEN})
+    option_names = frozenset({"delay", "text"})
 
     def __init__(self, name: str = "random", decoding: Decoding | None = None, **options: Any):
         if name not in NAMES:

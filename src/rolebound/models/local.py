@@ -464,6 +464,7 @@ class LocalBackend(Backend):
 
     capabilities = frozenset({CHAT, COMPLETE, LOGPROB, CHAT_TEMPLATE, HIDDEN})
     batching = True
+    option_names = frozenset({"dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
         super().__init__(name, decoding, **options)

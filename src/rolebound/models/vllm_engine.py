@@ -36,6 +36,8 @@ class VLLMBackend(Backend):
     batching = True
     capabilities = frozenset({CHAT, COMPLETE, LOGPROB, CHAT_TEMPLATE})
     preferred_batch = 4096
+    option_names = frozenset({"dtype", "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization",
+                              "max_model_len", "enable_prefix_caching"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
         super().__init__(name, decoding, **options)

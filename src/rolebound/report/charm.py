@@ -47,15 +47,25 @@ def _region_bars(by_region: dict, title: str):
 
     regions = list(by_region)
     x = np.arange(len(regions))
-    gap = [(_r(by_region[r]["c_gap"]) or 0.0) for r in regions]
-    ov = [(_r(by_region[r]["override"]) or 0.0) for r in regions]
+    def bars(key):
+        vals, err = [], [[], []]
+        for r in regions:
+            d = by_region[r][key]
+            v = _r(d) or 0.0
+            vals.append(v)
+            err[0].append(v - d["lo"] if d.get("lo") is not None else 0.0)
+            err[1].append(d["hi"] - v if d.get("hi") is not None else 0.0)
+        return vals, err
+
+    gap, gap_err = bars("c_gap")
+    ov, ov_err = bars("override")
     fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(regions) + 2), 3.4))
-    ax.bar(x - 0.2, gap, 0.4, label="Compliance Gap (both types)", color="#e07b39")
-    ax.bar(x + 0.2, ov, 0.4, label="Verified override (cross)", color="#6c5ce7")
+    ax.bar(x - 0.2, gap, 0.4, yerr=gap_err, capsize=3, label="Compliance Gap (both types)", color="#e07b39")
+    ax.bar(x + 0.2, ov, 0.4, yerr=ov_err, capsize=3, label="Verified override (cross)", color="#6c5ce7")
     ax.set_xticks(x, regions)
     ax.set_ylim(0, 100)
     ax.set_ylabel("%")
-    ax.set_title(title)
+    ax.set_title(title + " (95% bootstrap CI)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -66,3 +66,12 @@ def test_mean_sem_and_std():
     assert mean_sem([5.0]) == (5.0, 0.0) and mean_sem([]) == (None, None)
     m, sd = mean_std([1.0, 3.0])
     assert m == 2.0 and sd == pytest.approx(2 ** 0.5)
+
+
+def test_bootstrap_ci_ignores_order():
+    import random
+
+    vals = [True] * 13 + [False] * 29
+    shuffled = vals[:]
+    random.Random(3).shuffle(shuffled)
+    assert bootstrap_ci(vals) == bootstrap_ci(shuffled)

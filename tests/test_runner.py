@@ -158,3 +158,37 @@ def test_kill_minus_9_mid_run_then_resume(tmp_path):
     assert len(ids) == len(set(ids)) == 60          # no duplicates, nothing missing
     m = json.loads((out / "manifest.json").read_text())
     assert m["counts"]["model_calls"] == 60 - len(before) and m["counts"]["resumed"] == len(before)
+
+
+def test_streaming_backend_results_arrive_per_batch():
+    """A local engine hands answers over as each batch finishes: the first answer is usable
+    while the engine is still busy with the rest."""
+    import asyncio
+    import threading
+
+    from rolebound.models.base import Backend, ScoreRequest, ScoreResult
+    from rolebound.runner import Dispatcher
+
+    release = threading.Event()
+
+    class Streaming(Backend):
+        batching = True
+        streams = True
+
+        async def score(self, requests, emit=None):
+            def work():
+                emit(0, ScoreResult(logprobs=[0.0]))
+                assert release.wait(5), "the first answer never reached the caller"
+                return [ScoreResult(logprobs=[float(i)]) for i in range(len(requests))]
+            return await asyncio.to_thread(work)
+
+    async def main():
+        d = Dispatcher(Streaming("x"))
+        futs = [asyncio.ensure_future(d.score(ScoreRequest(continuations=["a"], prompt=str(i)))) for i in range(3)]
+        first = await asyncio.wait_for(futs[0], 5)          # arrives before the batch ends
+        release.set()
+        rest = await asyncio.gather(*futs[1:])
+        return first, rest
+
+    first, rest = asyncio.run(main())
+    assert first.logprobs == [0.0] and [r.logprobs for r in rest] == [[1.0], [2.0]]

@@ -50,6 +50,11 @@ def git_revision() -> str | None:
         return None
 
 
+def _resolve(fut: asyncio.Future, result) -> None:
+    if not fut.done():
+        fut.set_result(result)
+
+
 # ------------------------------------------------------------------------------------------------
 class Dispatcher:
     """Gathers single requests from many item tasks into batches for local engines.
@@ -95,11 +100,17 @@ class Dispatcher:
             else:
                 del self.pending[key]
             reqs = [r for r, _ in chunk]
+            kw = {}
+            if getattr(self.backend, "streams", False):
+                # the engine hands each answer over as its batch finishes (from its worker
+                # thread), so records are written while later batches still run
+                loop = asyncio.get_running_loop()
+                kw["emit"] = lambda i, res, _c=chunk: loop.call_soon_threadsafe(_resolve, _c[i][1], res)
             try:
                 if key[0] == "gen":
-                    results = await self.backend.generate(reqs, Decoding.model_validate_json(key[1]))
+                    results = await self.backend.generate(reqs, Decoding.model_validate_json(key[1]), **kw)
                 else:
-                    results = await self.backend.score(reqs)
+                    results = await self.backend.score(reqs, **kw)
             except Exception as exc:  # noqa: BLE001 - a whole-batch failure becomes per-call errors
                 cls = GenResult if key[0] == "gen" else ScoreResult
                 results = [cls(error=f"{type(exc).__name__}: {exc}") for _ in reqs]

@@ -19,7 +19,8 @@ def rate(values: Sequence[bool | int | float]) -> float | None:
 def bootstrap_ci(values: Sequence[bool | int | float], *, n_boot: int = N_BOOT, seed: int = 0,
                  level: float = 0.95) -> tuple[float | None, float | None]:
     """Percentile bootstrap CI of the mean, in percent. Seeded, so reports are reproducible."""
-    v = np.asarray([float(x) for x in values])
+    # sorted: the interval must not depend on the order records happened to be written in
+    v = np.sort(np.asarray([float(x) for x in values]))
     if v.size == 0:
         return (None, None)
     if v.size == 1 or np.all(v == v[0]):

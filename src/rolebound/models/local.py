@@ -207,7 +207,9 @@ class TransformersEngine:
             raise ValueError("a continuation tokenises to nothing")
         return ctx, cont_ids
 
-    def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+    def score(self, requests: Sequence[ScoreRequest], emit=None) -> list[ScoreResult]:
+        """emit(i, result), if given, is called (from this thread) as soon as request i is done,
+        so the runner can record it while later batches run."""
         torch = self.torch
         out: list[ScoreResult | None] = [None] * len(requests)
         singles, multis = [], []
@@ -217,6 +219,8 @@ class TransformersEngine:
                 ctx, conts = self._split_context(req)
             except Exception as exc:  # noqa: BLE001 - recorded per request
                 out[i] = ScoreResult(error=f"{type(exc).__name__}: {exc}")
+                if emit:
+                    emit(i, out[i])
                 continue
             prepared[i] = (ctx, conts)
             (singles if all(len(c) == 1 for c in conts) else multis).append(i)
@@ -225,27 +229,42 @@ class TransformersEngine:
                 # one forward per request, read at its last position
                 seqs = [prepared[i][0] for i in singles]
                 wants = [[(len(s) - 1, c[0]) for c in prepared[i][1]] for i, s in zip(singles, seqs)]
-                for i, vals in zip(singles, self._logprobs(seqs, wants)):
+
+                def single_done(j, vals):
+                    i = singles[j]
                     ctx, conts = prepared[i]
                     out[i] = ScoreResult(logprobs=vals, token_counts=[1] * len(conts), prompt_tokens=len(ctx))
+                    if emit:
+                        emit(i, out[i])
+
+                self._logprobs(seqs, wants, done=single_done)
             if multis:
                 # one row per (request, continuation): context + continuation; the t-th
                 # continuation token is predicted by the position before it
                 rows = [(i, k) for i in multis for k in range(len(prepared[i][1]))]
+                left = {i: len(prepared[i][1]) for i in multis}
                 seqs, wants = [], []
                 for i, k in rows:
                     ctx, cont = prepared[i][0], prepared[i][1][k]
                     seqs.append(ctx + cont)
                     wants.append([(len(ctx) - 1 + t, tok) for t, tok in enumerate(cont)])
-                for (i, k), vals in zip(rows, self._logprobs(seqs, wants)):
+
+                def multi_done(j, vals):
+                    i, k = rows[j]
                     ctx, conts = prepared[i]
                     res = out[i] or ScoreResult(logprobs=[0.0] * len(conts), token_counts=[0] * len(conts),
                                                 prompt_tokens=len(ctx))
                     res.logprobs[k], res.token_counts[k] = sum(vals), len(vals)
                     out[i] = res
+                    left[i] -= 1
+                    if emit and left[i] == 0:
+                        emit(i, res)
+
+                self._logprobs(seqs, wants, done=multi_done)
         return out  # type: ignore[return-value]
 
-    def _logprobs(self, seqs: list[list[int]], wants: list[list[tuple[int, int]]]) -> list[list[float]]:
+    def _logprobs(self, seqs: list[list[int]], wants: list[list[tuple[int, int]]],
+                  done=None) -> list[list[float]]:
         """log p(token | seq[:pos+1]) for each (pos, token) in wants[j], for every sequence j.
 
         Sequences that share a long prefix (a persona and profile before many questions) reuse
@@ -255,15 +274,15 @@ class TransformersEngine:
         firsts = [min(p for p, _ in w) for w in wants]
         groups, rest = self._prefix_groups(seqs, firsts)
         for members, plen in groups:
-            self._score_shared(seqs, wants, firsts, members, plen, out)
+            self._score_shared(seqs, wants, firsts, members, plen, out, done)
         for b in self._batches([len(seqs[j]) for j in rest]):
             idx = [rest[j] for j in b]
             ids, mask, pos = self._pad([seqs[j] for j in idx])
-            self._read(idx, seqs, wants, firsts, out, input_ids=ids, attention_mask=mask, position_ids=pos,
+            self._read(idx, seqs, wants, firsts, out, done, input_ids=ids, attention_mask=mask, position_ids=pos,
                        use_cache=False)
         return out  # type: ignore[return-value]
 
-    def _read(self, idx, seqs, wants, firsts, out, **inputs) -> None:
+    def _read(self, idx, seqs, wants, firsts, out, done, **inputs) -> None:
         """One forward over a batch (rows right-aligned); log-softmax of the last positions only."""
         keep = max(len(seqs[j]) - firsts[j] for j in idx)
         logits = self.model(**inputs, logits_to_keep=keep).logits
@@ -271,6 +290,8 @@ class TransformersEngine:
         for r, j in enumerate(idx):
             n = len(seqs[j])
             out[j] = [float(lp[r, keep - (n - p), t]) for p, t in wants[j]]
+            if done:
+                done(j, out[j])
 
     # -- shared prefixes --------------------------------------------------------------------
     def _prefix_groups(self, seqs: list[list[int]], firsts: list[int]) -> tuple[list[tuple[list[int], int]], list[int]]:
@@ -327,7 +348,7 @@ class TransformersEngine:
             cache.update(k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1), layer)
         return cache
 
-    def _score_shared(self, seqs, wants, firsts, members: list[int], plen: int, out) -> None:
+    def _score_shared(self, seqs, wants, firsts, members: list[int], plen: int, out, done=None) -> None:
         torch = self.torch
         kv = self._prefix_cache(seqs[members[0]][:plen])
         tails = [seqs[j][plen:] for j in members]
@@ -335,11 +356,12 @@ class TransformersEngine:
             idx = [members[j] for j in b]
             ids, mask, pos = self._pad([tails[j] for j in b])
             ones = torch.ones((len(b), plen), dtype=mask.dtype, device=mask.device)
-            self._read(idx, seqs, wants, firsts, out, input_ids=ids, attention_mask=torch.cat([ones, mask], 1),
+            self._read(idx, seqs, wants, firsts, out, done, input_ids=ids,
+                       attention_mask=torch.cat([ones, mask], 1),
                        position_ids=pos + plen, use_cache=True, **{self.cache_kw: self._expand(kv, len(b))})
 
     # -- generation -------------------------------------------------------------------------
-    def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+    def generate(self, requests: Sequence[GenRequest], decoding: Decoding, emit=None) -> list[GenResult]:
         torch = self.torch
         texts = [self._request_text(r.messages, r.prompt) for r in requests]
         encoded = [self.encode(t) for t in texts]
@@ -365,6 +387,8 @@ class TransformersEngine:
                                                  prefix=(kv, plen) if kv is not None else None)
                     for i, res in zip(idx, results):
                         out[i] = res
+                        if emit:
+                            emit(i, res)
         return out  # type: ignore[return-value]
 
     def _decode_batch(self, seqs, limits, stops, decoding: Decoding, gen, prefix=None) -> list[GenResult]:
@@ -464,6 +488,7 @@ class LocalBackend(Backend):
 
     capabilities = frozenset({CHAT, COMPLETE, LOGPROB, CHAT_TEMPLATE, HIDDEN})
     batching = True
+    streams = True          # generate/score take emit(i, result): results reach the runner per batch
     option_names = frozenset({"dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
@@ -504,12 +529,12 @@ class LocalBackend(Backend):
     async def prepare(self) -> None:
         await asyncio.to_thread(lambda: self.engine)
 
-    async def generate(self, requests, decoding):
+    async def generate(self, requests, decoding, emit=None):
         return await asyncio.to_thread(self._safe, self.engine.generate, requests, decoding,
-                                       cls=GenResult)
+                                       cls=GenResult, emit=emit)
 
-    async def score(self, requests):
-        return await asyncio.to_thread(self._safe, self.engine.score, requests, cls=ScoreResult)
+    async def score(self, requests, emit=None):
+        return await asyncio.to_thread(self._safe, self.engine.score, requests, cls=ScoreResult, emit=emit)
 
     async def hidden_states(self, texts):
         return await asyncio.to_thread(self.engine.hidden_states, texts)
@@ -521,10 +546,11 @@ class LocalBackend(Backend):
         return len(self.engine.encode(text))
 
     @staticmethod
-    def _safe(fn, requests, *args, cls):
-        """Run a batch; if it fails as a whole, retry item by item so the error stays local."""
+    def _safe(fn, requests, *args, cls, emit=None):
+        """Run a batch; if it fails as a whole, retry item by item so the error stays local
+        (results already emitted stand; the runner ignores a second answer for them)."""
         try:
-            return fn(requests, *args)
+            return fn(requests, *args, emit=emit)
         except Exception:  # noqa: BLE001
             if len(requests) == 1:
                 import traceback

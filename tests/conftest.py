@@ -14,7 +14,8 @@ import pytest
 
 from rolebound.paths import model_dir
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+# public data beside the checkout (../shared); ROLEBOUND_SHARED points elsewhere
+SHARED = Path(os.environ.get("ROLEBOUND_SHARED") or Path(__file__).resolve().parents[1].parent / "shared")
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -21,7 +21,8 @@ from rolebound.store import load_records
 from rolebound.strategies.multiverse_prompts import (canon_prompt, dilemma_prompt, parse_choice, parse_judge,
                                                      parse_segments)
 from rolebound.suites.base import RunSettings
-from rolebound.suites.multiverse import STARTER, MultiverseSuite, load_file
+from rolebound.suites.multiverse import MultiverseSuite
+from rolebound.suites.multiverse_data import STARTER, load_file
 
 from conftest import shared_path
 

@@ -32,7 +32,7 @@ from ..errors import InputError
 from ..io import read_yaml, validate_yaml
 from ..scoring.parsers import INVALID
 from ..strategies.multiverse_prompts import CONFLICTS, LETTERS, attributes_text, lore_text
-from ..suites.multiverse import Hero
+from ..suites.multiverse_data import Hero
 
 # Section 3.2.2, one line per conflict type (what the generated scenario must put at stake).
 CONFLICT_BRIEF = {

@@ -15,7 +15,7 @@ import sympy as sp
 from sympy.parsing.sympy_parser import (implicit_multiplication_application, parse_expr,
                                         standard_transformations)
 
-from rolebound.suites.capability import BANK_FILE, DATA_DIR, CapabilityItem, load_roles
+from rolebound.suites.capability_data import BANK_FILE, DATA_DIR, CapabilityItem, load_roles
 
 x = sp.Symbol("x")
 TRANSFORMS = standard_transformations + (implicit_multiplication_application,)

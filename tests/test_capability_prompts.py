@@ -10,7 +10,7 @@ from rolebound.records import Message
 from rolebound.scoring.parsers import INVALID
 from rolebound.strategies import capability_judge as cj
 from rolebound.strategies import capability_prompts as cp
-from rolebound.suites.capability import CapabilityItem, load_roles
+from rolebound.suites.capability_data import CapabilityItem, load_roles
 
 CFG = load_roles()
 ROLES = {r.id: r for r in CFG.roles}

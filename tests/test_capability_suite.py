@@ -16,7 +16,8 @@ from rolebound.importers import all_importers
 from rolebound.scoring.boxed import parse_boxed_letter
 from rolebound.store import load_records
 from rolebound.suites.base import RunSettings
-from rolebound.suites.capability import BANK_FILE, ROLES_FILE, CapabilitySuite
+from rolebound.suites.capability import CapabilitySuite
+from rolebound.suites.capability_data import BANK_FILE, ROLES_FILE
 
 ALL = "identity,description,cot,guideline,explicit-idk,syllabus,injection,injection-syllabus,no-role"
 

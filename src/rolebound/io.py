@@ -6,7 +6,7 @@ import csv
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Iterable, TypeVar
+from typing import Any, Iterable, Iterator, TypeVar
 
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -40,12 +40,12 @@ def validate_record(model: type[T], data: Any, *, file: str | Path, line: int | 
                          field=_loc_str(loc_prefix + loc) or None) from None
 
 
-def read_jsonl(path: str | Path, model: type[T] | None = None) -> list:
-    """One object a line; blank lines and lines starting with # are skipped."""
+def jsonl_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object) a line; blank lines and lines starting with # are skipped.
+    Lazy, so a caller that checks each object reports the first bad line, JSON or not."""
     path = Path(path)
     if not path.exists():
         raise InputError("file not found", file=str(path))
-    out = []
     with path.open(encoding="utf-8") as fh:
         for lineno, raw in enumerate(fh, 1):
             s = raw.strip()
@@ -56,8 +56,13 @@ def read_jsonl(path: str | Path, model: type[T] | None = None) -> list:
             except json.JSONDecodeError as exc:
                 raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})",
                                  file=str(path), line=lineno) from None
-            out.append(validate_record(model, obj, file=path, line=lineno) if model else obj)
-    return out
+            yield lineno, obj
+
+
+def read_jsonl(path: str | Path, model: type[T] | None = None) -> list:
+    """One object a line; blank lines and lines starting with # are skipped."""
+    return [validate_record(model, obj, file=path, line=lineno) if model else obj
+            for lineno, obj in jsonl_lines(path)]
 
 
 class _LineLoader(yaml.SafeLoader):

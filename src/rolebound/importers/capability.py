@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..io import read_csv_rows
+from ..io import jsonl_lines, read_csv_rows
 
 ALIASES = {
     "id": ("id", "qid", "question_id"),
@@ -121,27 +121,17 @@ def csv_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
 
 def jsonl_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     path = Path(path)
-    if not path.exists():
-        raise InputError("file not found", file=str(path))
     out = []
-    with path.open(encoding="utf-8") as fh:
-        for ln, raw in enumerate(fh, 1):
-            s = raw.strip()
-            if not s or s.startswith("#"):
-                continue
-            try:
-                obj = json.loads(s)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=str(path), line=ln) from None
-            if not isinstance(obj, dict):
-                raise InputError("each line must be a JSON object", file=str(path), line=ln)
-            out.append((ln, convert(obj, n=len(out) + 1, stem=path.stem, file=str(path), line=ln)))
+    for ln, obj in jsonl_lines(path):
+        if not isinstance(obj, dict):
+            raise InputError("each line must be a JSON object", file=str(path), line=ln)
+        out.append((ln, convert(obj, n=len(out) + 1, stem=path.stem, file=str(path), line=ln)))
     return out
 
 
 def _write(rows: list[tuple[int, dict]], src: str, out: str) -> str:
     from ..io import validate_record
-    from ..suites.capability import CapabilityItem, load_roles
+    from ..suites.capability_data import CapabilityItem, load_roles
 
     cfg = load_roles()
     seen: dict[str, int] = {}

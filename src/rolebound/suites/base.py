@@ -98,3 +98,12 @@ class Item(BaseModel):
     """Base for suite items: every item has a stable id."""
 
     id: str
+
+
+def interleave(groups: Sequence[Sequence[Any]]) -> list[Any]:
+    """Round-robin over groups: a1, b1, c1, a2, b2, c2, ... (shorter groups drop out)."""
+    out, i = [], 0
+    while any(i < len(g) for g in groups):
+        out.extend(g[i] for g in groups if i < len(g))
+        i += 1
+    return out

@@ -142,6 +142,29 @@ def test_rejudge_scores_an_existing_run_without_touching_answers(tmp_path, monke
     assert "fake:echo" in (res.run_dir / "report.md").read_text()
 
 
+def test_the_manifest_names_a_judge_only_when_answers_are_judged(tmp_path):
+    def run(name, judge_model=None, **options):
+        res = api.run("capability", model="fake:random", strategies="identity", limit=2, out=tmp_path / name,
+                      judge=judge_model, options={"roles": "primary", **options}, progress=False)
+        judged = any(r.role == "judge" for r in load_records(res.run_dir))
+        return api.load_manifest(res.run_dir).judge, judged
+
+    assert run("default") == (None, False)
+    assert "| judge |" not in (tmp_path / "default" / "report.md").read_text()
+    assert run("on", judge=True) == ("fake:random", True)
+    assert run("other", "fake:echo") == ("fake:echo", True)
+    assert run("other-off", "fake:echo", judge=False) == (None, False)
+
+
+def test_suites_with_a_judge_keep_it_on():
+    from rolebound.models import create_backend
+    from rolebound.suites import get_suite
+
+    b = create_backend("fake:random")
+    for name in ("knowledge-errors", "multiverse"):
+        assert get_suite(name).judge_enabled(RunSettings(strategies=[]), b, b)
+
+
 # -- backends that cannot ----------------------------------------------------------------------
 def test_injection_needs_a_chat_template_and_fails_before_any_call(tmp_path):
     out = tmp_path / "run"

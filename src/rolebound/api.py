@@ -71,6 +71,8 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         judge_backend = backend if settings.judge == model else create_backend(
             settings.judge, Decoding(max_tokens=decoding.max_tokens, seed=decoding.seed), strict=False,
             **{k: v for k, v in bopts.items() if k not in ("base_url",)})
+        if not s.judge_enabled(settings, backend, judge_backend):
+            settings.judge, judge_backend = None, None     # no judge calls: the manifest names no judge
     elif judge:
         raise InputError(f"suite {suite} uses no judge", field="judge")
     s.check(backend, settings, judge_backend)

@@ -71,6 +71,11 @@ class Suite:
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         """Fail before any call if the backend cannot do what the strategies need."""
 
+    def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
+        """Whether a run of a judged suite makes judge calls (then the manifest names the judge).
+        `judge` is the judge backend, the model's own when no --judge was given."""
+        return True
+
     # -- work -------------------------------------------------------------------------------
     async def run_item(self, item: Any, ctx: "ItemContext", strategy: str, settings: RunSettings) -> None:
         raise NotImplementedError

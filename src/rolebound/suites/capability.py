@@ -126,10 +126,14 @@ class CapabilitySuite(Suite):
             backend.require(CHAT_TEMPLATE, why)
         if any(s not in cp.INJECTION for s in settings.strategies):
             backend.require(CHAT, "the chat-based variants")
-        opt = settings.options.get("judge")
-        self.judge_on = _truthy(opt) if opt is not None else (judge is not None and judge is not backend)
+        self.judge_on = self.judge_enabled(settings, backend, judge)
         if self.judge_on:
             (judge or backend).require(CHAT, "the judge scores RV, C, RC in a chat")
+
+    def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
+        # Off unless asked for, or unless --judge names a model other than the one under test.
+        opt = settings.options.get("judge")
+        return _truthy(opt) if opt is not None else (judge is not None and judge is not backend)
 
     # -- data ----------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from ..errors import InputError
 from ..io import stable_hash
 from ..strategies.multiverse_prompts import TEMPLATES
-from .base import Dataset, RunSettings, Suite
+from .base import Dataset, RunSettings, Suite, interleave
 from .multiverse_data import STARTER, MVIndex, dataset_tables, load_file
 
 
@@ -86,18 +86,8 @@ class MultiverseSuite(Suite):
         for v, groups in per_version.items():
             hero_pos = [h.id for h in index.heroes].index(index.hero_of(v).id) if index else 0
             rot = order[hero_pos % len(order):] + order[:hero_pos % len(order)]
-            seq, pools = [], [list(groups[g]) for g in rot if groups.get(g)]
-            while any(pools):
-                for p in pools:
-                    if p:
-                        seq.append(p.pop(0))
-            queues.append(seq)
-        out: list = []
-        while len(out) < limit and any(queues):
-            for q in queues:
-                if q and len(out) < limit:
-                    out.append(q.pop(0))
-        return out
+            queues.append(interleave([groups[g] for g in rot if groups.get(g)]))
+        return interleave(queues)[:limit]
 
     def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
         return dataset_tables(dataset)

@@ -70,6 +70,19 @@ def test_cache_key_includes_decoding(tmp_path):
     assert other.counts.calls == 4
 
 
+def test_local_engine_revision_is_part_of_the_cache_key(monkeypatch):
+    # answers cached by an older local engine must not mix into a run of the new one
+    from rolebound.models import local
+    from rolebound.models.bundled import BundledBackend
+    from rolebound.runner import Session
+
+    b = BundledBackend("smollm2-135m")
+    key = lambda: Session.cache_key(None, b, "score", {"x": 1}, None, 0)  # noqa: E731
+    before = key()
+    monkeypatch.setattr(local, "ENGINE_REV", local.ENGINE_REV + 1)
+    assert key() != before
+
+
 def test_failed_calls_are_recorded_counted_and_retried_on_resume(tmp_path, monkeypatch):
     data = write_mcq(tmp_path / "q.jsonl", 12)
     monkeypatch.setenv("ROLEBOUND_FAKE_FAIL", r"Question number (3|7)\?")

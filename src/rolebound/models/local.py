@@ -87,6 +87,12 @@ def auto_batch(model, device: str, dtype) -> tuple[int, int]:
     return (64 if device.startswith("cuda") else 16), int(tokens)
 
 
+# Part of every cache key of this engine. bf16 results depend slightly on batch make-up and on
+# prefix reuse, so when those change, bump this: otherwise a run would mix cached answers of the
+# old engine with new ones and differ from a fresh run of the same command.
+ENGINE_REV = 2
+
+
 class TransformersEngine:
     """Holds one model and tokenizer; every method is synchronous and runs under one lock."""
 
@@ -512,7 +518,7 @@ class LocalBackend(Backend):
             return self._engine
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": self.backend, "model": self.name,
+        return {"backend": self.backend, "model": self.name, "engine": ENGINE_REV,
                 "dtype": str(self.options.get("dtype") or "auto")}
 
     def info(self) -> dict[str, Any]:

@@ -313,7 +313,9 @@ def test_every_method_makes_its_calls(fake_run):
     assert "fragments of your memories" not in final and "Here are your doubts" in final
     judge = [r for r in recs if r.role == "judge" and r.item_id == "ada-01-uke"][0]
     assert "could not possibly know" in judge.prompt[0]["content"]       # UKE items get the Table 15 judge
-    assert judge.parsed == M.parse_judgment(judge.response) and judge.gold == "yes"
+    # a local engine judges by log-likelihood unless told otherwise (judge_scoring)
+    assert judge.kind == "score" and judge.meta["judge_scoring"] == "logprob"
+    assert judge.parsed in ("yes", "no") and judge.gold == "yes"
 
 
 def test_fake_run_report_and_hidden_states(fake_run):
@@ -338,17 +340,20 @@ def test_rejudge_appends_a_round_and_metrics_follow(tmp_path):
     api.run("knowledge-errors", model="fake:random", strategies="vanilla", limit=4, out=out, progress=False,
             options=opts)
     before = (out / "records.jsonl").read_text().splitlines()
-    rejudge(out, "fake:constant", progress=False)              # replies "No." -> every judgment invalid
+    rejudge(out, "fake:constant", progress=False)              # a local engine: judged by log-likelihood
     after = (out / "records.jsonl").read_text().splitlines()
     assert after[: len(before)] == before                      # append-only; answers untouched
     recs = load_records(out)
     new = [r for r in recs if r.stage == "judge@1"]
-    assert len(new) == 4 and all(r.model == "fake:constant" and r.parsed == INVALID for r in new)
+    assert len(new) == 4 and all(r.model == "fake:constant" and r.parsed in ("yes", "no") for r in new)
+    assert all(r.kind == "score" and r.meta["judge_scoring"] == "logprob" for r in new)
     met, _ = api.build_report(out)
-    assert met["judge_round"] == 1 and met["accuracy"]["vanilla"]["judgments"]["invalid"] == 4
-    assert "round 1: fake:constant" in (out / "report.md").read_text()
+    j = met["accuracy"]["vanilla"]["judgments"]
+    assert met["judge_round"] == 1 and j["invalid"] == 0 and j["yes"] == sum(r.parsed == "yes" for r in new)
+    assert "round 1: fake:constant (logprob)" in (out / "report.md").read_text()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["rejudges"][-1]["judge"] == "fake:constant"
+    assert manifest["rejudges"][-1]["judge_scoring"] == "logprob"
     rejudge(out, "fake:constant", progress=False)              # same judge again: resumes round 1
     assert len((out / "records.jsonl").read_text().splitlines()) == len(after)
     rejudge(out, "fake:random", progress=False)

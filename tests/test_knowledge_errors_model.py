@@ -12,10 +12,8 @@ import pytest
 
 from rolebound import api
 from rolebound.build import knowledge_errors as B
-from rolebound.metrics.knowledge_errors import parse_judgment
 from rolebound.records import Decoding
 from rolebound.runner import ItemContext, Session
-from rolebound.scoring.parsers import INVALID
 from rolebound.store import RunDir, load_records
 from rolebound.suites.knowledge_errors_data import load_items, load_topics, starter_dir
 
@@ -90,15 +88,16 @@ def test_s2rd_end_to_end_on_the_bundled_model(tmp_path):
     assert items == {"KKE", "UKE"}
     for r in recs:
         if r.role == "judge":
-            assert r.model == "bundled:smollm2-135m"
-            assert r.parsed in ("yes", "no", INVALID) and r.parsed == parse_judgment(r.response)
+            # a local engine: the judge scores " yes" vs " no" by default
+            assert r.model == "bundled:smollm2-135m" and r.kind == "score"
+            assert r.parsed in ("yes", "no") and r.meta["judge_scoring"] == "logprob"
         if r.stage == "answer":
             # one fragment per recollected memory (m=3); the question itself when none was parsed
             n = r.meta["recollected"]
             assert len(r.meta["self_rag_chunks"]) == (n if n else 3) and len(r.meta["cases"]) == 4
     met = json.loads((out / "metrics.json").read_text())
     j = met["accuracy"]["s2rd"]["judgments"]
-    assert j["answers"] == 2 and j["yes"] + j["no"] + j["invalid"] == 2
+    assert j["answers"] == 2 and j["yes"] + j["no"] == 2 and j["invalid"] == 0
     yes = sum(1 for r in recs if r.role == "judge" and r.parsed == "yes")
     assert met["accuracy"]["s2rd"]["overall"]["mean"] == pytest.approx(100.0 * yes / 2)
     md = (out / "report.md").read_text()
@@ -107,3 +106,30 @@ def test_s2rd_end_to_end_on_the_bundled_model(tmp_path):
     z = np.load(out / "hidden_states.npz")
     assert z["vectors"].shape == (3, 576) and sorted(z["kind"]) == ["KKE", "UKE", "correct"]
     assert "Mean cosine distance" in md
+
+
+def test_logprob_judge_on_the_bundled_model_gives_only_verdicts(bundled, tmp_path):
+    """The bundled judge never writes `judgment: yes|no` when it generates; scored, every item
+    gets a verdict."""
+    from rolebound.strategies.ke_methods import Methods
+
+    items = load_items(starter_dir() / "starter.jsonl")[:2]          # one memory: its KKE and UKE query
+    rd = RunDir(tmp_path / "judge")
+    rd.open_for_append()
+    session = Session(rd, "knowledge-errors", bundled, Decoding(max_tokens=16), judge=bundled, cache=None,
+                      use_cache=False)
+    methods = Methods(judge_scoring="logprob")
+    replies = ["No, it was someone else.", "What is that? I have never heard of it."]
+
+    async def judge_all():
+        return await asyncio.gather(*(
+            methods.judge(ItemContext(session=session, item_id=it.id, strategy="vanilla"), character=it.character,
+                          error_type=it.error_type, correct_memory=it.correct_memory, query=it.query, response=reply)
+            for it, reply in zip(items, replies)))
+
+    recs = asyncio.run(judge_all())
+    rd.close()
+    assert sorted(it.error_type for it in items) == ["KKE", "UKE"]
+    for r in recs:
+        assert r.error is None and r.kind == "score" and r.parsed in ("yes", "no")
+        assert len(r.logprobs) == 2 and all(np.isfinite(r.logprobs)) and r.prompt[-1]["content"] == "judgment:"

@@ -3,8 +3,10 @@ analysis, of the saved vectors).
 
 Accuracy (paper §6.1): the share of final answers the judge marks "yes" (KKE: the error was
 found and corrected; UKE: the character showed confusion or curiosity about what it cannot know).
-An unparseable judgment is "invalid": it counts as not detected and is reported on its own. An
-answer without a judgment of the round in use (its judge call failed) is left out and counted.
+An unparseable judgment is "invalid": it counts as not detected and is reported on its own (only
+generated judgments can be invalid; with judge_scoring=logprob the verdict is the likelier of
+" yes" and " no"). An answer without a judgment of the round in use (its judge call failed) is
+left out and counted.
 Each repeat gives one accuracy per cell; tables show mean +- SEM over repeats (Tables 2 and 3).
 "Average" is the accuracy over all items of an error type (the paper's averages are weighted by
 category size), and the overall average is over all items.
@@ -53,6 +55,17 @@ def judge_rounds(records: Iterable) -> dict[int, str]:
     for r in records:
         if r.role == "judge" and r.stage.startswith("judge"):
             out.setdefault(int(r.meta.get("judge_round", 0)), r.model)
+    return dict(sorted(out.items()))
+
+
+def judge_modes(records: Iterable) -> dict[int, str]:
+    """round -> judge scoring mode ("generate" or "logprob"). Records from before the option
+    carry no `judge_scoring`; their call kind tells."""
+    out: dict[int, str] = {}
+    for r in records:
+        if r.role == "judge" and r.stage.startswith("judge"):
+            out.setdefault(int(r.meta.get("judge_round", 0)),
+                           r.meta.get("judge_scoring") or ("logprob" if r.kind == "score" else "generate"))
     return dict(sorted(out.items()))
 
 
@@ -166,6 +179,7 @@ def compute(records: list, strategies: list[str], round_: int | None = None) -> 
     return {
         "judge_round": round_,
         "judges": {str(k): v for k, v in rounds.items()},
+        "judge_scoring": {str(k): v for k, v in judge_modes(records).items()},
         "accuracy": accuracy_table(rows, strategies),
         "cost": cost_table(records, strategies),
         "s2rd": s2rd_notes(records, strategies),

@@ -1,5 +1,6 @@
 """The methods of the knowledge-errors suite (paper §5, §6.2; prompts of Tables 16-17) and the
-judge call (Tables 14-15). Every model call is its own record; the final reply is stage "answer".
+judge call (Tables 14-15; generated, or scored by log-likelihood with judge_scoring=logprob).
+Every model call is its own record; the final reply is stage "answer".
 
 Stages: vanilla/cot/few-shot/rag/rag-few-shot: answer. self-reflection: draft, answer.
 s2rd: s2rd.narrative (once per character, repeat and method: it depends on the role alone),
@@ -113,6 +114,7 @@ class Methods:
     step_tokens: int | None = 192          # intermediate steps (drafts, narrative, recollection, doubt)
     answer_tokens: int | None = None       # None: the run's --max-tokens
     judge_tokens: int | None = None
+    judge_scoring: str = "generate"        # or "logprob": " yes" vs " no" after "judgment:"
     _narratives: dict = field(default_factory=dict)
 
     # -- helpers ----------------------------------------------------------------------------
@@ -209,8 +211,17 @@ class Methods:
         tpl = P.JUDGE_KKE if error_type == "KKE" else P.JUDGE_UKE
         prompt = tpl.format(role_name=character, correct_memory=correct_memory, given_query=query,
                             given_response=response)
-        meta = {"judge_round": round_}
+        meta = {"judge_round": round_, "judge_scoring": self.judge_scoring}
         if judge_spec:
             meta["judge"] = judge_spec
+        if self.judge_scoring == "logprob":
+            # parsed is "yes"/"no" exactly as in generate mode, so the metrics need not know the mode
+            return await ctx.score(judge_stage(round_), list(P.JUDGE_CHOICES), messages=self._user(prompt),
+                                   assistant_prefix=P.JUDGE_PREFIX, role="judge", parse=_verdict, gold="yes",
+                                   meta=meta)
         return await ctx.chat(judge_stage(round_), self._user(prompt), role="judge", parse=parse_judgment,
                               gold="yes", max_tokens=self.judge_tokens, meta=meta)
+
+
+def _verdict(choice: str) -> str:
+    return choice.strip().lower()

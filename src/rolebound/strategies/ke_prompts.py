@@ -170,6 +170,11 @@ JUDGE_UKE = _JUDGE_HEAD + (
     "pointed out the incorrect information but gave an explanation that is not true to the character. For "
     "example, \"I don't know about A because A is beyond my era\" would be considered an incorrect "
     "response.\n") + _JUDGE_TAIL
+# judge_scoring=logprob (ours, not the paper's): after the same judge prompt, the assistant turn
+# is prefilled with the start of the judgment line and " yes" is compared with " no", so the
+# explanation the tables ask for first is skipped.
+JUDGE_PREFIX = "judgment:"
+JUDGE_CHOICES = (" yes", " no")
 
 # -- Table 16: baselines -------------------------------------------------------------------------------
 VANILLA = ROLE_INTRO + " {given_query}"
@@ -221,7 +226,8 @@ S2RD_DOUBT_LINE = "** Here are your doubts about the given questions: {self_doub
 def all_templates() -> dict[str, str]:
     """Everything that shapes a prompt, for the manifest's template hashes."""
     out = {"memories": MEMORIES, "kke": KKE_INJECT, "uke": UKE_INJECT, "question": TO_QUESTION,
-           "judge_kke": JUDGE_KKE, "judge_uke": JUDGE_UKE, "vanilla": VANILLA, "cot": COT,
+           "judge_kke": JUDGE_KKE, "judge_uke": JUDGE_UKE, "judge_prefix": JUDGE_PREFIX,
+           "vanilla": VANILLA, "cot": COT,
            "few_shot": FEW_SHOT, "rag": RAG, "rag_few_shot": RAG_FEW_SHOT, "self_reflection": SELF_REFLECTION,
            "case": CASE, "s2rd_narrative": S2RD_NARRATIVE, "s2rd_recollection": S2RD_RECOLLECTION,
            "s2rd_doubt": S2RD_DOUBT, "s2rd_final": S2RD_FINAL, "s2rd_rag_line": S2RD_RAG_LINE,

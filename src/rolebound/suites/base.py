@@ -35,6 +35,19 @@ class RunSettings:
     options: dict[str, Any] = field(default_factory=dict)   # suite-specific (--set key=value)
 
 
+LOCAL_ENGINES = ("bundled", "hf", "vllm", "fake")
+
+
+def default_scoring_for(backend) -> str:
+    """'logprob' or 'generate': the one rule for every generate/logprob choice (--scoring, the
+    knowledge-errors judge_scoring). Local engines score options by log-likelihood by default (the
+    bundled model does not follow the answer formats); API models follow the papers' generation
+    protocol."""
+    from ..models.base import LOGPROB
+
+    return "logprob" if backend.supports(LOGPROB) and backend.backend in LOCAL_ENGINES else "generate"
+
+
 class Suite:
     name: str = ""
     description: str = ""
@@ -59,14 +72,7 @@ class Suite:
         return {}
 
     def default_scoring(self, backend) -> str | None:
-        if not self.offers_scoring:
-            return None
-        from ..models.base import LOGPROB
-
-        # Local engines score options by log-likelihood by default (the bundled model does not
-        # follow the answer format); API models follow the paper's generation protocol.
-        return "logprob" if backend.supports(LOGPROB) and backend.backend in ("bundled", "hf", "vllm", "fake") \
-            else "generate"
+        return default_scoring_for(backend) if self.offers_scoring else None
 
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         """Fail before any call if the backend cannot do what the strategies need."""

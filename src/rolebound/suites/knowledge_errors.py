@@ -8,7 +8,8 @@ Detecting Character Knowledge Errors in LLM Role-Playing".)
 
 Options (--set key=value): corpus=FILE, few_shot=FILE, embedder=PATH, rag_k=3, m=3,
 chunk_sentences=8, step_max_tokens=192, answer_max_tokens, judge_max_tokens,
-hidden_states=true|false|all.
+hidden_states=true|false|all, judge_scoring=generate|logprob (default: logprob when the judge is
+a local engine that can score, as for --scoring in other suites; generate otherwise).
 """
 
 from __future__ import annotations
@@ -19,21 +20,22 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..errors import BackendError, InputError
+from ..errors import BackendError, CapabilityError, InputError
 from ..io import file_sha256, stable_hash
 from ..metrics import knowledge_errors as M
-from ..models.base import CHAT, CHAT_TEMPLATE, HIDDEN
+from ..models.base import CHAT, CHAT_TEMPLATE, HIDDEN, LOGPROB
 from ..records import Message
 from ..report.builder import Report
 from ..strategies import ke_prompts as P
 from ..strategies.ke_methods import STRATEGIES, USES_RETRIEVAL, Methods
 from ..strategies.ke_retrieval import Retriever
 from . import knowledge_errors_data as D
-from .base import Dataset, RunSettings, Suite
+from .base import Dataset, RunSettings, Suite, default_scoring_for
 from .knowledge_errors_report import HIDDEN_FILE, RETRIEVAL_FILE
 
 OPTIONS = {"corpus", "few_shot", "embedder", "rag_k", "m", "chunk_sentences", "step_max_tokens",
-           "answer_max_tokens", "judge_max_tokens", "hidden_states"}
+           "answer_max_tokens", "judge_max_tokens", "hidden_states", "judge_scoring"}
+JUDGE_SCORING = ("generate", "logprob")
 
 
 def _int_opt(opts: dict, key: str, default: int | None, lo: int = 1) -> int | None:
@@ -47,6 +49,24 @@ def _int_opt(opts: dict, key: str, default: int | None, lo: int = 1) -> int | No
     if v < lo:
         raise InputError(f"must be at least {lo}", field=key)
     return v
+
+
+def judge_scoring_mode(opts: dict, judge) -> str:
+    """The judge's scoring mode: `judge_scoring` if set, else the default rule of `--scoring`
+    (logprob on local engines that can score, generate on API backends)."""
+    v = opts.get("judge_scoring")
+    if v is None or str(v).strip() == "":
+        mode = default_scoring_for(judge)
+    else:
+        mode = str(v).strip().lower()
+        if mode not in JUDGE_SCORING:
+            raise InputError(f"must be generate or logprob, not {v!r}", field="judge_scoring")
+    if mode == "logprob" and not judge.supports(LOGPROB):
+        raise CapabilityError(f"judge_scoring=logprob needs a judge that scores log-likelihoods, and backend "
+                              f"'{judge.spec}' cannot; use --set judge_scoring=generate or another --judge")
+    if mode == "generate":
+        judge.require(CHAT, "judge_scoring=generate: the judge writes an explanation and a judgment")
+    return mode
 
 
 def _hidden_mode(opts: dict) -> str:
@@ -110,7 +130,8 @@ class KnowledgeErrorsSuite(Suite):
             rag_k=_int_opt(opts, "rag_k", 3), m=_int_opt(opts, "m", 3),
             step_tokens=_int_opt(opts, "step_max_tokens", 192),
             answer_tokens=_int_opt(opts, "answer_max_tokens", None),
-            judge_tokens=_int_opt(opts, "judge_max_tokens", None))
+            judge_tokens=_int_opt(opts, "judge_max_tokens", None),
+            judge_scoring=str(opts.get("judge_scoring") or "generate"))
         return ds
 
     def select(self, items: Sequence[D.KEItem], limit: int | None) -> list[D.KEItem]:
@@ -180,7 +201,8 @@ class KnowledgeErrorsSuite(Suite):
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         backend.require(CHAT, "the methods generate free-text answers")
         if judge is not None:
-            judge.require(CHAT, "the judge writes an explanation and a judgment")
+            # the resolved mode goes into the options, hence into the manifest and the resume key
+            settings.options["judge_scoring"] = judge_scoring_mode(settings.options, judge)
         if USES_RETRIEVAL & set(settings.strategies) and not settings.options.get("embedder"):
             try:
                 from ..scoring.embeddings import default_path
@@ -224,6 +246,9 @@ class KnowledgeErrorsSuite(Suite):
 
     def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         out = []
+        mode = (metrics.get("judge_scoring") or {}).get(str(metrics.get("judge_round")))
+        if mode:
+            out.append(("judge scoring", mode))
         for strat, acc in metrics.get("accuracy", {}).items():
             j = acc["judgments"]
             out.append((f"{strat}: KKE / UKE / avg",
@@ -242,7 +267,10 @@ class KnowledgeErrorsSuite(Suite):
         rows = []
         for d, m, met in entries:
             for r in method_rows(met):
-                rows.append([str(d), m.model, (met.get("judges") or {}).get(str(met.get("judge_round")), "-")] + r)
+                rnd = str(met.get("judge_round"))
+                judge = (met.get("judges") or {}).get(rnd, "-")
+                mode = (met.get("judge_scoring") or {}).get(rnd)
+                rows.append([str(d), m.model, f"{judge} ({mode})" if mode else judge] + r)
         rep.table("Methods across runs (Table 3 layout, accuracy %, mean over repeats)",
                   ["run", "model", "judge"] + METHOD_COLUMNS, rows)
 
@@ -317,14 +345,16 @@ async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, 
         raise InputError("no final answers to judge in this run", file=str(rd.records_path))
     dec = manifest.decoding
     judge = create_backend(judge_spec, Decoding(max_tokens=dec.max_tokens, seed=dec.seed))
-    judge.require(CHAT, "the judge writes an explanation and a judgment")
-    rounds = M.judge_rounds(records)
-    if not rounds and manifest.judge:
-        rounds = {0: manifest.judge}
-    last = max(rounds) if rounds else -1
-    round_ = last if last >= 0 and rounds[last] == judge.spec else last + 1
     opts = manifest.options or {}
-    methods = Methods(judge_tokens=_int_opt(opts, "judge_max_tokens", None))
+    # no --set here: the new judge gets the default rule (logprob on local engines that score)
+    mode = judge_scoring_mode({}, judge)
+    rounds, modes = M.judge_rounds(records), M.judge_modes(records)
+    if not rounds and manifest.judge:
+        rounds, modes = {0: manifest.judge}, {0: opts.get("judge_scoring", "generate")}
+    last = max(rounds) if rounds else -1
+    # resume the latest round only if it used the same judge in the same mode
+    round_ = last if last >= 0 and rounds[last] == judge.spec and modes.get(last) == mode else last + 1
+    methods = Methods(judge_tokens=_int_opt(opts, "judge_max_tokens", None), judge_scoring=mode)
     rd.lock()
     failed = 0
     try:
@@ -366,7 +396,8 @@ async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, 
     finally:
         rd.unlock()
     extra = list(getattr(manifest, "rejudges", None) or [])
-    extra.append({"round": round_, "judge": judge.spec, "answers": len(answers), "failed": failed, "time": now()})
+    extra.append({"round": round_, "judge": judge.spec, "judge_scoring": mode, "answers": len(answers),
+                  "failed": failed, "time": now()})
     manifest.rejudges = extra  # type: ignore[attr-defined]
     rd.write_manifest(manifest)
     return round_

@@ -12,6 +12,13 @@ from ..report.builder import Report, run_facts
 from .knowledge_errors_data import CATEGORIES, CATEGORY_SHORT, ERROR_TYPES
 
 HIDDEN_FILE = "hidden_states.npz"
+JUDGE_SCORING_FACT = {
+    "generate": "generate: the judge writes its reply to the Table 14/15 prompt and `judgment: yes|no` is "
+                "parsed from it (the paper's protocol)",
+    "logprob": "logprob: same Table 14/15 prompt, assistant turn prefilled with \"judgment:\", verdict = the "
+               "likelier of \" yes\" and \" no\" (our addition for judges that do not follow the format; "
+               "the explanation is skipped)",
+}
 RETRIEVAL_FILE = "retrieval.json"
 METHOD_COLUMNS = (["method"] + [f"KKE {CATEGORY_SHORT[c]}" for c in CATEGORIES] + ["KKE Avg."]
                   + [f"UKE {CATEGORY_SHORT[c]}" for c in CATEGORIES] + ["UKE Avg.", "Avg."])
@@ -35,11 +42,18 @@ def method_rows(metrics: dict) -> list[list[str]]:
 def _facts(rep: Report, metrics: dict, manifest, run_dir: Path) -> None:
     rep.facts(run_facts(manifest))
     judges = metrics.get("judges") or {}
+    modes = metrics.get("judge_scoring") or {}
     rnd = metrics.get("judge_round")
     if rnd is not None:
-        rep.facts([("judgments used", f"round {rnd}: {judges.get(str(rnd), '?')}"
-                    + (f" (earlier: {', '.join(f'{k}: {v}' for k, v in judges.items() if k != str(rnd))})"
+        def who(k: str) -> str:
+            return f"{judges.get(k, '?')} ({modes[k]})" if k in modes else judges.get(k, "?")
+
+        rep.facts([("judgments used", f"round {rnd}: {who(str(rnd))}"
+                    + (f" (earlier: {', '.join(f'{k}: {who(k)}' for k in judges if k != str(rnd))})"
                        if len(judges) > 1 else ""))])
+        mode = modes.get(str(rnd))
+        if mode:
+            rep.facts([("judge scoring", JUDGE_SCORING_FACT.get(mode, mode))])
     info_path = run_dir / RETRIEVAL_FILE
     if info_path.exists():
         info = json.loads(info_path.read_text(encoding="utf-8"))
@@ -67,6 +81,7 @@ def build(metrics: dict, records: list, manifest, run_dir: Path) -> list[Path]:
     rep.table("Table 3 layout: methods (accuracy %, mean over repeats)", METHOD_COLUMNS, method_rows(metrics),
               note="Avg. is over all judged answers of the method (the paper's averages weight categories by size).")
 
+    mode = (metrics.get("judge_scoring") or {}).get(str(metrics.get("judge_round")))
     rows = []
     for s, a in acc.items():
         j = a["judgments"]
@@ -74,8 +89,10 @@ def build(metrics: dict, records: list, manifest, run_dir: Path) -> list[Path]:
         rows.append([s, j["answers"], j["yes"], j["no"], j["invalid"],
                      f"{100.0 * j['invalid'] / judged:.1f}" if judged else "-", j["unjudged"]])
     rep.table("Judge outputs", ["method", "answers", "yes", "no", "invalid", "invalid %", "unjudged"], rows,
-              note="invalid: no single `judgment: yes|no` in the judge's reply (Tables 14-15 format); "
-                   "unjudged: the judge call failed (rerun the command to retry).")
+              note=("invalid: cannot occur with judge_scoring=logprob (the verdict is the likelier of ' yes' "
+                    "and ' no'); " if mode == "logprob" else
+                    "invalid: no single `judgment: yes|no` in the judge's reply (Tables 14-15 format); ")
+                   + "unjudged: the judge call failed (rerun the command to retry).")
 
     cost = metrics.get("cost", {})
     rows = [[s, c.get("items", 0), _f(c.get("model_calls")), _f(c.get("prompt_tokens"), 0),
@@ -177,7 +194,13 @@ def _samples(rep: Report, records: list, round_: int | None) -> None:
                      "error_type": r.meta.get("error_type"), "method": r.strategy, "repeat": r.repeat,
                      "query": r.meta.get("query"), "answer": r.response if r.error is None else f"ERROR: {r.error}",
                      "judgment": (j.parsed if j.error is None else "failed") if j else "-",
-                     "judge reply": (j.response or j.error) if j else ""})
+                     "judge reply": _judge_reply(j) if j else ""})
     rep.samples("Per-answer records", ["item", "character", "category", "error_type", "method", "repeat", "query",
                                        "answer", "judgment", "judge reply"], rows,
                 ["method", "error_type", "category", "character", "judgment"])
+
+
+def _judge_reply(j) -> str:
+    if j.error is None and j.kind == "score" and j.logprobs:
+        return "log-probs: " + ", ".join(f"{c.strip()} {lp:.3f}" for c, lp in zip(j.continuations or [], j.logprobs))
+    return j.response or j.error or ""

@@ -2,16 +2,82 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any, Awaitable, Callable, Sequence
 
 from .errors import InputError
+from .records import Record, RunManifest
 from .store import RunDir
-from .suites import get_suite
 
 
 def rejudge(run_dir: str | Path, judge: str, *, progress: bool = True) -> None:
+    from .suites import get_suite
+
     manifest = RunDir(run_dir).read_manifest()
     suite = get_suite(manifest.suite)
     if not getattr(suite, "uses_judge", False) or not hasattr(suite, "rejudge"):
         raise InputError(f"suite {manifest.suite} has no judge to replace", field="--judge")
     suite.rejudge(Path(run_dir), judge, progress=progress)
+
+
+async def judge_answers(rd: RunDir, manifest: RunManifest, judge, answers: Sequence[Record],
+                        judge_one: Callable[[Any, Record], Awaitable[Any]], *, progress: bool,
+                        forget_judged: bool = False) -> int:
+    """The loop every suite's re-judge shares: lock the run, append to records.jsonl, run
+    `judge_one(session, answer)` for each answer with the judge as both backends, and return how
+    many judge calls failed (they are recorded and retried by the next re-judge).
+
+    forget_judged: the suite reuses the old judge call ids, so earlier judgments must not count
+    as already done."""
+    from .progress import make_progress
+    from .runner import CallFailed, Session
+    from .store import ResponseCache
+
+    failed = 0
+    rd.lock()
+    try:
+        rd.repair()
+        rd.open_for_append()
+        cache = ResponseCache()
+        session = Session(rd, manifest.suite, judge, manifest.decoding, judge=judge, cache=cache)
+        if forget_judged:
+            session.completed = {k: v for k, v in session.completed.items() if v.role != "judge"}
+        prog, task = make_progress(len(answers), f"re-judge ({judge.spec})", enabled=progress)
+        sem = asyncio.Semaphore(256 if getattr(judge, "batching", False) else 16)
+
+        async def one(a: Record) -> None:
+            nonlocal failed
+            async with sem:
+                try:
+                    await judge_one(session, a)
+                except CallFailed:
+                    failed += 1
+                finally:
+                    if prog:
+                        prog.advance(task)
+
+        try:
+            await judge.prepare()
+            if prog:
+                prog.start()
+            await asyncio.gather(*[one(a) for a in answers])
+        finally:
+            if prog:
+                prog.stop()
+            await judge.close()
+            rd.close()
+            cache.close()
+    finally:
+        rd.unlock()
+    return failed
+
+
+def log_rejudge(rd: RunDir, manifest: RunManifest, entry: dict[str, Any]) -> None:
+    """Append one re-judge round to the manifest's `rejudges` list."""
+    from .runner import now
+
+    log = list(getattr(manifest, "rejudges", None) or [])
+    log.append({**entry, "time": now()})
+    manifest.rejudges = log  # type: ignore[attr-defined]
+    rd.write_manifest(manifest)

@@ -11,10 +11,10 @@ from ..errors import InputError
 from ..metrics import capability as cm
 from ..models import create_backend
 from ..models.base import CHAT
-from ..progress import make_progress
 from ..records import Decoding
-from ..runner import CallFailed, ItemContext, Session, now
-from ..store import ResponseCache, RunDir, load_records
+from ..rejudge import judge_answers, log_rejudge
+from ..runner import ItemContext
+from ..store import RunDir, load_records
 from ..strategies import capability_judge as cj
 from .base import RunSettings
 
@@ -48,47 +48,14 @@ async def _rejudge(suite: CapabilitySuite, run_dir: Path, judge_spec: str, progr
     judge = create_backend(judge_spec, Decoding(max_tokens=dec.max_tokens, seed=dec.seed))
     judge.require(CHAT, "the judge scores RV, C, RC in a chat")
     jmax = settings.options.get("judge_max_tokens")
-    failed = 0
-    rd.lock()
-    try:
-        rd.repair()
-        rd.open_for_append()
-        cache = ResponseCache()
-        session = Session(rd, manifest.suite, judge, dec, judge=judge, cache=cache)
-        session.completed = {k: v for k, v in session.completed.items() if v.role != "judge"}
-        prog, task = make_progress(len(answers), f"re-judge ({judge.spec})", enabled=progress)
-        sem = asyncio.Semaphore(256 if getattr(judge, "batching", False) else 16)
 
-        async def one(a):
-            nonlocal failed
-            async with sem:
-                ctx = ItemContext(session=session, item_id=a.item_id, strategy=a.strategy, repeat=a.repeat)
-                role = roles[a.meta["role"]]
-                try:
-                    await ctx.chat(f"judge.{role.id}", cj.judge_messages(role, items[a.item_id], a.response),
-                                   role="judge", parse=cj.parse_judge, meta={**a.meta, "judged": a.call_id},
-                                   max_tokens=int(jmax) if jmax else None)
-                except CallFailed:
-                    failed += 1
-                finally:
-                    if prog:
-                        prog.advance(task)
+    async def judge_one(session, a):
+        ctx = ItemContext(session=session, item_id=a.item_id, strategy=a.strategy, repeat=a.repeat)
+        role = roles[a.meta["role"]]
+        await ctx.chat(f"judge.{role.id}", cj.judge_messages(role, items[a.item_id], a.response),
+                       role="judge", parse=cj.parse_judge, meta={**a.meta, "judged": a.call_id},
+                       max_tokens=int(jmax) if jmax else None)
 
-        try:
-            await judge.prepare()
-            if prog:
-                prog.start()
-            await asyncio.gather(*[one(a) for a in answers])
-        finally:
-            if prog:
-                prog.stop()
-            await judge.close()
-            rd.close()
-            cache.close()
-    finally:
-        rd.unlock()
-    log = list(getattr(manifest, "rejudges", None) or [])
-    log.append({"judge": judge.spec, "answers": len(answers), "failed": failed, "time": now()})
-    manifest.rejudges = log  # type: ignore[attr-defined]
-    rd.write_manifest(manifest)
+    failed = await judge_answers(rd, manifest, judge, answers, judge_one, progress=progress, forget_judged=True)
+    log_rejudge(rd, manifest, {"judge": judge.spec, "answers": len(answers), "failed": failed})
     return len(answers)

@@ -331,10 +331,10 @@ async def save_hidden_states(backend, items: Sequence[D.KEItem], path: Path) -> 
 
 async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, progress: bool) -> int:
     from ..models import create_backend
-    from ..progress import make_progress
     from ..records import Decoding
-    from ..runner import CallFailed, ItemContext, Session, now
-    from ..store import ResponseCache, RunDir, load_records
+    from ..rejudge import judge_answers, log_rejudge
+    from ..runner import ItemContext
+    from ..store import RunDir, load_records
 
     rd = RunDir(run_dir)
     manifest = rd.read_manifest()
@@ -355,49 +355,16 @@ async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, 
     # resume the latest round only if it used the same judge in the same mode
     round_ = last if last >= 0 and rounds[last] == judge.spec and modes.get(last) == mode else last + 1
     methods = Methods(judge_tokens=_int_opt(opts, "judge_max_tokens", None), judge_scoring=mode)
-    rd.lock()
-    failed = 0
-    try:
-        rd.repair()
-        rd.open_for_append()
-        cache = ResponseCache()
-        session = Session(rd, manifest.suite, judge, dec, judge=judge, cache=cache)
-        prog, task = make_progress(len(answers), f"re-judge ({judge.spec})", enabled=progress)
-        sem = asyncio.Semaphore(256 if getattr(judge, "batching", False) else 16)
 
-        async def one(a):
-            nonlocal failed
-            async with sem:
-                ctx = ItemContext(session=session, item_id=a.item_id, strategy=a.strategy, repeat=a.repeat,
-                                  meta={k: a.meta[k] for k in ("character", "category", "error_type", "memory_id")
-                                        if k in a.meta})
-                try:
-                    await methods.judge(ctx, character=a.meta.get("character", ""), error_type=a.meta["error_type"],
-                                        correct_memory=a.meta.get("correct_memory", ""),
-                                        query=a.meta.get("query", ""), response=a.response or "",
-                                        round_=round_, judge_spec=judge.spec)
-                except CallFailed:
-                    failed += 1
-                finally:
-                    if prog:
-                        prog.advance(task)
+    async def judge_one(session, a):
+        ctx = ItemContext(session=session, item_id=a.item_id, strategy=a.strategy, repeat=a.repeat,
+                          meta={k: a.meta[k] for k in ("character", "category", "error_type", "memory_id")
+                                if k in a.meta})
+        await methods.judge(ctx, character=a.meta.get("character", ""), error_type=a.meta["error_type"],
+                            correct_memory=a.meta.get("correct_memory", ""), query=a.meta.get("query", ""),
+                            response=a.response or "", round_=round_, judge_spec=judge.spec)
 
-        try:
-            await judge.prepare()
-            if prog:
-                prog.start()
-            await asyncio.gather(*[one(a) for a in answers])
-        finally:
-            if prog:
-                prog.stop()
-            await judge.close()
-            rd.close()
-            cache.close()
-    finally:
-        rd.unlock()
-    extra = list(getattr(manifest, "rejudges", None) or [])
-    extra.append({"round": round_, "judge": judge.spec, "judge_scoring": mode, "answers": len(answers),
-                  "failed": failed, "time": now()})
-    manifest.rejudges = extra  # type: ignore[attr-defined]
-    rd.write_manifest(manifest)
+    failed = await judge_answers(rd, manifest, judge, answers, judge_one, progress=progress)
+    log_rejudge(rd, manifest, {"round": round_, "judge": judge.spec, "judge_scoring": mode,
+                               "answers": len(answers), "failed": failed})
     return round_

@@ -12,14 +12,15 @@ import pytest
 from sklearn.metrics import precision_recall_fscore_support
 
 from rolebound import api
-from rolebound.errors import InputError
+from rolebound.errors import CapabilityError, InputError
 from rolebound.importers.multiverse import convert, normalise_options, parse_attributes, parse_source
 from rolebound.metrics.multiverse import accuracy_block, compute, cross_block, paired_diff, prf
 from rolebound.records import Decoding, Record, RunManifest
 from rolebound.scoring.parsers import INVALID
 from rolebound.store import load_records
-from rolebound.strategies.multiverse_prompts import (canon_prompt, dilemma_prompt, parse_choice, parse_judge,
-                                                     parse_segments)
+from rolebound.strategies.multiverse_prompts import (JUDGE_DIGITS, canon_prompt, dilemma_prompt, parse_choice,
+                                                     parse_judge, parse_segments)
+from rolebound.strategies.multiverse_rules import rule_segments
 from rolebound.suites.base import RunSettings
 from rolebound.suites.multiverse import MultiverseSuite
 from rolebound.suites.multiverse_data import STARTER, load_file
@@ -162,6 +163,27 @@ def test_parse_segments():
     assert parse_segments(None) == INVALID
 
 
+def test_rule_segments_split_reasoning_from_the_stated_answer():
+    got = rule_segments("Gwen is falling and I may not reach her. Saving her risks the train.\n\n"
+                        "The answer is:\nA) Save Gwen\n\nThe train can wait.")
+    assert got == {"thinking": ["Gwen is falling and I may not reach her. Saving her risks the train.",
+                                "The train can wait."],
+                   "acting": ["The answer is: A) Save Gwen"], "segmenter": "rules"}
+    # no sentence states an answer: the last one is the final response
+    assert rule_segments("I think about my uncle. I put on the mask.")["acting"] == ["I put on the mask."]
+    # repeats count once, marker-only fragments are dropped: nothing left to pair
+    assert rule_segments("The answer is B.\nThe answer is B.\nA:\nA: A: A:") == INVALID
+    assert rule_segments("I choose B.") == INVALID and rule_segments("") == INVALID and rule_segments(None) == INVALID
+    # a reply cut at the token cap loses its unfinished last sentence, not a finished one
+    assert rule_segments("I fear the worst. I will fight. And then the", cut=True)["acting"] == ["I will fight."]
+    assert rule_segments("I fear the worst. I will fight.", cut=True)["acting"] == ["I will fight."]
+
+
+def test_judge_digits_make_well_formed_pairs():
+    assert JUDGE_DIGITS == ["0", "1", "2", "3", "4", "5"]
+    assert all(parse_judge(f"{t},{a}") != INVALID for t in JUDGE_DIGITS for a in JUDGE_DIGITS)
+
+
 @pytest.mark.parametrize("text,expected", [
     ("3,2", {"thinking": 3.0, "acting": 2.0}),
     ("**4, 5**", {"thinking": 4.0, "acting": 5.0}),
@@ -267,6 +289,46 @@ def test_analysis_block_reads_tam_and_judge_from_records():
     a = m["strategies"]["cot"]["canon"]["analysis"]
     assert a["tam"]["mean"] == 0.4 and a["tam"]["n"] == 1 and a["segment_invalid"] == 1
     assert a["judge_thinking"]["mean"] == 4.0 and a["judge_acting"]["mean"] == 2.0 and a["judge_invalid"] == 1
+
+
+def test_analysis_block_keeps_rule_segments_apart():
+    llm = rec("q1", "cot", "segment", {"thinking": ["t"], "acting": ["a"], "pairs": 1, "tam": 0.4, "segmenter": "llm"},
+              None, segment_fallback="rules")
+    rules = rec("q2", "cot", "segment", {"thinking": ["t"], "acting": ["a"], "pairs": 1, "tam": 0.9,
+                                         "segmenter": "rules"}, None, segment_fallback="rules")
+    neither = rec("q3", "cot", "segment", INVALID, None, segment_fallback="rules")
+    judges = [rec(f"q{i}", "cot", "judge", {"thinking": t, "acting": a}, None, judge_scoring="logprob")
+              for i, (t, a) in enumerate([(3.0, 2.0), (3.0, 2.0), (1.0, 4.0)], 1)]
+    ans = [rec(f"q{i}", "cot", "answer", "A", "A") for i in (1, 2, 3)]
+    a = compute(ans + [llm, rules, neither] + judges, manifest(["cot"]))["strategies"]["cot"]["canon"]["analysis"]
+    assert a["tam"]["mean"] == 0.4 and a["tam"]["n"] == 1          # the LLM segmenter's only
+    assert a["segment_invalid"] == 2 and a["rules_tried"] == 2 and a["rules_invalid"] == 1
+    assert a["tam_rules"]["mean"] == 0.9 and a["tam_rules"]["n"] == 1
+    assert a["judge_scoring"] == "logprob" and a["judge_top"] == {"pair": "3,2", "n": 2}
+
+
+def test_judge_scoring_and_segment_fallback_options():
+    from rolebound.models.base import CHAT
+    from rolebound.models.fake import FakeBackend
+
+    suite, fake = MultiverseSuite(), FakeBackend("random")
+    settings = RunSettings(strategies=["cot"], scoring="logprob")
+    suite.check(fake, settings)
+    assert settings.options["judge_scoring"] == "logprob" and settings.options["segment_fallback"] == "rules"
+    settings = RunSettings(strategies=["cot"], scoring="logprob",
+                           options={"judge_scoring": "Generate", "segment_fallback": "none"})
+    suite.check(fake, settings)
+    assert settings.options["judge_scoring"] == "generate" and settings.options["segment_fallback"] == "none"
+    with pytest.raises(InputError, match="judge_scoring must be generate or logprob"):
+        suite.check(fake, RunSettings(strategies=["cot"], scoring="logprob", options={"judge_scoring": "maybe"}))
+    chat_only = FakeBackend("random")
+    chat_only.capabilities = frozenset({CHAT})
+    with pytest.raises(CapabilityError, match="judge_scoring=logprob"):
+        suite.check(fake, RunSettings(strategies=["cot"], scoring="logprob", options={"judge_scoring": "logprob"}),
+                    chat_only)
+    settings = RunSettings(strategies=["cot"], scoring="logprob")
+    suite.check(fake, settings, chat_only)
+    assert settings.options["judge_scoring"] == "generate"      # a judge that cannot score writes its scores
 
 
 # -- importer edge cases -------------------------------------------------------------------------------

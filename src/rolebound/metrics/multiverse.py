@@ -8,13 +8,14 @@
 - cross-version accuracy (Tables 9, 11), its drop from in-version accuracy on the same questions,
   and where the played and asked versions differ, whose answer the model gave;
 - judge thinking/acting scores (Figure 4) and Think-Act Matching (stored in the segmenter record
-  at run time), with the unparseable replies counted.
+  at run time), with the unparseable replies counted; TAM from the rule-based fallback segmenter
+  (ours, `parsed.segmenter == "rules"`) is kept apart from the LLM segmenter's.
 Rates and differences are in percent / percentage points.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -167,20 +168,36 @@ def accuracy_block(recs: list, group_field: str, groups: Sequence[str]) -> dict[
     return out
 
 
+def segmenter_of(r) -> str | None:
+    """'llm' or 'rules' for a segmenter record with a TAM value (older records: llm), else None."""
+    if isinstance(r.parsed, dict) and "tam" in r.parsed:
+        return r.parsed.get("segmenter", "llm")
+    return None
+
+
 def analysis_block(records: list, strategy: str, task: str) -> dict[str, Any]:
     seg = [r for r in records if r.strategy == strategy and r.stage == "segment" and r.error is None
            and r.meta.get("task") == task]
     jud = [r for r in records if r.strategy == strategy and r.stage == "judge" and r.error is None
            and r.meta.get("task") == task]
-    tam = [r.parsed["tam"] for r in seg if isinstance(r.parsed, dict) and "tam" in r.parsed]
+    tam = [r.parsed["tam"] for r in seg if segmenter_of(r) == "llm"]
+    # the rule-based fallback (ours) only ran where the LLM segmentation was invalid; kept apart
+    tried = [r for r in seg if segmenter_of(r) != "llm" and r.meta.get("segment_fallback") == "rules"]
+    rules = [r.parsed["tam"] for r in tried if segmenter_of(r) == "rules"]
     valid = [r.parsed for r in jud if isinstance(r.parsed, dict)]
     out = {"segment_calls": len(seg), "segment_invalid": len(seg) - len(tam),
-           "judge_calls": len(jud), "judge_invalid": len(jud) - len(valid)}
+           "rules_tried": len(tried), "rules_invalid": len(tried) - len(rules),
+           "judge_calls": len(jud), "judge_invalid": len(jud) - len(valid),
+           "judge_scoring": ", ".join(sorted({r.meta.get("judge_scoring", "generate") for r in jud})) or None}
     for key in ("thinking", "acting"):
         m, s = mean_sem([v[key] for v in valid])
         out[f"judge_{key}"] = {"mean": m, "sem": s, "n": len(valid)}
-    m, s = mean_sem(tam)
-    out["tam"] = {"mean": m, "sem": s, "n": len(tam)}
+    # the most frequent score pair: a judge that echoes the prompt's example "3,2" shows here
+    pairs = Counter(f"{v['thinking']:g},{v['acting']:g}" for v in valid)
+    out["judge_top"] = ({"pair": pairs.most_common(1)[0][0], "n": pairs.most_common(1)[0][1]} if pairs else None)
+    for key, vals in (("tam", tam), ("tam_rules", rules)):
+        m, s = mean_sem(vals)
+        out[key] = {"mean": m, "sem": s, "n": len(vals)}
     embedders = sorted({r.meta.get("embedder") for r in seg if r.meta.get("embedder")})
     out["embedder"] = ", ".join(embedders) or None
     return out
@@ -209,13 +226,13 @@ def cot_minus_direct(records: list, task: str) -> dict[str, Any] | None:
     out = {"acc": paired_diff([float(bool(d[i].correct)) for i in both], [float(bool(c[i].correct)) for i in both],
                               stat="rate"),
            "macro_f1": paired_diff(pd_, pc, stat="f1", letters=letters, gold=gold)}
-    tam = {}
-    for strat in ("direct", "cot"):
-        tam[strat] = {_key(r): r.parsed["tam"] for r in records
-                      if r.strategy == strat and r.stage == "segment" and r.error is None
-                      and r.meta.get("task") == task and isinstance(r.parsed, dict) and "tam" in r.parsed}
-    tboth = sorted(set(tam["direct"]) & set(tam["cot"]))
-    out["tam"] = paired_diff([tam["direct"][i] for i in tboth], [tam["cot"][i] for i in tboth]) if tboth else None
+    for key, segmenter in (("tam", "llm"), ("tam_rules", "rules")):
+        tam = {strat: {_key(r): r.parsed["tam"] for r in records
+                       if r.strategy == strat and r.stage == "segment" and r.error is None
+                       and r.meta.get("task") == task and segmenter_of(r) == segmenter}
+               for strat in ("direct", "cot")}
+        tboth = sorted(set(tam["direct"]) & set(tam["cot"]))
+        out[key] = paired_diff([tam["direct"][i] for i in tboth], [tam["cot"][i] for i in tboth]) if tboth else None
     return out
 
 

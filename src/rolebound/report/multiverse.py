@@ -42,6 +42,10 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
         notes.append("Scoring is logprob: the chosen letter is the most likely one after \"Answer:\" (for CoT, after "
                      "the generated reasoning). Direct answers then have no text, so thinking/acting analysis "
                      "covers the CoT replies only.")
+    if manifest.options.get("judge_scoring") == "logprob":
+        notes.append("Judge scores are read by log-likelihood (judge_scoring=logprob, our addition): the most "
+                     "likely digit 0-5 opens the judge's reply, then the most likely digit after \"t,\"; the "
+                     "paper's judge writes its scores.")
     rep.text("\n\n".join(notes), "How to read this")
 
     canon_rows, dil_rows, wt_rows, an_rows = [], [], [], []
@@ -76,13 +80,17 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
                             _num(w.get("recall"), 1), _num(w.get("f1"), 1)])
             a = b.get("analysis")
             if a:
-                an_rows.append([s, task, a["segment_calls"], a["segment_invalid"], a["judge_calls"],
-                                a["judge_invalid"], a["tam"]["n"], a.get("embedder") or "-"])
+                top = a.get("judge_top")
+                an_rows.append([s, task, a["segment_calls"], a["segment_invalid"], a["tam"]["n"],
+                                a.get("rules_tried", 0), a.get("rules_invalid", 0), _mean(a.get("tam_rules"), 3),
+                                a.get("judge_scoring") or "-", a["judge_calls"], a["judge_invalid"],
+                                f"{top['pair']} ({top['n']})" if top else "-", a.get("embedder") or "-"])
     if canon_rows:
         rep.table("Canon events (Table 6)",
                   ["strategy", "n", "invalid", "Acc", "Prec", "Recall", "F1", "Judge think", "Judge act", "TAM",
                    "Childhood", "Pre-hero", "Hero", "Hero1", "Hero2", "Hero3"], canon_rows,
-                  note="Prec/Recall/F1: macro over the letters A-D. Judge scores 0-5; TAM: Think-Act Matching cosine.")
+                  note="Prec/Recall/F1: macro over the letters A-D. Judge scores 0-5; TAM: Think-Act Matching cosine "
+                       "over the LLM segmenter's spans.")
     if dil_rows:
         rep.table("Moral dilemmas (Table 7)",
                   ["strategy", "n", "with gold", "invalid", "Acc (gold only)", "F1", "chose A (first pole)",
@@ -91,9 +99,10 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
                        "A is the conflict's first pole (Save the One You Love, Hero, Duty, The Ends Justify the Means).")
     cmd = metrics.get("cot_minus_direct") or {}
     rows = [[t, (v["acc"] or {}).get("n", "-"), _diff(v.get("acc")), _diff(v.get("macro_f1")),
-             _diff(v.get("tam"), 3)] for t, v in cmd.items() if v]
+             _diff(v.get("tam"), 3), _diff(v.get("tam_rules"), 3)] for t, v in cmd.items() if v]
     if rows:
-        rep.table("CoT minus direct (Table 3)", ["task", "paired items", "Δ Acc", "Δ macro F1", "Δ TAM"], rows,
+        rep.table("CoT minus direct (Table 3)", ["task", "paired items", "Δ Acc", "Δ macro F1", "Δ TAM",
+                  "Δ TAM (rule segments, ours)"], rows,
                   note="Paired over the items both strategies answered; Δ TAM needs analysed replies from both.")
     xrows, prow = [], []
     for s, tasks in (metrics.get("cross") or {}).items():
@@ -122,8 +131,14 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
                   "weighted Prec", "weighted Recall", "weighted F1"], wt_rows,
                   note="The paper's Recall column equals its accuracy, which is what weighted averaging gives.")
     if an_rows:
-        rep.table("Reasoning analysis calls", ["strategy", "task", "segmenter calls", "segmenter invalid",
-                  "judge calls", "judge invalid", "TAM values", "embedder"], an_rows)
+        rep.table("Reasoning analysis calls", ["strategy", "task", "segmenter calls", "LLM segmenter invalid",
+                  "TAM values (LLM)", "rule fallback tried", "rule fallback invalid", "TAM (rule segments, ours)",
+                  "judge scoring", "judge calls", "judge invalid", "most common score pair", "embedder"], an_rows,
+                  note="TAM in the tables above uses the LLM segmenter only (the paper's method). Where its reply "
+                       "had no valid <thinking>/<acting> pair and segment_fallback=rules, a rule-based segmenter "
+                       "(ours: answer-stating sentences are acting, the rest thinking) split the reply; its TAM is "
+                       "shown only in the columns marked 'rule segments, ours'. judge scoring logprob (ours): the "
+                       "likeliest digit 0-5, then the likeliest after 't,'; generate: the paper's written 't,a'.")
         _think_act_figure(rep, strat)
     samples = []
     for r in records:
@@ -132,7 +147,8 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
         group = r.meta.get("phase") or r.meta.get("conflict")
         parsed = r.parsed
         if isinstance(parsed, dict):
-            parsed = (f"tam {parsed['tam']:.3f}, {parsed['pairs']} pair(s)" if "tam" in parsed
+            parsed = (f"{parsed.get('segmenter', 'llm')} segments: tam {parsed['tam']:.3f}, {parsed['pairs']} pair(s)"
+                      if "tam" in parsed
                       else f"think {parsed.get('thinking')}, act {parsed.get('acting')}")
         samples.append({"id": r.item_id, "strategy": r.strategy, "stage": r.stage, "task": r.meta.get("task"),
                         "version": r.meta.get("version"), "played": r.meta.get("played"), "group": group,

@@ -57,6 +57,11 @@ JUDGE = ("Help me scoring character role-playing, score point between 0-5 , scor
          "reference :\nCharacter: {name}\nSource: {lore}\nAttributes: {attributes}\n\n"
          "Response to evaluate:\n{response}")
 
+# judge_scoring=logprob (our addition): "t,a" decoded greedily over these digits, one token each
+# (all 36 pairs scored as whole strings took 59 s per 16 judge prompts on the bundled model, a
+# generated reply 2.3 s, the two digit steps 3 s).
+JUDGE_DIGITS = [str(i) for i in range(6)]
+
 TEMPLATES = {"persona": PERSONA, "canon": CANON, "canon_cot": CANON_COT, "dilemma": DILEMMA,
              "dilemma_cot": DILEMMA_COT, "answer_prefix": ANSWER_PREFIX, "segment": SEGMENT,
              "judge": JUDGE, **{f"dilemma_question.{k}": v for k, v in DILEMMA_QUESTION.items()}}

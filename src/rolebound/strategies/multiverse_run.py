@@ -3,7 +3,11 @@
 Stages per item and strategy
 - direct/cot:  "answer" (cot with logprob scoring: "answer.reason" generates the reasoning, then
   "answer" reads the letter after it), then the reasoning analysis on the reply text: "segment"
-  and "judge" (role=judge).
+  and "judge" (role=judge). The segmenter's record holds the LLM segmentation (`segmenter: llm`)
+  or, when that is invalid and segment_fallback=rules, the rule-based one of the reply
+  (`segmenter: rules`, multiverse_rules.py). The judge generates "t,a" (judge_scoring=generate),
+  or (judge_scoring=logprob) "judge.think" scores the digits 0-5 as the reply's first token and
+  "judge" the digits after "t,".
 - cross-*:     "as.<played version>" (and "as.<played>.reason" for cot) for every other version of
   the item's hero; no analysis.
 """
@@ -15,9 +19,10 @@ from typing import Any
 
 from ..records import Message
 from ..scoring.parsers import INVALID
-from .multiverse_prompts import (ANSWER_PREFIX, JUDGE, LETTERS, SEGMENT, attributes_text, canon_prompt,
-                                 choice_parser, dilemma_prompt, lore_text, parse_judge,
+from .multiverse_prompts import (ANSWER_PREFIX, JUDGE, JUDGE_DIGITS, LETTERS, SEGMENT, attributes_text,
+                                 canon_prompt, choice_parser, dilemma_prompt, lore_text, parse_judge,
                                  parse_letter_continuation, parse_segments, persona, think_act_matching)
+from .multiverse_rules import rule_segments
 
 
 def _truthy(v: Any) -> bool:
@@ -100,23 +105,39 @@ async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
     attrs = attributes_text(ver.attributes.model_dump()) or "-"
     embedder = suite.embedder
 
-    def parse_seg(reply: str):
-        seg = parse_segments(reply)
+    fallback = settings.options.get("segment_fallback", "none") == "rules"
+    cut = reply.finish_reason == "length"
+
+    def parse_seg(seg_reply: str):
+        seg = parse_segments(seg_reply)
+        if seg != INVALID:
+            seg = {**seg, "segmenter": "llm"}
+        elif fallback:
+            seg = rule_segments(text, cut)   # the reply itself, never the segmenter's text
         return seg if seg == INVALID else think_act_matching(seg, embedder)
 
     seg_call = ctx.chat("segment", [Message(role="user", content=SEGMENT.format(response=text))], role="judge",
                         parse=parse_seg, max_tokens=segment_cap(suite, settings, reply),
-                        meta={**meta, "embedder": getattr(embedder, "name", None)})
+                        meta={**meta, "embedder": getattr(embedder, "name", None),
+                              "segment_fallback": "rules" if fallback else "none"})
     judge_max = limit(suite, settings, "judge_max_tokens")
+    by_logprob = settings.options.get("judge_scoring") == "logprob"
 
-    def judge_call(response: str, source: str):
-        prompt = JUDGE.format(name=ver.name, lore=lore, attributes=attrs, response=response)
-        return ctx.chat("judge", [Message(role="user", content=prompt)], role="judge", parse=parse_judge,
-                        max_tokens=judge_max, meta={**meta, "judge_input": source})
+    async def judge_call(response: str, source: str):
+        prompt = [Message(role="user", content=JUDGE.format(name=ver.name, lore=lore, attributes=attrs,
+                                                            response=response))]
+        m = {**meta, "judge_input": source, "judge_scoring": "logprob" if by_logprob else "generate"}
+        if not by_logprob:
+            return await ctx.chat("judge", prompt, role="judge", parse=parse_judge, max_tokens=judge_max, meta=m)
+        # greedy decoding held to the format: the likeliest first digit, then the likeliest after "t,"
+        think = await ctx.score("judge.think", JUDGE_DIGITS, messages=prompt, role="judge", meta=m)
+        t = think.response
+        return await ctx.score("judge", JUDGE_DIGITS, messages=prompt, assistant_prefix=f"{t},", role="judge",
+                               parse=lambda a: parse_judge(f"{t},{a}"), meta=m)
 
     if settings.options.get("judge_input", "raw") == "segmented":
         seg = await seg_call
-        if seg.parsed != INVALID:
+        if isinstance(seg.parsed, dict) and seg.parsed.get("segmenter") == "llm":
             await judge_call(seg.response or "", "segmented")
     else:
         # the authors' scoring.py: the judge reads the reply itself, independent of the segmenter

@@ -13,7 +13,10 @@ Strategies
 Reasoning analysis (direct/cot replies with text): an LLM segmenter splits the reply into
 <thinking>/<acting> spans, a judge scores both 0-5 given the character's attributes, and
 Think-Act Matching (max embedding cosine over the pairs) is computed when the segmenter's reply is
-parsed, so it is stored in that record (`parsed.tam`). See docs/multiverse.md.
+parsed, so it is stored in that record (`parsed.tam`). Our additions, reported apart from the
+paper's protocol: a rule-based segmenter where the LLM's segmentation is invalid
+(segment_fallback=rules) and judge scores read by log-likelihood (judge_scoring=logprob). See
+docs/multiverse.md.
 
 This module wires the suite; the data is in multiverse_data.py, the model calls in
 strategies/multiverse_run.py, the metrics in metrics/multiverse.py, the report in report/multiverse.py.
@@ -34,6 +37,16 @@ from .multiverse_data import STARTER, MVIndex, dataset_tables, load_file
 
 def _truthy(v: Any) -> bool:
     return str(v).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None = None) -> str:
+    v = opts.get(key)
+    if v is None or str(v).strip() == "":
+        return default or allowed[0]
+    v = str(v).strip().lower()
+    if v not in allowed:
+        raise InputError(f"{key} must be {' or '.join(allowed)}, not {v!r}", field=key)
+    return v
 
 
 class MultiverseSuite(Suite):
@@ -102,7 +115,8 @@ class MultiverseSuite(Suite):
         self.small_model = backend.backend == "bundled"
         self.small_judge = (judge or backend).backend == "bundled"
         known = {"tasks", "attributes", "analysis", "judge_input", "embedder", "cot_max_tokens",
-                 "direct_max_tokens", "segment_max_tokens", "judge_max_tokens"}
+                 "direct_max_tokens", "segment_max_tokens", "judge_max_tokens", "judge_scoring",
+                 "segment_fallback"}
         unknown = sorted(set(opts) - known)
         if unknown:
             raise InputError(f"unknown option '{unknown[0]}' for multiverse; known: {', '.join(sorted(known))}",
@@ -114,11 +128,25 @@ class MultiverseSuite(Suite):
         if settings.scoring == "generate" or any("cot" in s for s in settings.strategies):
             backend.require(CHAT, "generated answers and CoT")
         if self.analysis_on(settings):
-            (judge or backend).require(CHAT, "the segmenter and the thinking/acting judge")
+            # the resolved choices go into the manifest's options
+            opts["judge_scoring"] = self.judge_scoring(opts, judge or backend)
+            opts["segment_fallback"] = _choice(opts, "segment_fallback", ("rules", "none"))
+            (judge or backend).require(CHAT, "the segmenter" + (" and the judge" if opts["judge_scoring"] == "generate"
+                                                                else ""))
             if not opts.get("embedder"):
                 from ..scoring.embeddings import default_path
 
                 default_path()   # fails early, with the install hint, if the embedder is missing
+
+    def judge_scoring(self, opts: dict, judge) -> str:
+        """How the 0-5 judge is read: `judge_scoring` if set, else the rule of --scoring (logprob on
+        local engines that score, generate on API models)."""
+        from ..models.base import LOGPROB
+
+        mode = _choice(opts, "judge_scoring", ("generate", "logprob"), default=self.default_scoring(judge))
+        if mode == "logprob":
+            judge.require(LOGPROB, "judge_scoring=logprob; use --set judge_scoring=generate or another --judge")
+        return mode
 
     def analysis_on(self, settings: RunSettings) -> bool:
         """Thinking/acting analysis needs reply text: CoT always has it, direct only when generated."""

@@ -161,8 +161,12 @@ def test_suites_with_a_judge_keep_it_on():
     from rolebound.suites import get_suite
 
     b = create_backend("fake:random")
-    for name in ("knowledge-errors", "multiverse"):
-        assert get_suite(name).judge_enabled(RunSettings(strategies=[]), b, b)
+    assert get_suite("knowledge-errors").judge_enabled(RunSettings(strategies=[]), b, b)
+    mv = get_suite("multiverse")
+    # multiverse judges only for its thinking/acting analysis, which needs reply text
+    assert mv.judge_enabled(RunSettings(strategies=["cot"], scoring="logprob"), b, b)
+    assert not mv.judge_enabled(RunSettings(strategies=["direct"], scoring="logprob"), b, b)
+    assert not mv.judge_enabled(RunSettings(strategies=["cot"], options={"analysis": "false"}), b, b)
 
 
 # -- backends that cannot ----------------------------------------------------------------------

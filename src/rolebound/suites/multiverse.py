@@ -148,6 +148,9 @@ class MultiverseSuite(Suite):
             judge.require(LOGPROB, "judge_scoring=logprob; use --set judge_scoring=generate or another --judge")
         return mode
 
+    def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
+        return self.analysis_on(settings)    # the segmenter and the judge only run for the analysis
+
     def analysis_on(self, settings: RunSettings) -> bool:
         """Thinking/acting analysis needs reply text: CoT always has it, direct only when generated."""
         texts = "cot" in settings.strategies or ("direct" in settings.strategies and settings.scoring == "generate")

@@ -19,14 +19,11 @@ from typing import Any
 
 from ..records import Message
 from ..scoring.parsers import INVALID
+from ..suites.base import flag
 from .multiverse_prompts import (ANSWER_PREFIX, JUDGE, JUDGE_DIGITS, LETTERS, SEGMENT, attributes_text,
                                  canon_prompt, choice_parser, dilemma_prompt, lore_text, parse_judge,
                                  parse_letter_continuation, parse_segments, persona, think_act_matching)
 from .multiverse_rules import rule_segments
-
-
-def _truthy(v: Any) -> bool:
-    return str(v).strip().lower() in ("1", "true", "yes", "on")
 
 
 # Paper Table 4: 1024 output tokens. The bundled CPU model gets short caps so that the default
@@ -56,7 +53,7 @@ def item_meta(suite, item) -> dict[str, Any]:
 
 def build_prompt(suite, item, played: str, cot: bool, settings) -> str:
     _, ver = suite.index.versions[played]
-    attrs = attributes_text(ver.attributes.model_dump()) if _truthy(settings.options.get("attributes", True)) else ""
+    attrs = attributes_text(ver.attributes.model_dump()) if flag(settings.options, "attributes", True) else ""
     who = persona(ver.name, lore_text(ver.universe, ver.work), attrs)
     if item.task == "canon":
         return canon_prompt(who, item.question, item.options, cot)

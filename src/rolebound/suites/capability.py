@@ -28,7 +28,7 @@ from ..report.builder import Report
 from ..scoring.boxed import parse_boxed_letter
 from ..strategies import capability_judge as cj
 from ..strategies import capability_prompts as cp
-from .base import Dataset, RunSettings, Suite, interleave
+from .base import Dataset, RunSettings, Suite, flag, interleave
 from .capability_data import (BANK_FILE, DEFAULT_PER_LEVEL, ROLES_FILE, CapabilityItem, Role, RolesConfig,
                               load_items, load_roles)
 
@@ -38,10 +38,6 @@ OPTIONS = {"roles": "comma-separated role ids (default: all)",
            "judge": "true: score RV, C, RC with the judge model (on by default when --judge differs from --model)",
            "judge_max_tokens": "token limit of judge calls (default: --max-tokens)",
            "think_tag": "reasoning marker before the Injection prefill (default '<think>\\n'; '' for none)"}
-
-
-def _truthy(v: Any) -> bool:
-    return str(v).strip().lower() in ("1", "true", "yes", "on")
 
 
 # -- the suite -------------------------------------------------------------------------------------
@@ -132,8 +128,7 @@ class CapabilitySuite(Suite):
 
     def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
         # Off unless asked for, or unless --judge names a model other than the one under test.
-        opt = settings.options.get("judge")
-        return _truthy(opt) if opt is not None else (judge is not None and judge is not backend)
+        return flag(settings.options, "judge", judge is not None and judge is not backend)
 
     # -- data ----------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:

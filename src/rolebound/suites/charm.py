@@ -22,8 +22,8 @@ from typing import Any
 
 from ..errors import InputError
 from ..records import Message
-from ..scoring.parsers import INVALID, parse_answer_number, parse_yes_no
-from .base import Dataset, RunSettings, Suite
+from ..scoring.parsers import parse_answer_number, parse_yes_no
+from .base import Dataset, RunSettings, Suite, flag
 from .charm_data import ABSTAIN, CharmItem, data_hash, expand, load_data
 
 # Table 19 (BA). Line breaks restored where the paper's table layout had them.
@@ -90,7 +90,7 @@ class CharmSuite(Suite):
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
         opts = settings.options
         files = [f.strip() for f in str(data).split(",") if f.strip()] if data else []
-        builtin = str(opts.get("builtin", True)).lower() not in ("false", "0", "no")
+        builtin = flag(opts, "builtin", True)
         if not builtin and not files:
             raise InputError("builtin=false needs --data FILE", field="builtin")
         d, sources = load_data(files, builtin=builtin)
@@ -154,7 +154,7 @@ class CharmSuite(Suite):
     # -- run --------------------------------------------------------------------------------
     async def before_items(self, session, dataset: Dataset, items, settings: RunSettings) -> None:
         """Distractor-to-answer similarity per MCQ (Table 14), stored in each record's meta."""
-        if str(settings.options.get("similarity", True)).lower() in ("false", "0", "no"):
+        if not flag(settings.options, "similarity", True):
             return
         mcqs = [i for i in items if i.stage in ("bc", "kv") and i.answer]
         if not mcqs:

@@ -23,7 +23,7 @@ from ..metrics.stats import rate_ci
 from ..records import Message
 from ..report.builder import Report, run_facts
 from ..scoring.parsers import INVALID, parse_first_letter
-from .base import Dataset, RunSettings, Suite
+from .base import Dataset, RunSettings, Suite, flag
 
 LETTERS = string.ascii_uppercase
 DEFAULT_TEMPLATE = (
@@ -64,10 +64,6 @@ class MCQItem(BaseModel):
         else:
             raise ValueError(f"answer {ans!r} is not a letter A-{LETTERS[len(opts) - 1]}, an index or an option")
         return data
-
-
-def _truthy(v: Any) -> bool:
-    return str(v).lower() in ("1", "true", "yes", "on")
 
 
 class MCQSuite(Suite):
@@ -127,7 +123,7 @@ class MCQSuite(Suite):
             self._setup(settings)
         text = self.render(item)
         letters = LETTERS[: len(item.options)]
-        chat = _truthy(settings.options.get("chat", True))
+        chat = flag(settings.options, "chat", True)
         meta = {"group": getattr(item, str(settings.options.get("group", "")), None)} \
             if settings.options.get("group") else {}
         if settings.scoring == "logprob":
@@ -138,7 +134,7 @@ class MCQSuite(Suite):
             await ctx.score("answer", conts, parse=lambda r: r.strip(), gold=item.answer, meta=meta, **kw)
         else:
             max_tokens = int(settings.options.get("max_tokens", 32))
-            stop = ["\n"] if _truthy(settings.options.get("stop_newline", True)) else None
+            stop = ["\n"] if flag(settings.options, "stop_newline", True) else None
             parse = lambda r: parse_first_letter(r, letters)  # noqa: E731
             if chat:
                 await ctx.chat("answer", [Message(role="user", content=text)], parse=parse, gold=item.answer,

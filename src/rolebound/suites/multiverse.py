@@ -31,12 +31,8 @@ from typing import Any, Sequence
 from ..errors import InputError
 from ..io import stable_hash
 from ..strategies.multiverse_prompts import TEMPLATES
-from .base import Dataset, RunSettings, Suite, interleave
+from .base import Dataset, RunSettings, Suite, flag, interleave
 from .multiverse_data import STARTER, MVIndex, dataset_tables, load_file
-
-
-def _truthy(v: Any) -> bool:
-    return str(v).strip().lower() in ("1", "true", "yes", "on")
 
 
 def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None = None) -> str:
@@ -154,7 +150,7 @@ class MultiverseSuite(Suite):
     def analysis_on(self, settings: RunSettings) -> bool:
         """Thinking/acting analysis needs reply text: CoT always has it, direct only when generated."""
         texts = "cot" in settings.strategies or ("direct" in settings.strategies and settings.scoring == "generate")
-        return texts and _truthy(settings.options.get("analysis", True))
+        return texts and flag(settings.options, "analysis", True)
 
     # -- work -----------------------------------------------------------------------------------
     async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:

@@ -30,7 +30,7 @@ from ..strategies import ke_prompts as P
 from ..strategies.ke_methods import STRATEGIES, USES_RETRIEVAL, Methods
 from ..strategies.ke_retrieval import Retriever
 from . import knowledge_errors_data as D
-from .base import Dataset, RunSettings, Suite, default_scoring_for
+from .base import Dataset, RunSettings, Suite, default_scoring_for, interleave
 from .knowledge_errors_report import HIDDEN_FILE, RETRIEVAL_FILE
 
 OPTIONS = {"corpus", "few_shot", "embedder", "rag_k", "m", "chunk_sentences", "step_max_tokens",
@@ -145,20 +145,12 @@ class KnowledgeErrorsSuite(Suite):
         per_char: dict[str, dict[str, list[str]]] = {}
         for mid, its in by_mem.items():
             per_char.setdefault(its[0].character, {}).setdefault(its[0].memory_category, []).append(mid)
-        queues = []
-        for cats in per_char.values():
-            order, lists = [], [list(v) for v in cats.values()]
-            while any(lists):
-                for lst in lists:
-                    if lst:
-                        order.append(lst.pop(0))
-            queues.append(order)
+        order = interleave([interleave(list(cats.values())) for cats in per_char.values()])
         picked: list = []
-        while len(picked) < limit and any(queues):
-            for q in queues:
-                if q and len(picked) < limit:
-                    mem = by_mem[q.pop(0)]
-                    picked += sorted(mem, key=lambda x: x.error_type)[: limit - len(picked)]
+        for mid in order:
+            if len(picked) >= limit:
+                break
+            picked += sorted(by_mem[mid], key=lambda x: x.error_type)[: limit - len(picked)]
         return picked
 
     def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:

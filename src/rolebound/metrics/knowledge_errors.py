@@ -190,6 +190,8 @@ def compute(records: list, strategies: list[str], round_: int | None = None) -> 
 def fmt_cell(c: dict | None, sem: bool = True) -> str:
     if not c or c.get("mean") is None:
         return "-"
+    # one repeat has no SEM: print none rather than a misleading "± 0.00"
+    sem = sem and len(c.get("per_repeat") or []) > 1
     return f"{c['mean']:.2f}" + (f" ± {c['sem']:.2f}" if sem else "")
 
 

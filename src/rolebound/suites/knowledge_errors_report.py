@@ -72,7 +72,7 @@ def build(metrics: dict, records: list, manifest, run_dir: Path) -> list[Path]:
     acc = metrics.get("accuracy", {})
     reps = max((len(a.get("repeats", [])) for a in acc.values()), default=0)
     note = (f"Accuracy (%) = answers the judge marked 'yes' / judged answers; invalid judgments count as not "
-            f"detected. Mean ± SEM over {reps} repeat(s) (SEM is 0 with one repeat); n: judged answers per repeat.")
+            f"detected. Mean ± SEM over {reps} repeat(s) (± SEM only with two or more); n: judged answers per repeat.")
     heads = [f"{CATEGORY_SHORT[c][:-1]}-Mem." for c in CATEGORIES] + ["Average"]
     for et, label in (("KKE", "Known Knowledge Errors (KKE)"), ("UKE", "Unknown Knowledge Errors (UKE)")):
         rows = [[s] + [M.fmt_cell(a[et][c]) for c in CATEGORIES] + [M.fmt_cell(a[et]["all"]), a[et]["all"]["n"]]

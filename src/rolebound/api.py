@@ -17,8 +17,8 @@ from . import __version__
 from .errors import InputError, RoleboundError
 from .models import DEFAULT_MODEL, create_backend, parse_spec
 from .records import Decoding, RunManifest
-from .runner import RunResult, Session, check_resumable, execute, git_revision, now
-from .store import ResponseCache, RunDir, load_records, records_frame
+from .runner import RunResult, check_resumable, execute, git_revision, now, open_session
+from .store import RunDir, load_records, records_frame
 from .suites import get_suite
 from .suites.base import RunSettings
 
@@ -97,24 +97,11 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
             old = rd.read_manifest()
             check_resumable(old, manifest, out)
             manifest.started = old.started
-    rd.lock()
-    try:
-        rd.repair()
+    with open_session(rd, suite, backend, decoding, judge=judge_backend, use_cache=use_cache) as session:
         rd.write_manifest(manifest)
-        rd.open_for_append()
-        cache = ResponseCache() if use_cache else None
-        session = Session(rd, suite, backend, decoding, judge=judge_backend, cache=cache, use_cache=use_cache)
         conc = concurrency or (256 if getattr(backend, "batching", False) else 16)
         timing: dict[str, float] = {"start": time.time()}
-        try:
-            asyncio.run(_run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend,
-                                 timing))
-        finally:
-            rd.close()
-            if cache:
-                cache.close()
-    finally:
-        rd.unlock()
+        asyncio.run(_run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend, timing))
     c = session.counts
     manifest.finished = now()
     manifest.counts = {"items": len(items), "jobs": len(items) * len(strategies) * repeats,

@@ -31,16 +31,10 @@ async def judge_answers(rd: RunDir, manifest: RunManifest, judge, answers: Seque
     forget_judged: the suite reuses the old judge call ids, so earlier judgments must not count
     as already done."""
     from .progress import make_progress
-    from .runner import CallFailed, Session
-    from .store import ResponseCache
+    from .runner import CallFailed, open_session
 
     failed = 0
-    rd.lock()
-    try:
-        rd.repair()
-        rd.open_for_append()
-        cache = ResponseCache()
-        session = Session(rd, manifest.suite, judge, manifest.decoding, judge=judge, cache=cache)
+    with open_session(rd, manifest.suite, judge, manifest.decoding, judge=judge) as session:
         if forget_judged:
             session.completed = {k: v for k, v in session.completed.items() if v.role != "judge"}
         prog, task = make_progress(len(answers), f"re-judge ({judge.spec})", enabled=progress)
@@ -66,10 +60,6 @@ async def judge_answers(rd: RunDir, manifest: RunManifest, judge, answers: Seque
             if prog:
                 prog.stop()
             await judge.close()
-            rd.close()
-            cache.close()
-    finally:
-        rd.unlock()
     return failed
 
 

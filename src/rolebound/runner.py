@@ -16,9 +16,10 @@ import hashlib
 import json
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from .errors import RoleboundError
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
@@ -289,6 +290,27 @@ class ItemContext:
                                        stage=stage, kind="score", request=req, role=role, repeat=self.repeat,
                                        parse=parse, gold=gold, check=check, meta=self._meta(meta))
 
+
+
+@contextmanager
+def open_session(rd: RunDir, suite_name: str, backend: Backend, decoding: Decoding, *,
+                 judge: Backend | None = None, use_cache: bool = True) -> Iterator[Session]:
+    """A Session writing into `rd`: the directory is locked, a torn last line left by a kill is cut,
+    records.jsonl is opened for appending and the shared response cache opened; on the way out
+    everything is flushed, closed and unlocked, whatever happened."""
+    rd.lock()
+    try:
+        rd.repair()
+        rd.open_for_append()
+        cache = ResponseCache() if use_cache else None
+        try:
+            yield Session(rd, suite_name, backend, decoding, judge=judge, cache=cache, use_cache=use_cache)
+        finally:
+            rd.close()
+            if cache:
+                cache.close()
+    finally:
+        rd.unlock()
 
 # ------------------------------------------------------------------------------------------------
 def manifest_key(m: RunManifest) -> dict[str, Any]:

@@ -153,9 +153,9 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
     """Run the pipeline; writes charm_built.yaml, review_sheet.csv and build records in out_dir."""
     from ..models import create_backend
     from ..progress import make_progress
-    from ..runner import CallFailed, ItemContext, Session
+    from ..runner import CallFailed, ItemContext, open_session
     from ..scoring.embeddings import get_embedder
-    from ..store import ResponseCache, RunDir
+    from ..store import RunDir
 
     path = Path(characters_file)
     raw = read_yaml(path) or {}
@@ -174,45 +174,37 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
            [("fact", f, f.bc_question, f.answer, chars[f.target].profile) for f in seeds.facts]
     stats.questions = len(jobs)
     rd = RunDir(out / "generation")
-    rd.lock()
-    rd.repair()
-    rd.open_for_append()
-    cache = ResponseCache()
-    session = Session(rd, "charm-build", backend, decoding, cache=cache)
-    results: dict[str, tuple[list[str], list[str]]] = {}
+    with open_session(rd, "charm-build", backend, decoding) as session:
+        results: dict[str, tuple[list[str], list[str]]] = {}
 
-    async def main():
-        prog, task = make_progress(len(jobs), "charm build", enabled=progress)
-        sem = asyncio.Semaphore(64)
+        async def main():
+            prog, task = make_progress(len(jobs), "charm build", enabled=progress)
+            sem = asyncio.Semaphore(64)
 
-        async def one(kind, obj, q, a, profile):
-            async with sem:
-                if len(obj.distractors) >= 3:
-                    return
-                ctx = ItemContext(session=session, item_id=f"{kind}/{obj.id}", strategy="table21")
-                try:
-                    results[obj.id] = await _generate_one(ctx, q, a, profile)
-                except CallFailed:
-                    pass
-                finally:
-                    if prog:
-                        prog.advance(task)
+            async def one(kind, obj, q, a, profile):
+                async with sem:
+                    if len(obj.distractors) >= 3:
+                        return
+                    ctx = ItemContext(session=session, item_id=f"{kind}/{obj.id}", strategy="table21")
+                    try:
+                        results[obj.id] = await _generate_one(ctx, q, a, profile)
+                    except CallFailed:
+                        pass
+                    finally:
+                        if prog:
+                            prog.advance(task)
 
-        try:
-            await backend.prepare()
-            if prog:
-                prog.start()
-            await asyncio.gather(*(one(*j) for j in jobs))
-        finally:
-            if prog:
-                prog.stop()
-            await backend.close()
+            try:
+                await backend.prepare()
+                if prog:
+                    prog.start()
+                await asyncio.gather(*(one(*j) for j in jobs))
+            finally:
+                if prog:
+                    prog.stop()
+                await backend.close()
 
-    try:
         asyncio.run(main())
-    finally:
-        rd.close()
-        cache.close()
     complete_concepts, complete_facts, sheet = [], [], []
     for kind, obj, q, a, _ in jobs:
         if len(obj.distractors) >= 3:

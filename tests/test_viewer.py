@@ -55,6 +55,10 @@ def test_md_escape_rules():
     assert md_escape("<img src=x onerror=alert(1)>") == "&lt;img src=x onerror=alert(1)&gt;"
     assert md_text("# title\n- item\n3. x\nplain 3. y") == "\\# title\n\\- item\n3\\. x\nplain 3. y"
     assert md_escape("x_y [z]") == "x\\_y \\[z\\]"
+    # a code span stays one (its text is literal in every renderer); backticks outside one are escaped
+    assert md_text("the format `Answer: <n>` or <b>") == "the format `Answer: <n>` or &lt;b&gt;"
+    assert md_escape("`a|b` c`d") == "`a\\|b` c\\`d"
+    assert md_text("``x`<img>``") == "``x`<img>``"
 
 
 def _embedded(html: str, sid: str) -> dict:

@@ -44,16 +44,34 @@ def _cell(v: Any) -> str:
 
 _MD_PUNCT = re.compile(r"([\\`*_\[\]~|])")
 _MD_LINE_START = re.compile(r"^([ \t]*)(?:([-+=#])|(\d+)([.)]))", re.M)
+_MD_CODE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 
 
-def _md_inline(s: Any) -> str:
-    s = str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def _md_plain(s: str) -> str:
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_PUNCT.sub(r"\\\1", s)
 
 
+def _md_code(c: str, cell: bool) -> str:
+    """A code span, re-fenced so a renderer ends it exactly where we do (its text is literal)."""
+    c = " ".join(c.splitlines())
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", c)), default=0) + 1)
+    pad = " " if c[:1] == "`" or c[-1:] == "`" else ""
+    return fence + pad + (c.replace("|", "\\|") if cell else c) + pad + fence
+
+
+def _md_inline(s: Any, cell: bool = False) -> str:
+    s, out, at = str(s), [], 0
+    for m in _MD_CODE.finditer(s):
+        out += [_md_plain(s[at:m.start()]), _md_code(m.group(2), cell)]
+        at = m.end()
+    return "".join(out + [_md_plain(s[at:])])
+
+
 def md_text(s: Any) -> str:
-    """Text shown as itself in any markdown renderer: markup characters become entities and the
-    markdown ones are backslash-escaped (no raw HTML, links, images, emphasis or lists from run data)."""
+    """Text shown as itself in any markdown renderer: outside `code spans`, markup characters
+    become entities and markdown's own are backslash-escaped (no raw HTML, links, images,
+    emphasis or lists from run data); a code span stays one, and its text is literal anyway."""
     def esc(m):
         return m.group(1) + ("\\" + m.group(2) if m.group(2) else m.group(3) + "\\" + m.group(4))
 
@@ -62,7 +80,7 @@ def md_text(s: Any) -> str:
 
 def md_escape(s: Any) -> str:
     """One table cell or heading: escaped, on one line."""
-    return _md_inline(" ".join(str(s).splitlines()))
+    return _md_inline(" ".join(str(s).splitlines()), cell=True)
 
 
 class Report:

@@ -112,7 +112,6 @@ def _summary(res) -> None:
     c = res.counts
     con = _console()
     t = Table(title=f"{res.manifest.suite} on {res.manifest.model}", show_header=False)
-    t.add_row("run directory", str(res.run_dir))
     t.add_row("items x strategies x repeats", str(res.manifest.counts.get("jobs")))
     t.add_row("model calls", f"{c.calls} (cache hits {c.cache_hits}, resumed {c.resumed})")
     t.add_row("failed calls", f"{c.errors}" + (" -> rerun the same command to retry them" if c.errors else ""))
@@ -125,9 +124,18 @@ def _summary(res) -> None:
     if summ and res.metrics:
         for k, v in summ(res.metrics):
             t.add_row(k, v)
-    for p in res.report_paths:
-        t.add_row("report", str(p))
     con.print(t)
+    _paths(res.run_dir, res.report_paths)
+
+
+def _paths(run_dir, report_paths) -> None:
+    """Plain prints: a table would cut long paths at the terminal's width."""
+    import shlex
+
+    print(f"run folder: {run_dir}")
+    print(f"rebuild the report: rolebound report {shlex.quote(str(run_dir))}")
+    for p in sorted(report_paths, key=lambda p: p.suffix == ".html"):    # the HTML report last
+        print(f"report: {p}")
 
 
 @app.command()
@@ -144,6 +152,16 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
     _, paths = api.build_report(run_dir)
     for p in paths:
         print(p)
+
+
+@app.command()
+def view(path: Path = typer.Argument(..., help="a run folder, or a folder of runs"),
+         port: int = typer.Option(8765, "--port", min=0, max=65535, help="port for a folder of runs (0: any free)"),
+         no_open: bool = typer.Option(False, "--no-open", help="print the address, open no browser")):
+    """Open a run's report.html, or serve a folder of runs on 127.0.0.1 with an index of them."""
+    from .view import view as view_path
+
+    view_path(path, port=port, open_browser=not no_open)
 
 
 @app.command()

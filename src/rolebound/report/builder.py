@@ -1,22 +1,26 @@
 """Markdown and one self-contained HTML file per run.
 
-Suites add sections (text, tables, matplotlib figures, a filterable per-sample table); the
-builder writes report.md (figures as PNG files beside it) and report.html (figures inlined as
-base64, all text escaped by jinja2, sample data embedded as JSON and rendered with textContent;
-no network access).
+Suites add sections (text, tables, matplotlib figures, per-sample rows); the builder writes
+report.md (figures as PNG files beside it, every text from the run escaped) and report.html
+(figures inlined as base64, all text escaped by jinja2, sample rows and the run's records embedded
+as inert JSON and rendered with textContent by the sample viewer; no network access).
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from urllib.parse import quote
+
 from jinja2 import Environment, PackageLoader, select_autoescape
+
+from .samples import payload, script_json
 
 
 @dataclass
@@ -38,8 +42,45 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def md_escape(s: str) -> str:
-    return str(s).replace("|", "\\|").replace("\n", " ")
+_MD_PUNCT = re.compile(r"([\\`*_\[\]~|])")
+_MD_LINE_START = re.compile(r"^([ \t]*)(?:([-+=#])|(\d+)([.)]))", re.M)
+_MD_CODE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
+
+
+def _md_plain(s: str) -> str:
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_PUNCT.sub(r"\\\1", s)
+
+
+def _md_code(c: str, cell: bool) -> str:
+    """A code span, re-fenced so a renderer ends it exactly where we do (its text is literal)."""
+    c = " ".join(c.splitlines())
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", c)), default=0) + 1)
+    pad = " " if c[:1] == "`" or c[-1:] == "`" else ""
+    return fence + pad + (c.replace("|", "\\|") if cell else c) + pad + fence
+
+
+def _md_inline(s: Any, cell: bool = False) -> str:
+    s, out, at = str(s), [], 0
+    for m in _MD_CODE.finditer(s):
+        out += [_md_plain(s[at:m.start()]), _md_code(m.group(2), cell)]
+        at = m.end()
+    return "".join(out + [_md_plain(s[at:])])
+
+
+def md_text(s: Any) -> str:
+    """Text shown as itself in any markdown renderer: outside `code spans`, markup characters
+    become entities and markdown's own are backslash-escaped (no raw HTML, links, images,
+    emphasis or lists from run data); a code span stays one, and its text is literal anyway."""
+    def esc(m):
+        return m.group(1) + ("\\" + m.group(2) if m.group(2) else m.group(3) + "\\" + m.group(4))
+
+    return _MD_LINE_START.sub(esc, _md_inline(s))
+
+
+def md_escape(s: Any) -> str:
+    """One table cell or heading: escaped, on one line."""
+    return _md_inline(" ".join(str(s).splitlines()), cell=True)
 
 
 class Report:
@@ -47,6 +88,7 @@ class Report:
         self.title, self.subtitle = title, subtitle
         self.sections: list[Section] = []
         self.meta: list[tuple[str, str]] = []
+        self.records: list | None = None     # the run's records; read from records.jsonl if None
 
     def facts(self, rows: Sequence[tuple[str, Any]]) -> None:
         self.meta.extend((k, _cell(v)) for k, v in rows)
@@ -76,20 +118,28 @@ class Report:
         self.sections.append(Section("samples", title, {"columns": list(columns), "rows": list(rows),
                                                          "filters": list(filters)}, note))
 
+    def _records(self, run_dir: Path) -> list:
+        if self.records is None:
+            from ..store import RECORDS, load_records
+
+            self.records = load_records(run_dir) if (run_dir / RECORDS).exists() else []
+        return self.records
+
     # -- writers ----------------------------------------------------------------------------
     def write(self, run_dir: str | Path) -> list[Path]:
         run_dir = Path(run_dir)
         fig_dir = run_dir / "figures"
         md, html_sections = [f"# {self.title}", ""], []
+        md[0] = f"# {md_escape(self.title)}"
         if self.subtitle:
-            md += [self.subtitle, ""]
+            md += [md_text(self.subtitle), ""]
         if self.meta:
             md += ["| | |", "|---|---|"] + [f"| {md_escape(k)} | {md_escape(v)} |" for k, v in self.meta] + [""]
         for s in self.sections:
             if s.title:
                 md += [f"## {md_escape(s.title)}", ""]
             if s.kind == "text":
-                md += [s.body, ""]
+                md += ["\n\n".join(md_text(p) for p in s.body.split("\n\n")), ""]
                 html_sections.append({"kind": "text", "title": s.title, "paras": s.body.split("\n\n")})
             elif s.kind == "table":
                 cols, rows = s.body["columns"], s.body["rows"]
@@ -102,19 +152,17 @@ class Report:
                 fig_dir.mkdir(parents=True, exist_ok=True)
                 png = fig_dir / f"{s.extra['name']}.png"
                 png.write_bytes(s.body)
-                md += [f"![{md_escape(s.title)}](figures/{png.name})", ""]
+                md += [f"![{md_escape(s.title)}](figures/{quote(png.name)})", ""]
                 html_sections.append({"kind": "figure", "title": s.title,
                                       "src": "data:image/png;base64," + base64.b64encode(s.body).decode()})
             elif s.kind == "samples":
                 n = len(s.body["rows"])
-                md += [f"{n} rows: see report.html (filterable) or records.jsonl.", ""]
-                data = json.dumps(s.body, ensure_ascii=False, default=str)
-                # keep the JSON inert inside <script>: no markup characters at all
-                data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-                html_sections.append({"kind": "samples", "title": s.title, "json": data,
+                md += [f"{n} rows: see report.html (filterable; a row opens the whole exchange) or records.jsonl.", ""]
+                data = payload(s.body["columns"], s.body["rows"], s.body["filters"], self._records(run_dir))
+                html_sections.append({"kind": "samples", "title": s.title, "json": script_json(data),
                                       "id": f"samples{len(html_sections)}"})
             if s.note:
-                md += [f"*{s.note}*", ""]
+                md += [f"*{md_text(s.note)}*", ""]
                 html_sections[-1]["note"] = s.note
         md_path = run_dir / "report.md"
         md_path.write_text("\n".join(md), encoding="utf-8")

@@ -92,7 +92,7 @@ def _samples(records) -> list[dict]:
     for r in cm.answer_records(records):
         j = judged.get(r.call_id)
         js = j.parsed if j is not None and isinstance(j.parsed, dict) else {}
-        samples.append({"item": r.item_id, "variant": r.strategy, "role": r.meta.get("role") or "-",
+        samples.append({"_call": r.call_id, "item": r.item_id, "variant": r.strategy, "role": r.meta.get("role") or "-",
                         "level": r.meta.get("level"), "in_role": r.meta.get("in_role"),
                         "gold": r.gold, "parsed": r.parsed, "correct": r.correct,
                         "outcome": cm.outcome(r.response),

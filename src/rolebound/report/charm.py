@@ -189,7 +189,7 @@ def _samples(records) -> list[dict[str, Any]]:
         q = prompt or ""
         if isinstance(q, str) and "Question: " in q:
             q = q.split("Question: ", 1)[1].split("\n", 1)[0]
-        out.append({"character": r.meta.get("role"), "region": r.meta.get("region"),
+        out.append({"_call": r.call_id, "character": r.meta.get("role"), "region": r.meta.get("region"),
                     "stage": f"{r.strategy}:{r.stage}", "boundary": r.meta.get("boundary"),
                     "target": r.meta.get("fact") or r.meta.get("target"), "outcome": outcome, "gold": r.gold,
                     "parsed": r.parsed, "question": q, "response": r.response if r.error is None else r.error})

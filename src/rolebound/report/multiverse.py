@@ -152,7 +152,7 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
                       else f"think {parsed.get('thinking')}, act {parsed.get('acting')}")
         samples.append({"id": r.item_id, "strategy": r.strategy, "stage": r.stage, "task": r.meta.get("task"),
                         "version": r.meta.get("version"), "played": r.meta.get("played"), "group": group,
-                        "gold": r.gold, "parsed": parsed, "correct": r.correct, "response": r.response})
+                        "gold": r.gold, "parsed": parsed, "correct": r.correct, "response": r.response, "_call": r.call_id})
     rep.samples("Per-call records", ["id", "strategy", "stage", "task", "version", "played", "group", "gold",
                                      "parsed", "correct", "response"], samples, ["strategy", "stage", "task", "correct"])
     return rep.write(run_dir)

@@ -190,7 +190,7 @@ def _samples(rep: Report, records: list, round_: int | None) -> None:
         if r.stage != M.ANSWER_STAGE or r.role != "model":
             continue
         j = judges.get((r.item_id, r.strategy, r.repeat))
-        rows.append({"item": r.item_id, "character": r.meta.get("character"), "category": r.meta.get("category"),
+        rows.append({"_call": r.call_id, "item": r.item_id, "character": r.meta.get("character"), "category": r.meta.get("category"),
                      "error_type": r.meta.get("error_type"), "method": r.strategy, "repeat": r.repeat,
                      "query": r.meta.get("query"), "answer": r.response if r.error is None else f"ERROR: {r.error}",
                      "judgment": (j.parsed if j.error is None else "failed") if j else "-",

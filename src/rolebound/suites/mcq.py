@@ -165,7 +165,7 @@ class MCQSuite(Suite):
         for strat, m in metrics["by_strategy"].items():
             rows.append([strat, m["n"], m["rate"], m["lo"], m["hi"], m["invalid"]])
         rep.table("Accuracy (%, 95% bootstrap CI)", ["strategy", "n", "acc", "CI low", "CI high", "invalid"], rows)
-        samples = [{"id": r.item_id, "strategy": r.strategy, "gold": r.gold, "parsed": r.parsed,
+        samples = [{"_call": r.call_id, "id": r.item_id, "strategy": r.strategy, "gold": r.gold, "parsed": r.parsed,
                     "correct": r.correct, "response": r.response} for r in records if r.stage == "answer"]
         rep.samples("Per-sample answers", ["id", "strategy", "gold", "parsed", "correct", "response"],
                     samples, ["strategy", "correct"])

@@ -1,0 +1,138 @@
+"""`rolebound view PATH`: open a run's report.html, or serve a folder of runs on 127.0.0.1 with an
+index of them (suite, model, strategies, headline figures, date; newest first)."""
+
+from __future__ import annotations
+
+import json
+import webbrowser
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from .errors import InputError
+from .store import MANIFEST, METRICS, RECORDS, RunDir
+
+DEPTH = 3        # runs/<suite>/<model>/<run> at most
+
+
+def is_run(path: Path) -> bool:
+    return (path / MANIFEST).is_file()
+
+
+def find_runs(root: Path) -> list[Path]:
+    found = []
+    for depth in range(1, DEPTH + 1):
+        found += [p.parent for p in root.glob("/".join(["*"] * depth) + "/" + MANIFEST)]
+    return sorted(set(found))
+
+
+def report_of(run_dir: Path) -> Path:
+    """The run's report.html, built from records.jsonl first if it is missing."""
+    html = run_dir / "report.html"
+    if not html.exists():
+        if not (run_dir / RECORDS).exists():
+            raise InputError("no report.html and no records.jsonl here", file=str(run_dir))
+        from .api import build_report
+
+        build_report(run_dir)
+    return html
+
+
+def entry(run_dir: Path, root: Path) -> dict[str, Any]:
+    """One index row; a run whose files do not read is listed with the reason, not dropped."""
+    rel = run_dir.relative_to(root)
+    row: dict[str, Any] = {"path": str(rel), "href": "/".join(quote(p) for p in rel.parts) + "/report.html",
+                           "has_report": (run_dir / "report.html").exists(), "suite": "?", "model": "?",
+                           "strategies": "", "date": "", "figures": [], "problem": ""}
+    try:
+        m = RunDir(run_dir).read_manifest()
+    except Exception as exc:  # noqa: BLE001 - a broken run must not take the index down
+        row["problem"] = f"manifest does not read: {exc}"
+        return row
+    row.update(suite=m.suite, model=m.model, strategies=", ".join(m.strategies),
+               date=m.finished or m.started or "", judge=m.judge or "")
+    if not m.finished:
+        row["problem"] = "unfinished"
+    try:
+        metrics = json.loads((run_dir / METRICS).read_text(encoding="utf-8"))
+        from .suites import get_suite
+
+        summ = getattr(get_suite(m.suite), "summary", None)
+        row["figures"] = [(str(k), str(v)) for k, v in (summ(metrics) if summ else [])][:6]
+    except FileNotFoundError:
+        row["problem"] = row["problem"] or "no metrics.json yet (rolebound report DIR)"
+    except Exception as exc:  # noqa: BLE001
+        row["problem"] = f"metrics do not read: {exc}"
+    return row
+
+
+def index_html(root: Path) -> str:
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    rows = sorted((entry(d, root) for d in find_runs(root)), key=lambda r: r["date"], reverse=True)
+    env = Environment(loader=PackageLoader("rolebound", "report/templates"),
+                      autoescape=select_autoescape(["html", "j2"]))
+    return env.get_template("runs_index.html.j2").render(root=str(root.resolve()), rows=rows)
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    root: Path
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        if self.path.split("?", 1)[0] in ("/", "/index.html"):
+            body = index_html(self.root).encode("utf-8")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        super().do_GET()
+
+    def log_message(self, format, *args):  # noqa: A002 - quiet: one line per request is noise here
+        pass
+
+
+def serve(root: Path, port: int = 8765, open_browser: bool = True) -> None:
+    handler = type("Handler", (_Handler,), {"root": root})
+    try:
+        httpd = ThreadingHTTPServer(("127.0.0.1", port), partial(handler, directory=str(root)))
+    except OSError as exc:
+        raise InputError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}; pick another --port",
+                         field="--port") from None
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    print(f"serving {len(find_runs(root))} run(s) under {root} at {url} (Ctrl-C stops)", flush=True)
+    if open_browser:
+        _open(url)
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped")
+    finally:
+        httpd.server_close()
+
+
+def _open(url: str) -> bool:
+    try:
+        return bool(webbrowser.open(url))
+    except webbrowser.Error:
+        return False
+
+
+def view(path: Path, port: int = 8765, open_browser: bool = True) -> None:
+    path = Path(path)
+    if not path.is_dir():
+        raise InputError("no such folder", file=str(path))
+    if is_run(path):
+        html = report_of(path)
+        uri = html.resolve().as_uri()
+        print(f"report: {html}")
+        if not (open_browser and _open(uri)):
+            print(f"open {uri} in a browser")
+        return
+    if not find_runs(path):
+        raise InputError("neither a run folder (manifest.json) nor a folder holding runs", file=str(path))
+    serve(path, port, open_browser)

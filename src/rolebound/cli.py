@@ -96,15 +96,15 @@ def run(
         runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
                      scoring=scoring, judge=judge, repeats=repeats, decoding=dec, concurrency=concurrency,
                      use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets))]
-    failed = 0
+    calls = items = 0
     for kw in runs:
         res = api.run(**kw, overwrite=overwrite, progress=not quiet)
         _summary(res)
-        failed += res.counts.errors + res.counts.items_failed
-    if failed:
+        calls, items = calls + res.counts.errors, items + res.counts.items_failed
+    if calls or items:
         # typer.Exit, not an exception of ours: the code also reaches CliRunner and API callers of app()
-        print(f"{failed} failed call(s) or item(s), listed in errors.log in the run directory; "
-              "rerun the same command to retry them", file=sys.stderr)
+        print(f"{calls} failed call(s), {items} failed item(s), listed in errors.log in the run "
+              "directory; rerun the same command to retry them", file=sys.stderr)
         raise typer.Exit(3)
 
 

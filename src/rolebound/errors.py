@@ -34,7 +34,7 @@ class CapabilityError(BackendError):
 
 
 class RunDirError(RoleboundError):
-    """The run folder cannot be written (read-only, disk full): one line naming the path."""
+    """A run folder (or report) file cannot be written (read-only, disk full): one line naming it."""
 
     def __init__(self, path, exc: OSError):
         self.path = path

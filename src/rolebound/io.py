@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator, TypeVar
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from .errors import InputError
+from .errors import InputError, RunDirError
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -185,8 +185,13 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     try:
         yield Path(tmp)
         os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        try:
+            Path(tmp).unlink(missing_ok=True)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise RunDirError(target, exc) from None
         raise
 
 

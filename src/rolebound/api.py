@@ -143,7 +143,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
             rd.remove("errors.log")      # a clean pass: the earlier pass's failures are gone
         if report:
             try:
-                metrics, paths = build_report(out)
+                metrics, paths = _build_report(out)
             except RoleboundError:
                 raise
             except Exception:  # noqa: BLE001 - a partial run may not yet have what a metric needs
@@ -197,8 +197,18 @@ def _template_hashes(suite) -> dict[str, str]:
 
 
 def build_report(run_dir: str | Path) -> tuple[dict, list[Path]]:
-    """Recompute metrics.json and the report files from records.jsonl alone."""
-    run_dir = Path(run_dir)
+    """Recompute metrics.json and the report files from records.jsonl alone (refused while
+    another process writes the run)."""
+    rd = RunDir(run_dir)
+    rd.read_manifest()          # not a run folder: say so before making a .lock in it
+    rd.lock()
+    try:
+        return _build_report(Path(run_dir))
+    finally:
+        rd.unlock()
+
+
+def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     rd = RunDir(run_dir)
     manifest = rd.read_manifest()
     suite = get_suite(manifest.suite)

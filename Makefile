@@ -37,7 +37,7 @@ lock:
 	( echo "# pip freeze of a fresh venv after 'make lock' (CPython $$($(LOCK_VENV)/bin/python -c 'import platform; print(platform.python_version())'), $$(uname -sm)); do not edit by hand"; \
 	  $(LOCK_VENV)/bin/pip freeze --all --exclude-editable | grep -v '^pip==' ) > $(LOCK).tmp
 	mv $(LOCK).tmp $(LOCK)
-	rm -rf $(LOCK_VENV) *.egg-info src/*.egg-info
+	rm -rf $(LOCK_VENV)
 
 clean:
 	rm -rf $(VENV) runs

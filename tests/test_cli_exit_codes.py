@@ -136,6 +136,15 @@ def test_unusable_set_value_leaves_no_run_folder(tmp_path):
     assert "abc" in err and not out.exists()
 
 
+def test_rejected_option_leaves_no_run_to_trip_over(tmp_path):
+    out = tmp_path / "r"
+    err = one_error(rb("run", "charm", "--model", "fake", "--set", "similarity=flase", "--limit", "3",
+                       "--out", out), 2)
+    assert "flase" in err and not (out / "manifest.json").exists()
+    res = rb("run", "charm", "--model", "fake", "--set", "similarity=false", "--limit", "3", "--out", out, "-q")
+    assert res.returncode == 0, res.stderr
+
+
 def test_run_folder_that_cannot_be_written(tmp_path, data):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

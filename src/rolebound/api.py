@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
-from .errors import EndpointError, InputError, RoleboundError, RunStopped
+from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
 from .io import validate_record
 from .models import DEFAULT_MODEL, create_backend, parse_spec
 from .records import Decoding, RunManifest
@@ -98,10 +98,13 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         package_version=__version__, git_revision=git_revision(), started=now())
     earlier: dict[str, int] = {}
 
+    fresh = {"new": False}
+
     def take_over() -> None:
         """Under the lock, before anything in the folder is touched: a running run is never
         cleared by --overwrite, and a different run is never resumed."""
         if not rd.exists():
+            fresh["new"] = not (out / RECORDS).exists()
             return
         if overwrite:
             for name in (RECORDS, METRICS, MANIFEST, "errors.log"):
@@ -111,6 +114,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         check_resumable(old, manifest, out)
         manifest.started = old.started
         earlier.update(old.counts)
+        manifest.counts = dict(old.counts)      # so a kill -9 of this invocation keeps the totals
 
     jobs = len(items) * len(strategies) * repeats
     conc = concurrency or (256 if getattr(backend, "batching", False) else 16)
@@ -128,6 +132,13 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         except EndpointError as exc:
             stopped = exc
             session.errors.append(f"run stopped: {exc}")
+        except (InputError, BackendError):
+            # an option the suite rejects only once the run starts: if nothing was recorded,
+            # leave no run folder behind, so the corrected command does not meet "a different run"
+            if fresh["new"] and not session.completed and _empty(rd.records_path):
+                for name in (MANIFEST, RECORDS):
+                    rd.remove(name)
+            raise
         c = session.counts
         manifest.finished = None if stopped else now()
         manifest.counts = _add_counts(earlier, {
@@ -153,6 +164,10 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
             raise _stopped(stopped, out, session.jobs_done, jobs, paths)
     return RunResult(run_dir=out, manifest=manifest, counts=c, metrics=metrics, report_paths=paths,
                      errors=session.errors, wall_s=time.perf_counter() - t0)
+
+
+def _empty(path: Path) -> bool:
+    return not path.exists() or path.stat().st_size == 0
 
 
 # Summed over every invocation of a run (a resume adds its own); the rest describe the last one.

@@ -316,7 +316,7 @@ def _main(argv: list[str]) -> int:
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         msg = " ".join(str(exc.format_message()).split())
         print(f"error: {msg}{hint}", file=sys.stderr)
-        return int(getattr(exc, "exit_code", 2) or 2)
+        return 2            # a usage error; click's generic ClickException would say 1
     except OSError as exc:
         if _debug(argv):
             raise

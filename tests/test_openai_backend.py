@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 import rolebound.models.openai_api as oa
 from rolebound import api
 from rolebound.cli import app
+from rolebound.errors import RunStopped
 from rolebound.models.base import GenRequest, ScoreRequest
 from rolebound.records import Decoding, Message
 from rolebound.store import load_records
@@ -375,8 +376,11 @@ def test_failed_calls_are_recorded_and_only_they_rerun(tmp_path, key, fast_cli_r
         assert srv.stats.requests == 2
         assert sorted(json.dumps(a["status"]) for a in srv.stats.arrivals) == ["200", "200"]
     manifest = api.load_manifest(out)
-    assert manifest.counts["model_calls"] == 2 and manifest.counts["resumed"] == 10
-    assert manifest.counts["failed_calls"] == 0
+    # counts add up over both invocations; resumed and failed_items describe the last one
+    assert manifest.counts["model_calls"] == 12 + 2 and manifest.counts["resumed"] == 10
+    assert manifest.counts["failed_calls"] == 2 and manifest.counts["failed_items"] == 0
+    assert manifest.counts["invocations"] == 2
+    assert not (out / "errors.log").exists()            # the clean pass removed the stale log
     recs = load_records(out)
     assert len(recs) == 12 and not any(r.error for r in recs)
     assert json.loads((out / "metrics.json").read_text())["by_strategy"]["direct"]["n"] == 12
@@ -387,15 +391,17 @@ def test_api_key_never_reaches_the_run_files(tmp_path, key, transport):
         # a server that echoes the key in its error message (some do, partly masked)
         srv.fail(status=401, message=f"Incorrect API key provided: {KEY}",
                  when=lambda path, body: "number 5?" in json.dumps(body))
-        res = _run(srv, tmp_path)
+        with pytest.raises(RunStopped) as stop:                # a 401 stops the run at once
+            _run(srv, tmp_path)
         assert srv.stats.keys_seen == {KEY}                     # the key was really sent
-    files = [p for p in res.run_dir.rglob("*") if p.is_file()]
+    assert stop.value.exit_code == 3 and KEY not in str(stop.value) and "***" in str(stop.value)
+    files = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
     names = {p.name for p in files}
     assert {"manifest.json", "records.jsonl", "metrics.json", "errors.log"} <= names
     assert any(n.startswith("report") for n in names)
     for p in files:
         assert KEY not in p.read_text(encoding="utf-8", errors="replace"), p.name
-    err = next(r for r in load_records(res.run_dir) if r.error)
+    err = next(r for r in load_records(tmp_path / "run") if r.error)
     assert err.error.startswith("HTTP 401") and "***" in err.error
 
 

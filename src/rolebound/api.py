@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
-from .errors import InputError, RoleboundError
+from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
+from .io import validate_record
 from .models import DEFAULT_MODEL, create_backend, parse_spec
 from .records import Decoding, RunManifest
 from .runner import RunResult, check_resumable, execute, git_revision, now, open_session
-from .store import RunDir, load_records, records_frame
+from .store import MANIFEST, METRICS, RECORDS, RunDir, load_records, records_frame
 from .suites import get_suite
 from .suites.base import RunSettings
 
@@ -51,8 +52,10 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
                          + ", ".join(s.strategies), field="strategy")
     if repeats < 1:
         raise InputError("must be at least 1", field="repeats")
+    if limit is not None and limit < 1:
+        raise InputError("must be at least 1", field="limit")
     if isinstance(decoding, dict):
-        decoding = Decoding.model_validate(decoding)
+        decoding = validate_record(Decoding, decoding, file=None, line=None, loc_prefix=("decoding",))
     decoding = decoding or Decoding()
     settings = RunSettings(strategies=strategies, scoring=scoring, judge=judge, repeats=repeats,
                            limit=limit, seed=decoding.seed, options=dict(options or {}))
@@ -77,8 +80,12 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         raise InputError(f"suite {suite} uses no judge", field="judge")
     s.check(backend, settings, judge_backend)
 
-    dataset = s.load(data, settings)
-    items = s.select(dataset.items, limit)
+    try:
+        dataset = s.load(data, settings)
+        items = s.select(dataset.items, limit)
+    except (ValueError, TypeError) as exc:   # a --set value the suite could not use
+        raise InputError(f"cannot load the {suite} data with these options: {exc}",
+                         field="--set" if options else "--data") from None
     if not items:
         raise InputError("the dataset has no items to run", file=dataset.source)
     out = Path(out) if out else default_out(suite, model, strategies, settings.scoring)
@@ -89,35 +96,97 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         decoding=decoding, dataset=dataset.source, dataset_hash=dataset.hash, n_items=len(items),
         limit=limit, repeats=repeats, options=settings.options, prompt_templates=_template_hashes(s),
         package_version=__version__, git_revision=git_revision(), started=now())
-    if rd.exists():
+    earlier: dict[str, int] = {}
+
+    fresh = {"new": False}
+
+    def take_over() -> None:
+        """Under the lock, before anything in the folder is touched: a running run is never
+        cleared by --overwrite, and a different run is never resumed."""
+        if not rd.exists():
+            fresh["new"] = not (out / RECORDS).exists()
+            return
         if overwrite:
-            for name in ("records.jsonl", "metrics.json", "manifest.json"):
-                (out / name).unlink(missing_ok=True)
-        else:
-            old = rd.read_manifest()
-            check_resumable(old, manifest, out)
-            manifest.started = old.started
-    with open_session(rd, suite, backend, decoding, judge=judge_backend, use_cache=use_cache) as session:
-        rd.write_manifest(manifest)
-        conc = concurrency or (256 if getattr(backend, "batching", False) else 16)
-        timing: dict[str, float] = {"start": time.time()}
-        asyncio.run(_run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend, timing))
-    c = session.counts
-    manifest.finished = now()
-    manifest.counts = {"items": len(items), "jobs": len(items) * len(strategies) * repeats,
-                       "model_calls": c.calls, "cache_hits": c.cache_hits, "resumed": c.resumed,
-                       "failed_calls": c.errors, "failed_items": c.items_failed,
-                       "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens}
-    manifest.model_info = backend.info()
-    manifest.timing = {k: round(v, 3) for k, v in timing.items()}   # epoch seconds, for benchmarks
-    rd.write_manifest(manifest)
-    if session.errors:
-        (out / "errors.log").write_text("\n".join(session.errors) + "\n", encoding="utf-8")
+            for name in (RECORDS, METRICS, MANIFEST, "errors.log"):
+                rd.remove(name)
+            return
+        old = rd.read_manifest()
+        check_resumable(old, manifest, out)
+        manifest.started = old.started
+        earlier.update(old.counts)
+        manifest.counts = dict(old.counts)      # so a kill -9 of this invocation keeps the totals
+
+    jobs = len(items) * len(strategies) * repeats
+    conc = concurrency or (256 if getattr(backend, "batching", False) else 16)
+    timing: dict[str, float] = {"start": time.time()}
+    stopped: RoleboundError | None = None
     metrics, paths = ({}, [])
-    if report:
-        metrics, paths = build_report(out)
+    with open_session(rd, suite, backend, decoding, judge=judge_backend, use_cache=use_cache,
+                      on_locked=take_over) as session:
+        rd.write_manifest(manifest)
+        try:
+            asyncio.run(_run_all(s, dataset, items, settings, session, conc, progress, backend,
+                                 judge_backend, timing))
+        except KeyboardInterrupt:
+            stopped = RunStopped("interrupted", exit_code=130)
+        except EndpointError as exc:
+            stopped = exc
+            session.errors.append(f"run stopped: {exc}")
+        except (InputError, BackendError):
+            # an option the suite rejects only once the run starts: if nothing was recorded,
+            # leave no run folder behind, so the corrected command does not meet "a different run"
+            if fresh["new"] and not session.completed and _empty(rd.records_path):
+                for name in (MANIFEST, RECORDS):
+                    rd.remove(name)
+            raise
+        c = session.counts
+        manifest.finished = None if stopped else now()
+        manifest.counts = _add_counts(earlier, {
+            "items": len(items), "jobs": jobs, "model_calls": c.calls, "cache_hits": c.cache_hits,
+            "resumed": c.resumed, "failed_calls": c.errors, "failed_items": c.items_failed,
+            "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens})
+        manifest.model_info = backend.info()
+        manifest.timing = {k: round(v, 3) for k, v in timing.items()}   # epoch seconds, for benchmarks
+        rd.write_manifest(manifest)
+        if session.errors:
+            rd.write_text("errors.log", "\n".join(session.errors) + "\n")
+        elif not stopped:
+            rd.remove("errors.log")      # a clean pass: the earlier pass's failures are gone
+        if report:
+            try:
+                metrics, paths = _build_report(out)
+            except RoleboundError:
+                raise
+            except Exception:  # noqa: BLE001 - a partial run may not yet have what a metric needs
+                if not stopped:
+                    raise
+        if stopped is not None:
+            raise _stopped(stopped, out, session.jobs_done, jobs, paths)
     return RunResult(run_dir=out, manifest=manifest, counts=c, metrics=metrics, report_paths=paths,
                      errors=session.errors, wall_s=time.perf_counter() - t0)
+
+
+def _empty(path: Path) -> bool:
+    return not path.exists() or path.stat().st_size == 0
+
+
+# Summed over every invocation of a run (a resume adds its own); the rest describe the last one.
+_SUMMED = ("model_calls", "cache_hits", "failed_calls", "prompt_tokens", "completion_tokens")
+
+
+def _add_counts(earlier: dict[str, int], now_: dict[str, int]) -> dict[str, int]:
+    out = dict(now_)
+    for k in _SUMMED:
+        out[k] = int(earlier.get(k, 0)) + now_[k]
+    out["invocations"] = int(earlier.get("invocations", 1 if earlier else 0)) + 1
+    return out
+
+
+def _stopped(exc: RoleboundError, out: Path, done: int, jobs: int, paths: list[Path]) -> RunStopped:
+    report = f"; report: {paths[-1]}" if paths else ""
+    what = "interrupted" if getattr(exc, "exit_code", 0) == 130 else f"stopped: {str(exc).rstrip('.')}"
+    return RunStopped(f"{what}. {done} of {jobs} jobs done, records kept in {out}{report}; "
+                      "rerun the same command to resume", exit_code=exc.exit_code)
 
 
 async def _run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend, timing):
@@ -143,8 +212,18 @@ def _template_hashes(suite) -> dict[str, str]:
 
 
 def build_report(run_dir: str | Path) -> tuple[dict, list[Path]]:
-    """Recompute metrics.json and the report files from records.jsonl alone."""
-    run_dir = Path(run_dir)
+    """Recompute metrics.json and the report files from records.jsonl alone (refused while
+    another process writes the run)."""
+    rd = RunDir(run_dir)
+    rd.read_manifest()          # not a run folder: say so before making a .lock in it
+    rd.lock()
+    try:
+        return _build_report(Path(run_dir))
+    finally:
+        rd.unlock()
+
+
+def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     rd = RunDir(run_dir)
     manifest = rd.read_manifest()
     suite = get_suite(manifest.suite)

@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from .errors import InputError, RoleboundError
+from .errors import InputError, RoleboundError, RunStopped
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure whether a role-playing LLM stays inside its character's boundaries.")
@@ -83,27 +83,43 @@ def run(
     """Run a suite against a model; writes manifest, records, metrics and a report."""
     from . import api
     from .config import load_config
-    from .records import Decoding
 
     if config:
         runs = load_config(config).expand()
     else:
         if not suite:
             raise InputError("give a SUITE or --config FILE", field="suite")
-        dec = Decoding().merged(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+        dec = _decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
         bopts = {k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout,
                                        dtype=dtype, concurrency=concurrency).items() if v is not None}
         bopts.update(parse_sets(backend_opts, "--backend-opt"))
         runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
                      scoring=scoring, judge=judge, repeats=repeats, decoding=dec, concurrency=concurrency,
                      use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets))]
-    failed = 0
+    calls = items = 0
     for kw in runs:
         res = api.run(**kw, overwrite=overwrite, progress=not quiet)
         _summary(res)
-        failed += res.counts.errors + res.counts.items_failed
-    if failed:
+        calls, items = calls + res.counts.errors, items + res.counts.items_failed
+    if calls or items:
+        # typer.Exit, not an exception of ours: the code also reaches CliRunner and API callers of app()
+        print(f"{calls} failed call(s), {items} failed item(s), listed in errors.log in the run "
+              "directory; rerun the same command to retry them", file=sys.stderr)
         raise typer.Exit(3)
+
+
+def _decoding(**flags):
+    """Decoding from the command-line flags; a bad value names its flag."""
+    from pydantic import ValidationError
+
+    from .records import Decoding
+
+    try:
+        return Decoding().merged(**flags)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err.get("loc", ("decoding",))[0])
+        raise InputError(f"{err.get('msg')} (got {err.get('input')!r})", field="--" + name.replace("_", "-")) from None
 
 
 def _summary(res) -> None:
@@ -280,36 +296,74 @@ _register_extensions()
 
 def main() -> None:
     try:
-        _main()
+        code = _main(sys.argv[1:])
     finally:
         # Everything is written by now: spare the interpreter its last full garbage collection
         # over torch/transformers objects (1.5 s of every run's exit on this 2-core machine).
         gc.freeze()
+    sys.exit(code)
 
 
-def _main() -> None:
+def _click_classes() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(ClickException classes, Abort classes) of whichever click typer uses: typer >= 0.29 ships
+    its own copy (typer._click), older ones use the click package; catch both."""
+    exc: list[type] = []
+    abort: list[type] = [typer.Abort] if hasattr(typer, "Abort") else []
+    for mod in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            m = importlib.import_module(mod)
+        except ImportError:
+            continue
+        exc.append(m.ClickException)
+        if hasattr(m, "Abort"):
+            abort.append(m.Abort)
+    return tuple(exc), tuple(abort)
+
+
+def _debug(argv: list[str]) -> bool:
+    return DEBUG["on"] or "--debug" in argv or bool(os.environ.get("ROLEBOUND_DEBUG"))
+
+
+INTERRUPTED = "interrupted; rerun the same command to resume where it stopped"
+
+
+def _main(argv: list[str]) -> int:
+    """Run the app; returns the exit code. Every error a user can act on is one line on stderr:
+    2 bad input or options, 3 failed calls or an endpoint that stopped the run, 130 Ctrl-C."""
+    click_exc, click_abort = _click_classes()
     try:
-        app(standalone_mode=False)
+        rc = app(args=argv, prog_name="rolebound", standalone_mode=False)
     except RoleboundError as exc:
-        if DEBUG["on"] or os.environ.get("ROLEBOUND_DEBUG"):
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        print("\ninterrupted; rerun the same command to resume where it stopped", file=sys.stderr)
-        sys.exit(130)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except Exception as exc:  # click usage errors
-        import click
+        if _debug(argv):
+            import traceback
 
-        if isinstance(exc, click.exceptions.Abort):
-            print("\ninterrupted; rerun the same command to resume where it stopped", file=sys.stderr)
-            sys.exit(130)
-        if isinstance(exc, click.ClickException):
+            traceback.print_exc()
+        print(("" if isinstance(exc, RunStopped) else "error: ") + str(exc), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"\n{INTERRUPTED}", file=sys.stderr)
+        return 130
+    except click_abort:
+        print(f"\n{INTERRUPTED}", file=sys.stderr)
+        return 130
+    except click_exc as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":     # bare `rolebound` / `rolebound data`
             exc.show()
-            sys.exit(2)
-        raise
+            return 0
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        msg = " ".join(str(exc.format_message()).split())
+        print(f"error: {msg}{hint}", file=sys.stderr)
+        return 2            # a usage error; click's generic ClickException would say 1
+    except OSError as exc:
+        if _debug(argv):
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if rc == 130:       # typer turns a KeyboardInterrupt outside a run into Exit(130)
+        print(f"\n{INTERRUPTED}", file=sys.stderr)
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Errors a user can act on. The CLI prints them in one line and exits with code 2."""
+"""Errors a user can act on. The CLI prints them in one line and exits with their code:
+2 for bad input or options, 3 when the endpoint stops the run, 130 when interrupted."""
 
 from __future__ import annotations
 
@@ -30,3 +31,26 @@ class BackendError(RoleboundError):
 
 class CapabilityError(BackendError):
     """The backend lacks a capability the strategy needs (e.g. raw completion for Injection)."""
+
+
+class RunDirError(RoleboundError):
+    """A run folder (or report) file cannot be written (read-only, disk full): one line naming it."""
+
+    def __init__(self, path, exc: OSError):
+        self.path = path
+        super().__init__(f"cannot write {path}: {exc.strerror or exc}")
+
+
+class RunStopped(RoleboundError):
+    """The run stopped before its end (records kept, resumable); `exit_code` says why."""
+
+    def __init__(self, message: str, exit_code: int = 3):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class EndpointError(RoleboundError):
+    """The model endpoint cannot serve the run (auth, unknown model, unreachable, N failures in
+    a row): the run stops at once with exit code 3; rerunning the same command resumes it."""
+
+    exit_code = 3

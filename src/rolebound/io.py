@@ -5,13 +5,16 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, TypeVar
 
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from .errors import InputError
+from .errors import InputError, RunDirError
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -28,7 +31,7 @@ def _first_error(exc: ValidationError) -> tuple[tuple, str]:
     return tuple(err.get("loc", ())), err.get("msg", str(exc))
 
 
-def validate_record(model: type[T], data: Any, *, file: str | Path, line: int | None,
+def validate_record(model: type[T], data: Any, *, file: str | Path | None, line: int | None,
                     loc_prefix: tuple = ()) -> T:
     try:
         return model.model_validate(data)
@@ -36,18 +39,35 @@ def validate_record(model: type[T], data: Any, *, file: str | Path, line: int | 
         loc, msg = _first_error(exc)
         n = len(exc.errors())
         more = f" (and {n - 1} more problem{'s' if n > 2 else ''})" if n > 1 else ""
-        raise InputError(msg + more, file=str(file), line=line,
+        raise InputError(msg + more, file=str(file) if file else None, line=line,
                          field=_loc_str(loc_prefix + loc) or None) from None
+
+
+def check_file(path: str | Path) -> Path:
+    """The path, if it names a readable file; else an InputError naming it."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("file not found", file=str(path))
+    if path.is_dir():
+        raise InputError("is a directory, expected a file", file=str(path))
+    return path
+
+
+def _not_utf8(path: Path, exc: UnicodeDecodeError, line: int | None = None) -> InputError:
+    return InputError(f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); save the file as UTF-8",
+                      file=str(path), line=line)
 
 
 def jsonl_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(line number, parsed object) a line; blank lines and lines starting with # are skipped.
     Lazy, so a caller that checks each object reports the first bad line, JSON or not."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError("file not found", file=str(path))
-    with path.open(encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, 1):
+    path = check_file(path)
+    with path.open("rb") as fh:
+        for lineno, data in enumerate(fh, 1):
+            try:
+                raw = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _not_utf8(path, exc, lineno) from None
             s = raw.strip()
             if not s or s.startswith("#"):
                 continue
@@ -116,12 +136,13 @@ def line_of(obj: Any, loc: Iterable) -> int | None:
 
 
 def read_yaml(path: str | Path) -> Any:
-    path = Path(path)
-    if not path.exists():
-        raise InputError("file not found", file=str(path))
+    path = check_file(path)
     try:
-        with path.open(encoding="utf-8") as fh:
-            return yaml.load(fh, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc, text_line(exc)) from None
+    try:
+        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path),
@@ -141,12 +162,49 @@ def validate_yaml(model: Any, data: Any, *, file: str | Path) -> Any:
 
 def read_csv_rows(path: str | Path) -> list[tuple[int, dict[str, str]]]:
     """Rows with their 1-based line number in the file (the header is line 1)."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError("file not found", file=str(path))
-    with path.open(encoding="utf-8-sig", newline="") as fh:
-        reader = csv.DictReader(fh)
-        return [(reader.line_num, row) for row in reader]
+    path = check_file(path)
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            reader = csv.DictReader(fh)
+            return [(reader.line_num, row) for row in reader]
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
+
+
+def text_line(exc: UnicodeDecodeError) -> int:
+    """The 1-based line of a decode error in a whole-file decode."""
+    return exc.object.count(b"\n", 0, exc.start) + 1
+
+
+@contextmanager
+def atomic_path(target: str | Path) -> Iterator[Path]:
+    """A temp path next to `target`; renamed onto it only if the block finishes, so a reader (or
+    a full disk) never sees a half-written file."""
+    target = Path(target)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        yield Path(tmp)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        try:
+            Path(tmp).unlink(missing_ok=True)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise RunDirError(target, exc) from None
+        raise
+
+
+def write_text_atomic(target: str | Path, text: str) -> Path:
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(target)
+
+
+def write_bytes_atomic(target: str | Path, data: bytes) -> Path:
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(data)
+    return Path(target)
 
 
 def file_sha256(path: str | Path) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from .errors import RoleboundError
+from .errors import EndpointError, RoleboundError
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest
 from .store import ResponseCache, RunDir
@@ -149,6 +149,8 @@ class Session:
             self.dispatchers[id(judge)] = Dispatcher(judge)
         self.counts = Counts()
         self.errors: list[str] = []
+        self._failures_in_row: dict[int, int] = {}
+        self.jobs_done = 0      # (item, strategy, repeat) jobs finished in this invocation, failed or not
 
     def backend_for(self, role: str) -> Backend:
         if role == "model" or self.judge is None:
@@ -197,9 +199,26 @@ class Session:
         self.run_dir.append(rec)
         if rec.error:
             self.counts.errors += 1
+            if cached is None:
+                self._stop_if_endpoint_down(backend, rec)
             raise CallFailed(rec)
+        self._failures_in_row[id(backend)] = 0
         self.completed[call_id] = rec
         return rec
+
+    def _stop_if_endpoint_down(self, backend: Backend, rec: Record) -> None:
+        """Fail fast: an error the backend calls fatal (401, unknown model, nothing listening)
+        or `max_consecutive_failures` failed calls in a row end the run, instead of sending every
+        remaining request to an endpoint that cannot answer."""
+        fatal = getattr(backend, "fatal_error", None)
+        if fatal:
+            raise EndpointError(f"{backend.spec}: {fatal}")
+        n = self._failures_in_row.get(id(backend), 0) + 1
+        self._failures_in_row[id(backend)] = n
+        limit = getattr(backend, "max_consecutive_failures", 0) or 0
+        if limit and n >= limit:
+            raise EndpointError(f"{backend.spec}: {n} calls failed in a row, the last with: {rec.error} "
+                                "(backend option max_consecutive_failures sets how many)")
 
     def _record(self, *, call_id, item_id, strategy, stage, kind, request, result, role, repeat,
                 parse, gold, check, meta, backend, latency, cached) -> Record:
@@ -294,12 +313,16 @@ class ItemContext:
 
 @contextmanager
 def open_session(rd: RunDir, suite_name: str, backend: Backend, decoding: Decoding, *,
-                 judge: Backend | None = None, use_cache: bool = True) -> Iterator[Session]:
-    """A Session writing into `rd`: the directory is locked, a torn last line left by a kill is cut,
-    records.jsonl is opened for appending and the shared response cache opened; on the way out
-    everything is flushed, closed and unlocked, whatever happened."""
+                 judge: Backend | None = None, use_cache: bool = True,
+                 on_locked: Callable[[], None] | None = None) -> Iterator[Session]:
+    """A Session writing into `rd`: the directory is locked, `on_locked` runs (checks the folder
+    holds the same run, or clears it for --overwrite: only ever under the lock), a torn last
+    line left by a kill is cut, records.jsonl is opened for appending and the shared response
+    cache opened; on the way out everything is flushed, closed and unlocked, whatever happened."""
     rd.lock()
     try:
+        if on_locked is not None:
+            on_locked()
         rd.repair()
         rd.open_for_append()
         cache = ResponseCache() if use_cache else None
@@ -356,14 +379,17 @@ async def execute(suite, dataset, items: list, settings, session: Session, *, co
             ctx = ItemContext(session=session, item_id=item.id, strategy=strategy, repeat=rep)
             try:
                 await suite.run_item(item, ctx, strategy, settings)
+                session.jobs_done += 1
             except CallFailed as exc:
                 session.counts.items_failed += 1
                 session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
+                session.jobs_done += 1
             except RoleboundError:
                 raise
             except Exception as exc:  # noqa: BLE001 - a bug in one item must not end the run
                 session.counts.items_failed += 1
                 session.errors.append(f"{item.id}/{strategy}: {type(exc).__name__}: {exc}")
+                session.jobs_done += 1
             finally:
                 if prog:
                     prog.advance(task)

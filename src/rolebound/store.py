@@ -16,7 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import InputError, RoleboundError
+from .errors import InputError, RoleboundError, RunDirError
+from .io import write_text_atomic
 from .paths import cache_dir
 from .records import Record, RunManifest
 
@@ -24,14 +25,14 @@ MANIFEST, RECORDS, METRICS = "manifest.json", "records.jsonl", "metrics.json"
 
 
 def iter_records(path: Path) -> Iterator[tuple[int, dict]]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.strip()
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            line = raw.strip()
             if not line:
                 continue
             try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError:
+                yield lineno, json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
                 raise InputError("corrupt record (not JSON)", file=str(path), line=lineno) from None
 
 
@@ -93,27 +94,42 @@ class RunDir:
             raise InputError(f"unreadable manifest: {exc}", file=str(self.manifest_path)) from None
 
     def write_manifest(self, manifest: RunManifest) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        tmp = self.manifest_path.with_suffix(".tmp")
-        tmp.write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
-        os.replace(tmp, self.manifest_path)
+        self.write_text(MANIFEST, manifest.model_dump_json(indent=2))
 
     def write_json(self, name: str, data: Any) -> Path:
-        self.path.mkdir(parents=True, exist_ok=True)
+        return self.write_text(name, json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Every file but records.jsonl is replaced whole (temp file + rename)."""
         target = self.path / name
-        tmp = target.with_suffix(target.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-        os.replace(tmp, target)
-        return target
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            return write_text_atomic(target, text)
+        except OSError as exc:
+            raise RunDirError(target, exc) from None
+
+    def remove(self, name: str) -> None:
+        try:
+            (self.path / name).unlink(missing_ok=True)
+        except OSError as exc:
+            raise RunDirError(self.path / name, exc) from None
 
     # -- exclusive use ----------------------------------------------------------------------
     def lock(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._lock_fh = open(self.path / ".lock", "w")
+        """Exclusive use of the folder, taken before anything in it is read for writing."""
+        path = self.path / ".lock"
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._lock_fh = open(path, "w")
+        except OSError as exc:
+            raise RunDirError(path, exc) from None
         try:
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RoleboundError(f"another rolebound process is writing {self.path}") from None
+            self._lock_fh.close()
+            self._lock_fh = None
+            raise RoleboundError(f"another rolebound process is writing {self.path}; wait for it to "
+                                 "finish or use another --out") from None
 
     def unlock(self) -> None:
         if self._lock_fh:
@@ -149,21 +165,34 @@ class RunDir:
         return done
 
     def open_for_append(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._fh = self.records_path.open("a", encoding="utf-8")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._fh = self.records_path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise RunDirError(self.records_path, exc) from None
 
     def append(self, rec: Record) -> None:
         line = rec.model_dump_json(exclude_none=False) + "\n"
         with self._write_lock:
-            self._fh.write(line)
-            self._fh.flush()
+            try:
+                self._fh.write(line)
+                self._fh.flush()
+            except OSError as exc:     # disk full: end the run, not just this item
+                raise RunDirError(self.records_path, exc) from None
 
     def close(self) -> None:
         if self._fh:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            self._fh.close()
-            self._fh = None
+            fh, self._fh = self._fh, None
+            try:
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError:
+                pass        # already reported by append(); the lines written so far are on disk
+            finally:
+                try:
+                    fh.close()
+                except OSError:
+                    pass
         self.unlock()
 
 

@@ -58,4 +58,7 @@ def create_backend(spec: str, decoding: Decoding | None = None, *, strict: bool 
     elif unknown:
         raise BackendError(f"backend '{backend}' has no option '{unknown[0]}'; its options: "
                            + (", ".join(sorted(klass.option_names)) or "none"))
-    return klass(name, decoding, **opts)
+    try:
+        return klass(name, decoding, **opts)
+    except (TypeError, ValueError) as exc:      # e.g. --backend-opt timeout=soon
+        raise BackendError(f"backend '{backend}': bad option value: {exc}") from None

@@ -6,6 +6,9 @@ server, the Gemini and Anthropic compatibility endpoints.
 - At most `concurrency` requests are in flight; each has a timeout.
 - 429, 5xx, timeouts and connection errors are retried with exponential backoff and full jitter,
   honouring Retry-After (up to `backoff_max`) when the server sends it. Other 4xx errors fail at once.
+- Fail fast: 401, 403, 404 or "model not found" set `fatal_error` at once, and so does a server
+  that refuses connections `connect_retries` times in a row; the runner then stops the run (exit 3,
+  records kept). The runner also stops after `max_consecutive_failures` failed calls in a row.
 
 Speed (bench/foundation.py): requests go through the SDK's generic `client.post` with plain dict
 bodies and come back as plain JSON, which skips the SDK's per-request parameter transform and
@@ -20,6 +23,7 @@ import gc
 import math
 import os
 import random
+import re
 import time
 from typing import Any, Sequence
 
@@ -61,6 +65,10 @@ def _retry_after(exc: Any) -> float | None:
             return None
 
 
+class EndpointDown(Exception):
+    """Raised instead of sending a request once `fatal_error` is set."""
+
+
 class HTTPStatusError(Exception):
     """An error status from the aiohttp transport (the SDK raises its own APIStatusError)."""
 
@@ -78,6 +86,40 @@ def _error_message(text: str) -> str:
         return str(err.get("message") if isinstance(err, dict) else err)[:300]
     except (ValueError, AttributeError):
         return text[:300]
+
+
+FATAL_STATUS = {401, 403, 404}
+_MODEL_MISSING = re.compile(r"model\b.*\b(not found|does not exist|not exist|unknown)|unknown model|no such model", re.I)
+
+
+def _status(exc: BaseException) -> tuple[int | None, str]:
+    import openai
+
+    if isinstance(exc, HTTPStatusError):
+        return exc.status_code, exc.message
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code, str(exc.message)
+    return None, ""
+
+
+def fatal_reason(exc: BaseException) -> bool:
+    """Errors no retry or later request can fix: bad key, no access, wrong URL or model."""
+    status, message = _status(exc)
+    if status in FATAL_STATUS:
+        return True
+    return status == 400 and bool(_MODEL_MISSING.search(message or ""))
+
+
+def refused(exc: BaseException) -> bool:
+    """Nothing listens there (connection refused, unknown host): not a dropped connection."""
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 8:
+        if isinstance(cur, ConnectionRefusedError) or type(cur).__name__ in ("ConnectError", "ClientConnectorError"):
+            return True
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    return False
 
 
 def classify(exc: BaseException) -> RetryableError | None:
@@ -107,13 +149,15 @@ class OpenAIBackend(Backend):
     backend = "openai"
     batching = False
     option_names = frozenset({"base_url", "api_key_env", "concurrency", "timeout", "max_retries", "backoff_base",
-                              "backoff_max", "endpoint", "tokenizer", "freeze_gc", "transport"})
+                              "backoff_max", "endpoint", "tokenizer", "freeze_gc", "transport",
+                              "connect_retries", "max_consecutive_failures"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, *, base_url: str | None = None,
                  api_key_env: str | None = None, concurrency: int = 16, timeout: float = 120.0,
                  max_retries: int = 6, backoff_base: float = 0.5, backoff_max: float = 60.0,
                  endpoint: str = "chat", tokenizer: str | None = None, freeze_gc: bool = True,
-                 transport: str = "sdk", **options: Any):
+                 transport: str = "sdk", connect_retries: int = 2, max_consecutive_failures: int = 10,
+                 **options: Any):
         super().__init__(name, decoding, **options)
         try:
             import httpx2
@@ -146,6 +190,11 @@ class OpenAIBackend(Backend):
         self.concurrency = max(1, int(concurrency))
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
+        self.connect_retries = int(connect_retries)
+        self.max_consecutive_failures = int(max_consecutive_failures)   # read by the runner; 0: never stop
+        self.fatal_error: str | None = None     # set once the endpoint cannot serve this run
+        self._answered = False                  # has any request succeeded yet
+        self._first_lock: asyncio.Lock | None = None
         self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
         self._response_type = httpx2.Response
         shards = math.ceil(self.concurrency / POOL_SIZE)
@@ -186,6 +235,12 @@ class OpenAIBackend(Backend):
                 "retry_wait_s": round(sum(self.waits), 3)}
 
     @property
+    def _first(self) -> asyncio.Lock:
+        if self._first_lock is None:
+            self._first_lock = asyncio.Lock()
+        return self._first_lock
+
+    @property
     def sem(self) -> asyncio.Semaphore:
         if self._sem is None:
             self._sem = asyncio.Semaphore(self.concurrency)
@@ -202,13 +257,26 @@ class OpenAIBackend(Backend):
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST with retries; returns the response JSON."""
-        attempt = 0
+        if not self._answered:
+            # Until the endpoint has answered once, requests go one at a time: a bad key or a
+            # dead server then costs one request, not `concurrency` of them.
+            async with self._first:
+                if not self._answered:
+                    return await self._post_retrying(path, body)
+        return await self._post_retrying(path, body)
+
+    async def _post_retrying(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        attempt = refusals = 0
         while True:
+            if self.fatal_error:        # another request already found the endpoint unusable
+                raise EndpointDown(self.fatal_error)
             try:
                 async with self.sem:
                     self.calls += 1
                     if self.transport == "aiohttp":       # aiohttp enforces the total timeout itself
-                        return await self._post_aiohttp(path, body)
+                        out = await self._post_aiohttp(path, body)
+                        self._answered = True
+                        return out
                     i = min(range(len(self._load)), key=self._load.__getitem__)
                     self._load[i] += 1
                     try:
@@ -217,8 +285,18 @@ class OpenAIBackend(Backend):
                             resp = await self._clients[i].post(path, body=body, cast_to=self._response_type)
                     finally:
                         self._load[i] -= 1
-                return resp.json()
+                out = resp.json()
+                self._answered = True
+                return out
             except Exception as exc:  # noqa: BLE001
+                if fatal_reason(exc):
+                    self.fatal_error = self._describe(exc)
+                    raise
+                if refused(exc):
+                    refusals += 1
+                    if refusals > self.connect_retries:
+                        self.fatal_error = f"cannot connect to {_public_url(self.base_url) or 'the API'}: {self._describe(exc)}"
+                        raise
                 retry = classify(exc)
                 if retry is None or attempt >= self.max_retries:
                     raise
@@ -234,11 +312,16 @@ class OpenAIBackend(Backend):
         import aiohttp
 
         if self._session is None:
+            # user:password in the URL means HTTP basic auth, sent instead of the bearer key, as
+            # the SDK transport does (aiohttp refuses both at once)
+            base, auth = _split_credentials(self.base_url or "https://api.openai.com/v1")
+            self._url = base.rstrip("/")
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.concurrency + 8),
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
-                headers={"Authorization": f"Bearer {self._key}"})
-        url = (self.base_url or "https://api.openai.com/v1").rstrip("/") + path
+                auth=aiohttp.BasicAuth(*auth) if auth else None,
+                headers=None if auth else {"Authorization": f"Bearer {self._key}"})
+        url = self._url + path
         async with self._session.post(url, json=body) as resp:
             if resp.status >= 400:
                 text = await resp.text()
@@ -394,6 +477,16 @@ def _public_url(url: str | None) -> str | None:
     return urlunsplit(parts._replace(netloc=host))
 
 
+def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """'http://u:p@host/v1' -> ('http://host/v1', ('u', 'p'))."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url, None
+    return _public_url(url), (unquote(parts.username), unquote(parts.password or ""))
+
+
 def _describe(exc: BaseException) -> str:
     import openai
 
@@ -401,5 +494,6 @@ def _describe(exc: BaseException) -> str:
         return str(exc)[:500]
 
     if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {exc.message}"[:500]
+        msg = re.sub(r"^Error code: \d+ - ", "", str(exc.message))
+        return f"HTTP {exc.status_code}: {msg}"[:500]
     return f"{type(exc).__name__}: {exc}"[:500]

@@ -21,6 +21,7 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .samples import payload, script_json
+from ..io import write_bytes_atomic, write_text_atomic
 
 
 @dataclass
@@ -151,7 +152,7 @@ class Report:
             elif s.kind == "figure":
                 fig_dir.mkdir(parents=True, exist_ok=True)
                 png = fig_dir / f"{s.extra['name']}.png"
-                png.write_bytes(s.body)
+                write_bytes_atomic(png, s.body)
                 md += [f"![{md_escape(s.title)}](figures/{quote(png.name)})", ""]
                 html_sections.append({"kind": "figure", "title": s.title,
                                       "src": "data:image/png;base64," + base64.b64encode(s.body).decode()})
@@ -165,13 +166,13 @@ class Report:
                 md += [f"*{md_text(s.note)}*", ""]
                 html_sections[-1]["note"] = s.note
         md_path = run_dir / "report.md"
-        md_path.write_text("\n".join(md), encoding="utf-8")
+        write_text_atomic(md_path, "\n".join(md))
         env = Environment(loader=PackageLoader("rolebound", "report/templates"),
                           autoescape=select_autoescape(["html", "j2"]))
         html = env.get_template("report.html.j2").render(title=self.title, subtitle=self.subtitle,
                                                           meta=self.meta, sections=html_sections)
         html_path = run_dir / "report.html"
-        html_path.write_text(html, encoding="utf-8")
+        write_text_atomic(html_path, html)
         return [md_path, html_path]
 
 

@@ -1,20 +1,18 @@
 """Importers for public datasets: `rolebound data import FORMAT SRC --out FILE`.
 
-Each suite's `importers` module exposes IMPORTERS = {format: (function(src, out) -> summary, help)}.
+A built-in suite's `importers` module, or another package's `rolebound.importers` entry point (a
+module), exposes IMPORTERS = {format: (function(src, out) -> summary, help)}.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from .. import plugins
 
 
 def all_importers() -> dict:
-    from .. import suites
-
+    targets = list(plugins.builtin_suite_modules("importers").values())
+    targets += list(plugins.entry_points(plugins.IMPORTERS).values())
     out = {}
-    for pkg in pkgutil.iter_modules(suites.__path__):
-        name = f"{suites.__name__}.{pkg.name}.importers"
-        if pkg.ispkg and importlib.util.find_spec(name) is not None:
-            out.update(getattr(importlib.import_module(name), "IMPORTERS", {}))
+    for target in targets:
+        out.update(getattr(plugins.load(target), "IMPORTERS", {}))
     return out

@@ -15,7 +15,7 @@ from rolebound.errors import CapabilityError, InputError
 from rolebound.importers import all_importers
 from rolebound.suites.capability.boxed import parse_boxed_letter
 from rolebound.store import load_records
-from rolebound.suites.base import RunSettings
+from rolebound.suites.base import RunSettings, validate_options
 from rolebound.suites.capability.suite import CapabilitySuite
 from rolebound.suites.capability.data import BANK_FILE, ROLES_FILE
 
@@ -101,12 +101,10 @@ def test_default_run_is_a_small_balanced_sample():
     assert len(picked) == 4 * 2 and len(ds.items) >= 160
     assert Counter(i.level for i in picked) == {"elementary": 2, "intermediate": 2, "high_school": 2, "a_level": 2}
     assert set(Counter(i.subject for i in picked)) == {"mathematics", "science", "language"}
-    # another model gets the whole starter bank
-    from rolebound.models import create_backend
-
+    # another model gets the whole starter bank (the run's settings name the backend; no state
+    # passes from check() to load())
     s4 = CapabilitySuite()
-    s4.check(create_backend("fake:random"), RunSettings(strategies=["identity"]), None)
-    ds4 = s4.load(None, RunSettings(strategies=["identity"]))
+    ds4 = s4.load(None, RunSettings(strategies=["identity"], backend="fake"))
     assert len(s4.select(ds4.items, None)) == len(ds4.items)
     s2 = CapabilitySuite()
     ds2 = s2.load(None, RunSettings(strategies=["identity"], limit=6))
@@ -250,8 +248,9 @@ def test_roles_file_errors_point_at_the_line(tmp_path):
                                       ({"per_level": 0}, "per_level"),
                                       ({"roles": []}, "no role given")])
 def test_bad_options_fail_clearly(opts, msg):
+    s = CapabilitySuite()
     with pytest.raises(InputError, match=msg):
-        CapabilitySuite().load(None, RunSettings(strategies=["identity"], options=opts))
+        s.load(None, RunSettings(strategies=["identity"], options=opts, opts=validate_options(s, opts)))
 
 
 def test_csv_importer_and_csv_data(tmp_path):

@@ -18,7 +18,7 @@ from rolebound.scoring.parsers import INVALID
 from rolebound.suites.knowledge_errors.strategies import overlaps, parse_recollections, pick_cases
 from rolebound.suites import get_suite
 from rolebound.suites.knowledge_errors import data as D
-from rolebound.suites.base import RunSettings
+from rolebound.suites.base import RunSettings, validate_options
 from rolebound.suites.knowledge_errors.report import method_rows
 
 
@@ -125,8 +125,8 @@ def test_user_data_runs_with_sibling_corpus_or_item_chunks(tmp_path):
     assert ds2.extra["corpus_from_items"] == [] and ds2.hash != ds.hash
     with pytest.raises(InputError):
         s.load(str(items), RunSettings(strategies=["rag"], options={"rag_k": "three"}))
-    with pytest.raises(InputError):
-        s.load(str(items), RunSettings(strategies=["rag"], options={"no_such_option": 1}))
+    with pytest.raises(InputError, match="unknown option 'no_such_option'"):
+        validate_options(s, {"no_such_option": 1})
 
 
 def test_select_keeps_pairs_and_spreads_characters(starter):

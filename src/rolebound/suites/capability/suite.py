@@ -28,19 +28,14 @@ from ...report.builder import Report
 from .boxed import parse_boxed_letter
 from . import judge as cj
 from . import prompts as cp
+from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, flag, interleave
+from .options import CapabilityOptions
 from .data import (BANK_FILE, DEFAULT_PER_LEVEL, ROLES_FILE, CapabilityItem, Role, RolesConfig,
                               load_items, load_roles)
 
-OPTIONS = {"roles": "comma-separated role ids (default: all)",
-           "roles_file": "YAML of levels and roles (default: the built-in roles.yaml)",
-           "per_level": "questions per level, or 'all' (default: all; 2 for the starter bank on the bundled model)",
-           "judge": "true: score RV, C, RC with the judge model (on by default when --judge differs from --model)",
-           "judge_max_tokens": "token limit of judge calls (default: --max-tokens)",
-           "think_tag": "reasoning marker before the Injection prefill (default '<think>\\n'; '' for none)"}
-
-
 # -- the suite -------------------------------------------------------------------------------------
+@register_suite("capability")
 class CapabilitySuite(Suite):
     name = "capability"
     description = "role-capability leakage: educational roles vs curriculum levels (RoleCapBench)"
@@ -57,6 +52,7 @@ class CapabilitySuite(Suite):
     }
     default_strategies = ["identity", "injection", "no-role"]
     uses_judge = True
+    options_model = CapabilityOptions
 
     def __init__(self):
         self.cfg: RolesConfig | None = None
@@ -64,35 +60,16 @@ class CapabilitySuite(Suite):
         self.roles: list[Role] = []
         self.judge_on = False
         self.per_level: int | None = None
-        self.backend_kind: str | None = None
 
     # -- settings ------------------------------------------------------------------------------
     def _setup(self, settings: RunSettings) -> RolesConfig:
-        opts = settings.options
-        unknown = [k for k in opts if k not in OPTIONS]
-        if unknown:
-            raise InputError(f"unknown option '{unknown[0]}'; capability options: "
-                             + "; ".join(f"{k}: {v}" for k, v in OPTIONS.items()), field="--set")
+        opts = settings.options      # checked against CapabilityOptions by the framework
         path = opts.get("roles_file") or ROLES_FILE
         if self.cfg is None or self._cfg_key != str(path):
             if not Path(path).exists():
                 raise InputError("roles file not found", file=str(path), field="roles_file")
             self.cfg, self._cfg_key = load_roles(path), str(path)
         self.roles = self._pick_roles(opts.get("roles"))
-        if "per_level" in opts and str(opts["per_level"]).lower() != "all":
-            try:
-                n = int(opts["per_level"])
-            except (TypeError, ValueError):
-                n = 0
-            if n < 1:
-                raise InputError(f"per_level must be a positive number or 'all', not {opts['per_level']!r}",
-                                 field="per_level")
-        if opts.get("judge_max_tokens") is not None:
-            try:
-                if int(opts["judge_max_tokens"]) < 1:
-                    raise ValueError
-            except (TypeError, ValueError):
-                raise InputError("judge_max_tokens must be a positive number", field="judge_max_tokens") from None
         return self.cfg
 
     def _pick_roles(self, value: Any) -> list[Role]:
@@ -114,7 +91,6 @@ class CapabilitySuite(Suite):
 
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         self._setup(settings)
-        self.backend_kind = backend.backend
         inj = [s for s in settings.strategies if s in cp.INJECTION]
         if inj:
             why = f"{inj[0]} serialises the prompt with the model's chat template and prefills the assistant turn"
@@ -137,7 +113,7 @@ class CapabilitySuite(Suite):
         items = load_items(path, cfg)
         opt = settings.options.get("per_level")
         if opt is None:
-            small = self.backend_kind in (None, "bundled")      # None: no backend (data stats, tests)
+            small = settings.backend in (None, "bundled")      # None: no backend (data stats, tests)
             self.per_level = DEFAULT_PER_LEVEL if small and not data and settings.limit is None else None
         else:
             self.per_level = None if str(opt).lower() == "all" else int(opt)

@@ -23,7 +23,9 @@ from typing import Any
 from ...errors import InputError
 from ...records import Message
 from ...scoring.parsers import parse_answer_number, parse_yes_no
+from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, flag
+from .options import CharmOptions
 from .data import ABSTAIN, CharmItem, data_hash, expand, load_data
 
 # Table 19 (BA). Line breaks restored where the paper's table layout had them.
@@ -71,6 +73,7 @@ def _yes_no_cont(text: str) -> str:
     return text.strip()
 
 
+@register_suite("charm")
 class CharmSuite(Suite):
     name = "charm"
     description = "temporal and cross-universe knowledge boundaries: awareness vs compliance (CHARM)"
@@ -81,6 +84,7 @@ class CharmSuite(Suite):
     }
     default_strategies = ["independent"]
     offers_scoring = True
+    options_model = CharmOptions
 
     def __init__(self):
         self._sim: dict[str, float] = {}

@@ -30,11 +30,11 @@ from . import prompts as P
 from .strategies import STRATEGIES, USES_RETRIEVAL, Methods
 from .retrieval import Retriever
 from . import data as D
+from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, default_scoring_for, interleave
+from .options import KnowledgeErrorsOptions
 from .report import HIDDEN_FILE, RETRIEVAL_FILE
 
-OPTIONS = {"corpus", "few_shot", "embedder", "rag_k", "m", "chunk_sentences", "step_max_tokens",
-           "answer_max_tokens", "judge_max_tokens", "hidden_states", "judge_scoring"}
 JUDGE_SCORING = ("generate", "logprob")
 
 
@@ -80,12 +80,14 @@ def _hidden_mode(opts: dict) -> str:
     raise InputError("must be true, false or all", field="hidden_states")
 
 
+@register_suite("knowledge-errors")
 class KnowledgeErrorsSuite(Suite):
     name = "knowledge-errors"
     description = "known/unknown character knowledge errors over four memory types; judge-scored (KKE/UKE)"
     strategies = STRATEGIES
     default_strategies = ["vanilla"]
     uses_judge = True
+    options_model = KnowledgeErrorsOptions
 
     def __init__(self):
         self.methods: Methods | None = None
@@ -96,10 +98,7 @@ class KnowledgeErrorsSuite(Suite):
         return P.all_templates()
 
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
-        opts = settings.options
-        unknown = sorted(set(opts) - OPTIONS)
-        if unknown:
-            raise InputError(f"unknown option; available: {', '.join(sorted(OPTIONS))}", field=unknown[0])
+        opts = settings.options      # checked against KnowledgeErrorsOptions by the framework
         target = _int_opt(opts, "chunk_sentences", 8)
         _hidden_mode(opts)
         if data:

@@ -23,7 +23,9 @@ from ...metrics.stats import rate_ci
 from ...records import Message
 from ...report.builder import Report, run_facts
 from ...scoring.parsers import INVALID, parse_first_letter
+from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, flag
+from .options import MCQOptions
 
 LETTERS = string.ascii_uppercase
 DEFAULT_TEMPLATE = (
@@ -66,12 +68,14 @@ class MCQItem(BaseModel):
         return data
 
 
+@register_suite("mcq")
 class MCQSuite(Suite):
     name = "mcq"
     description = "generic multiple-choice questions from a JSONL file"
     strategies = {"direct": "the template, answered directly"}
     default_strategies = ["direct"]
     offers_scoring = True
+    options_model = MCQOptions
 
     def __init__(self):
         self._template_src = DEFAULT_TEMPLATE

@@ -31,7 +31,9 @@ from typing import Any, Sequence
 from ...errors import InputError
 from ...io import stable_hash
 from .prompts import TEMPLATES
+from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, flag, interleave
+from .options import MultiverseOptions
 from .data import STARTER, MVIndex, dataset_tables, load_file
 
 
@@ -45,6 +47,7 @@ def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None 
     return v
 
 
+@register_suite("multiverse")
 class MultiverseSuite(Suite):
     name = "multiverse"
     description = "superhero versions: canon events by life phase, moral dilemmas, cross-version (Beyond One World)"
@@ -57,6 +60,7 @@ class MultiverseSuite(Suite):
     default_strategies = ["direct", "cot", "cross-direct"]
     uses_judge = True
     offers_scoring = True
+    options_model = MultiverseOptions
 
     def __init__(self):
         self.index: MVIndex | None = None
@@ -110,15 +114,6 @@ class MultiverseSuite(Suite):
         opts = settings.options
         self.small_model = backend.backend == "bundled"
         self.small_judge = (judge or backend).backend == "bundled"
-        known = {"tasks", "attributes", "analysis", "judge_input", "embedder", "cot_max_tokens",
-                 "direct_max_tokens", "segment_max_tokens", "judge_max_tokens", "judge_scoring",
-                 "segment_fallback"}
-        unknown = sorted(set(opts) - known)
-        if unknown:
-            raise InputError(f"unknown option '{unknown[0]}' for multiverse; known: {', '.join(sorted(known))}",
-                             field="--set")
-        if opts.get("judge_input", "raw") not in ("raw", "segmented"):
-            raise InputError("judge_input must be 'raw' or 'segmented'", field="judge_input")
         if settings.scoring == "logprob":
             backend.require(LOGPROB, "--scoring logprob")
         if settings.scoring == "generate" or any("cot" in s for s in settings.strategies):

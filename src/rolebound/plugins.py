@@ -44,8 +44,6 @@ def builtin_suite_modules(leaf: str) -> dict[str, str]:
     """The `rolebound.suites.<pkg>.<leaf>` modules that exist (cli, importers), by package name."""
     from pathlib import Path
 
-    from . import suites
-
-    root = Path(suites.__file__).parent
-    return {p.parent.name: f"{suites.__name__}.{p.parent.name}.{leaf}"
+    root = Path(__file__).resolve().parent / "suites"     # read from disk: imports no suite
+    return {p.parent.name: f"{__package__}.suites.{p.parent.name}.{leaf}"
             for p in sorted(root.glob(f"*/{leaf}.py")) if (p.parent / "__init__.py").exists()}

@@ -2,7 +2,7 @@
 
 roles.yaml holds the levels (lowest first), the roles with their curriculum ceilings and the
 prompt strings; a user's file replaces it (`--set roles_file=FILE`). Questions are JSONL in our
-schema, or a CSV the importer maps (`importers.py`).
+schema, or a CSV the importer maps (`importers.py`, called by the suite).
 """
 
 from __future__ import annotations
@@ -184,23 +184,20 @@ class CapabilityItem(BaseModel):
         return v
 
 
-def read_items(path: str | Path) -> list[tuple[int, CapabilityItem]]:
-    """(line, item) from our JSONL schema, or a CSV with the importer's columns."""
+def read_items(path: str | Path, rows: list | None = None) -> list[tuple[int, CapabilityItem]]:
+    """(line, item) from our JSONL schema, or from the (line, dict) rows an importer mapped from
+    another format (the suite passes a CSV's; data never imports the importers)."""
     path = Path(path)
     if not path.exists():
         raise InputError("file not found", file=str(path))
-    if path.suffix.lower() == ".csv":
-        from .importers import csv_rows
-
-        rows = csv_rows(path)
-    else:
+    if rows is None:
         rows = list(jsonl_lines(path))
     return [(ln, validate_record(CapabilityItem, obj, file=path, line=ln)) for ln, obj in rows]
 
 
-def load_items(path: str | Path, cfg: RolesConfig) -> list[CapabilityItem]:
+def load_items(path: str | Path, cfg: RolesConfig, rows: list | None = None) -> list[CapabilityItem]:
     """The questions of a file, each level resolved against the roles file's levels."""
-    rows = read_items(path)
+    rows = read_items(path, rows)
     if not rows:
         raise InputError("no items in the file", file=str(path))
     seen: dict[str, int] = {}

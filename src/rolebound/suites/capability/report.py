@@ -4,6 +4,7 @@ every answer in a filterable table. Built from metrics and records alone."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from . import metrics as cm
 from .boxed import KINDS
@@ -72,13 +73,13 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
                   [[lv["name"], cm.fmt(nr["by_level"].get(lv["id"]))] for lv in m["levels"]])
     if role_strats and m["roles"] and m["levels"]:
         rep.figure("Figure 6: accuracy by level (rows) and role (columns); red outline: above the role's ceiling",
-                   cm.heatmap_figure(m, role_strats), name="heatmap")
+                   heatmap_figure(m, role_strats), name="heatmap")
         rep.figure("Figure 3: task accuracy by role (dashed: no-role baseline)",
-                   cm.accuracy_by_role_figure(m, role_strats), name="accuracy_by_role")
+                   accuracy_by_role_figure(m, role_strats), name="accuracy_by_role")
     if m["deltas"]:
         rep.table("Figure 5 data: change against identity (macro means)", ["variant", "ΔTA", "ΔIA", "ΔA"],
                   [[s, cm.fmt(d["TA"]), cm.fmt(d["IA"]), cm.fmt(d["A"])] for s, d in m["deltas"].items()])
-        rep.figure("Figure 5: ΔIA and ΔA of each variant against identity", cm.delta_figure(m), name="deltas")
+        rep.figure("Figure 5: ΔIA and ΔA of each variant against identity", delta_figure(m), name="deltas")
     rep.samples("Per-answer records", ["item", "variant", "role", "level", "in_role", "gold", "parsed", "correct",
                                        "outcome", "judge", "response"], _samples(records),
                 ["variant", "role", "level", "outcome", "correct"])
@@ -112,3 +113,101 @@ def compare_tables(rep: Report, entries) -> None:
             rows.append([str(d), man.model, "no-role", cm.fmt(met["no_role"]["TA"]), "-", "-", "-", "-", "-"])
     rep.table("RoleCapBench Table 3 across runs (mean (std) across roles)",
               ["run", "model", "variant", "TA", "IA", "A", "RV", "C", "RC"], rows)
+
+
+# -- figures (pure functions of the metrics dict; plotting stays out of metrics.py) --------------------------------------------
+ORDER = ["identity", "description", "cot", "guideline", "explicit-idk", "syllabus", "injection",
+         "injection-syllabus"]
+
+
+def color(strategy: str):
+    """One colour per variant in every figure."""
+    import matplotlib
+
+    i = ORDER.index(strategy) if strategy in ORDER else len(ORDER)
+    return matplotlib.colormaps["tab10"](i % 10)
+
+
+def heatmap_figure(m: dict[str, Any], strategies: list[str]):
+    """Figure 6: accuracy by level (rows) and role (columns), above-ceiling cells outlined."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    roles, levels = m["roles"], m["levels"]
+    strats = [s for s in strategies if s in m["by_strategy"]]
+    ncols = min(4, len(strats))
+    nrows = -(-len(strats) // ncols)
+    size = (ncols * (0.8 * len(roles) + 1.4), nrows * (0.55 * len(levels) + 1.6))
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=False, layout="constrained")
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[len(strats):]:
+        ax.axis("off")
+    im = None
+    for ax, strat in zip(flat, strats):
+        grid = m["by_strategy"][strat]["grid"]
+        data = [[(grid.get(r["id"], {}).get(lv["id"], {}).get("acc")) for r in roles] for lv in levels]
+        arr = [[float("nan") if v is None else v for v in row] for row in data]
+        im = ax.imshow(arr, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+        for i, lv in enumerate(levels):
+            for j, r in enumerate(roles):
+                cell = grid.get(r["id"], {}).get(lv["id"], {})
+                v = cell.get("acc")
+                ax.text(j, i, "-" if v is None else f"{v:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if v is not None and v < 0.6 else "black")
+                if cell.get("above"):
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", lw=2.0))
+        ax.set_xticks(range(len(roles)), [r["label"] for r in roles], rotation=35, ha="right", fontsize=8)
+        ax.set_yticks(range(len(levels)), [lv["name"] for lv in levels], fontsize=8)
+        ax.set_title(strat, fontsize=10)
+    if im is not None:
+        fig.colorbar(im, ax=flat, fraction=0.025, label="task accuracy")
+    return fig
+
+
+def accuracy_by_role_figure(m: dict[str, Any], strategies: list[str]):
+    """Figure 3: TA by assigned role per variant; dashed line: the no-role baseline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    roles = m["roles"]
+    fig, ax = plt.subplots(figsize=(1.1 * len(roles) + 2.5, 3.6))
+    x = list(range(len(roles)))
+    for strat in strategies:
+        sm = m["by_strategy"].get(strat)
+        if not sm:
+            continue
+        ys = [sm["per_role"].get(r["id"], {}).get("TA") for r in roles]
+        ax.plot(x, [float("nan") if y is None else y for y in ys], marker="o", label=strat, color=color(strat))
+    if m.get("no_role") and m["no_role"]["TA"] is not None:
+        ax.axhline(m["no_role"]["TA"], ls="--", color="gray", label="no-role baseline")
+    ax.set_xticks(x, [r["label"] for r in roles], rotation=20)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("task accuracy")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def delta_figure(m: dict[str, Any]):
+    """Figure 5: change in IA (x) and A (y) of each variant relative to Identity."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.8, 3.8))
+    ax.scatter([0], [0], marker="s", color=color("identity"), label="identity")
+    for strat, d in m["deltas"].items():
+        if d.get("IA") is None or d.get("A") is None:
+            continue
+        ax.scatter([d["IA"]], [d["A"]], label=strat, color=color(strat))
+    ax.axhline(0, color="gray", lw=0.8)
+    ax.axvline(0, color="gray", lw=0.8)
+    ax.set_xlabel("change in in-role accuracy (ΔIA)")
+    ax.set_ylabel("change in above-role accuracy (ΔA)")
+    ax.legend(fontsize=8, loc="best")
+    return fig

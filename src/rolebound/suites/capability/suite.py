@@ -30,6 +30,7 @@ from . import judge as cj
 from . import prompts as cp
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, flag, interleave
+from .importers import csv_rows
 from .options import CapabilityOptions
 from .data import (BANK_FILE, DEFAULT_PER_LEVEL, ROLES_FILE, CapabilityItem, Role, RolesConfig,
                               load_items, load_roles)
@@ -110,7 +111,8 @@ class CapabilitySuite(Suite):
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
         cfg = self._setup(settings)
         path = Path(data) if data else BANK_FILE
-        items = load_items(path, cfg)
+        rows = csv_rows(path) if path.suffix.lower() == ".csv" and path.exists() else None
+        items = load_items(path, cfg, rows)
         opt = settings.options.get("per_level")
         if opt is None:
             small = settings.backend in (None, "bundled")      # None: no backend (data stats, tests)

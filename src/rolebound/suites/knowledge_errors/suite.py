@@ -32,6 +32,7 @@ from .retrieval import Retriever
 from . import data as D
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, default_scoring_for, interleave
+from .importers import roleke_items
 from .options import KnowledgeErrorsOptions
 from .report import HIDDEN_FILE, RETRIEVAL_FILE
 
@@ -107,7 +108,7 @@ class KnowledgeErrorsSuite(Suite):
         else:
             items_path = D.starter_dir() / D.STARTER_ITEMS
             source = "builtin:knowledge-errors/starter"
-        items = D.load_items(items_path)
+        items = D.load_items(items_path, roleke_items(items_path) if D.looks_like_roleke(items_path) else None)
         corpus_path = Path(opts["corpus"]) if opts.get("corpus") else D.sibling_corpus(items_path)
         if corpus_path is not None and not corpus_path.exists():
             raise InputError("corpus file not found", file=str(corpus_path), field="corpus")

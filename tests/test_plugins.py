@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,8 +28,10 @@ def plugin_path(tmp_path_factory):
     """The example installed into a folder of its own (dist-info with its entry points), so the
     test venv itself stays as it was; PYTHONPATH makes it visible to the rolebound script."""
     target = tmp_path_factory.mktemp("plugin")
+    src = tmp_path_factory.mktemp("plugin-src") / EXAMPLE.name     # the build writes beside its source
+    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     res = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                          "--no-index", "--target", str(target), str(EXAMPLE)], capture_output=True, text=True)
+                          "--no-index", "--target", str(target), str(src)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert list(target.glob("rolebound_echo_suite-*.dist-info/entry_points.txt"))
     return target

@@ -37,7 +37,8 @@ async def _rejudge(suite: CapabilitySuite, run_dir: Path, judge_spec: str, progr
     answers = [r for r in cm.answer_records(load_records(run_dir)) if r.meta.get("role")]
     if not answers:
         raise InputError("no role-prompted answers to judge in this run", file=str(rd.records_path))
-    settings = RunSettings(strategies=list(manifest.strategies), options=dict(manifest.options or {}))
+    settings = RunSettings(strategies=list(manifest.strategies), options=dict(manifest.options or {}),
+                           backend=manifest.backend)
     dataset = suite.load(None if manifest.dataset.startswith("builtin:") else manifest.dataset, settings)
     if dataset.hash != manifest.dataset_hash:
         raise InputError("the questions or roles changed since this run; the judge would not see what the "

@@ -21,8 +21,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ...metrics.stats import N_BOOT, mean_sem, rate_ci
-
-INVALID = "invalid"
+from ...scoring.parsers import INVALID
 TASKS = ("canon", "dilemma")
 PHASES = ("childhood", "pre-hero", "hero")
 CONFLICTS = ("save-one-vs-greater-good", "hero-or-villain", "duty-vs-desire", "ends-vs-moral-code")

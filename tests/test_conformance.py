@@ -67,3 +67,12 @@ def test_unknown_option_exits_2_before_any_folder(name, tmp_path):
     assert "bogus" in res.stderr and "valid options" in res.stderr
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_a_grid_checks_every_runs_options_before_the_first_run(tmp_path):
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text(f"suite: [charm, capability]\nmodel: fake:random\nlimit: 2\nout: {tmp_path / 'g'}\n"
+                   "options: {similarity: false}\n", encoding="utf-8")
+    res = subprocess.run([str(SCRIPT), "run", "--config", str(cfg)], capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 2 and "unknown option 'similarity' for suite capability" in res.stderr
+    assert not (tmp_path / "g").exists()

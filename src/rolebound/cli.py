@@ -96,6 +96,11 @@ def run(
         runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
                      scoring=scoring, judge=judge, repeats=repeats, decoding=dec, concurrency=concurrency,
                      use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets))]
+    from .suites import get_suite
+    from .suites.base import validate_options
+
+    for kw in runs:         # a grid stops on a bad option before its first run starts
+        validate_options(get_suite(kw["suite"]), kw["options"])
     failed = 0
     for kw in runs:
         res = api.run(**kw, overwrite=overwrite, progress=not quiet)

@@ -24,9 +24,8 @@ from typing import Any, Callable, Iterator, Sequence
 from .errors import RoleboundError
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest
+from .scoring.parsers import INVALID
 from .store import ResponseCache, RunDir
-
-INVALID = "invalid"
 
 
 class CallFailed(Exception):

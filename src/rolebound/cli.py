@@ -138,13 +138,22 @@ def _summary(res) -> None:
 def report(run_dir: Path = typer.Argument(..., help="a run directory"),
            judge: Optional[str] = typer.Option(None, "--judge", help="re-judge with this model first (suites with a judge)"),
            quiet: bool = typer.Option(False, "--quiet", "-q")):
-    """Rebuild metrics.json and the report from records.jsonl alone (optionally re-judging)."""
+    """Rebuild metrics.json and the report from records.jsonl alone: answers are read again from the
+    stored replies (no model calls), optionally re-judged first."""
     from . import api
 
     if judge:
         from .rejudge import rejudge
 
         rejudge(run_dir, judge, progress=not quiet)
+    from .scoring.extract import reextract
+    from .store import RunDir
+    from .suites import get_suite
+
+    suite = get_suite(RunDir(run_dir).read_manifest().suite)
+    n, changed = reextract(run_dir, getattr(suite, "extractor_for", None))
+    if n:
+        print(f"re-extracted {n} answers from the stored replies: {changed} readings changed")
     _, paths = api.build_report(run_dir)
     for p in paths:
         print(p)

@@ -8,7 +8,7 @@ from typing import Any
 
 from .metrics import CELL_LABELS, CELLS, instances
 from ...metrics.stats import fmt_rate
-from ...report.builder import Report, run_facts
+from ...report.builder import Report, extraction_section, read_by, run_facts
 
 CELL_COLORS = {"consistent": "#4c9f70", "compliance_gap": "#e07b39",
                "incidental_refusal": "#8fb8de", "recognition_failure": "#c0392b"}
@@ -151,10 +151,11 @@ def write_report(metrics: dict, records, manifest, run_dir) -> list[Path]:
     rows = [[k.split("/")[0].upper(), k.split("/")[1], v["n"], fmt_rate(v), v["invalid"]] for k, v in acc.items()]
     if rows:
         rep.table("Accuracy by question type", ["question", "boundary", "n", "acc", "invalid"], rows,
-                  note="invalid = no Yes/No at the start, or no `Answer: <n>` with n in 1..5; counted as incorrect.")
+                  note="invalid = no rule read an answer (see 'readings per rule'); counted as incorrect.")
     rep.table("Table 7: questions answered in this run", *_table7(records))
+    extraction_section(rep, records)
     rep.samples("Per-sample records", ["character", "region", "stage", "boundary", "target", "outcome", "gold",
-                                       "parsed", "question", "response"], _samples(records),
+                                       "parsed", "read by", "question", "response"], _samples(records),
                 ["character", "region", "stage", "boundary", "outcome"])
     return rep.write(run_dir)
 
@@ -192,7 +193,7 @@ def _samples(records) -> list[dict[str, Any]]:
         out.append({"character": r.meta.get("role"), "region": r.meta.get("region"),
                     "stage": f"{r.strategy}:{r.stage}", "boundary": r.meta.get("boundary"),
                     "target": r.meta.get("fact") or r.meta.get("target"), "outcome": outcome, "gold": r.gold,
-                    "parsed": r.parsed, "question": q, "response": r.response if r.error is None else r.error})
+                    "parsed": r.parsed, "read by": read_by(r), "question": q, "response": r.response if r.error is None else r.error})
     return out
 
 

@@ -8,7 +8,9 @@ Strategies
 - no-role (Appendix N, Table 16): the Cross-Universe BC questions with no role at all.
 
 Scoring
-- generate (the paper's mode): Table 19/20 prompts, parse Yes/No and the last `Answer: <n>`.
+- generate (the paper's mode): Table 19/20 prompts; replies read by scoring.choice (in-character
+  Yes/No, the last committed option by number or text), or with extraction=strict by the paper's
+  leading Yes/No and last `Answer: <n>`.
 - logprob: same prompts; BA compares "Yes" vs "No" as the reply's first token, MCQs compare the
   digits after an assistant turn prefilled with "Answer: " (the reasoning step is skipped).
 """
@@ -16,13 +18,14 @@ Scoring
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
 from ...records import Message
-from ...scoring.parsers import parse_answer_number, parse_yes_no
+from ...scoring import extract
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, flag
 from .options import CharmOptions
@@ -87,6 +90,7 @@ class CharmSuite(Suite):
     options_model = CharmOptions
 
     def __init__(self):
+        self._extraction = "rules"
         self._sim: dict[str, float] = {}
         self._embedder_name: str | None = None
 
@@ -181,43 +185,64 @@ class CharmSuite(Suite):
             m["sim"], m["embedder"] = self._sim[item.id], self._embedder_name
         return m
 
-    async def _ba(self, ctx, stage: str, item: CharmItem, messages: list[Message], scoring: str, meta):
+    async def _ba(self, ctx, stage: str, item: CharmItem, messages: list[Message], scoring: str, meta,
+                  question: str | None = None):
         if scoring == "logprob":
             return await ctx.score(stage, ["Yes", "No"], messages=messages, parse=_yes_no_cont, gold="No", meta=meta)
-        return await ctx.chat(stage, messages, parse=parse_yes_no, gold="No", meta=meta)
+        strict = self._extraction == "strict"
+        return await ctx.chat(stage, messages, parse=extract.yes_no(question or item.question, strict=strict),
+                              gold="No", meta=meta)
 
-    async def _mcq(self, ctx, stage: str, messages: list[Message], n: int, gold: int, scoring: str, meta):
+    async def _mcq(self, ctx, stage: str, messages: list[Message], item: CharmItem, gold: int, scoring: str, meta):
+        n = len(item.options or [])
         if scoring == "logprob":
             return await ctx.score(stage, [str(k) for k in range(1, n + 1)], messages=messages,
                                    assistant_prefix=ANSWER_PREFIX, parse=int, gold=gold, meta=meta)
-        return await ctx.chat(stage, messages, parse=lambda t: parse_answer_number(t, n), gold=gold, meta=meta)
+        # the options as choices_text shows them: "1. ...", "2. ..."; parsed stays the 1-based number
+        options = [(str(k), o) for k, o in enumerate(item.options or [], 1)]
+        parse = extract.answer_number(options) if self._extraction == "strict" else extract.choice(options, "number")
+        return await ctx.chat(stage, messages, parse=parse, gold=gold, meta=meta)
 
     async def run_item(self, item: CharmItem, ctx, strategy: str, settings: RunSettings) -> None:
         scoring = settings.scoring or "generate"
+        self._extraction = settings.options.get("extraction", "rules")
         meta = self._meta(item)
-        n = len(item.options or [])
         if strategy == "independent":
             if item.stage == "ba":
                 await self._ba(ctx, "ba", item, [Message(role="user", content=ba_prompt(item))], scoring, meta)
             else:
-                await self._mcq(ctx, item.stage, [Message(role="user", content=mcq_prompt(item))], n,
+                await self._mcq(ctx, item.stage, [Message(role="user", content=mcq_prompt(item))], item,
                                 int(item.gold), scoring, meta)
         elif strategy == "sequential":
             if item.stage != "bc":
                 return
             first = [Message(role="user", content=ba_prompt(item, item.ba_question))]
-            ba = await self._ba(ctx, "seq.ba", item, first, scoring, meta)
+            ba = await self._ba(ctx, "seq.ba", item, first, scoring, meta, question=item.ba_question)
             convo = first + [Message(role="assistant", content=ba.response or ""),
                              Message(role="user", content=mcq_prompt(item))]
-            await self._mcq(ctx, "seq.bc", convo, n, int(item.gold), scoring, meta)
+            await self._mcq(ctx, "seq.bc", convo, item, int(item.gold), scoring, meta)
         elif strategy == "no-role":
             if item.stage != "bc" or item.boundary != "cross":
                 return
             # correct = the factual answer: the control asks whether the fact is accessible at all
-            await self._mcq(ctx, "nr", [Message(role="user", content=no_role_prompt(item))], n,
+            await self._mcq(ctx, "nr", [Message(role="user", content=no_role_prompt(item))], item,
                             int(item.fact_option), scoring, meta)
 
     # -- results ----------------------------------------------------------------------------
+    def extractor_for(self, record):
+        """How to read a stored reply that predates stored extractor specs (`rolebound report`)."""
+        if record.role != "model" or not isinstance(record.prompt, list) or not record.prompt:
+            return None
+        text = record.prompt[-1].get("content") or ""
+        if record.stage in ("ba", "seq.ba"):
+            q = re.search(r"Question: (.*)", text)
+            return extract.yes_no(q.group(1).strip() if q else None)
+        if "Choices:\n" in text:
+            block = text.split("Choices:\n", 1)[1].split("\nFirst, briefly", 1)[0]
+            options = re.findall(r"(?m)^(\d+)\. (.*)$", block)
+            return extract.choice(options, "number") if options else None
+        return None
+
     def metrics(self, records, manifest) -> dict[str, Any]:
         from .metrics import compute
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from . import metrics as M
-from ...report.builder import Report, run_facts
+from ...report.builder import Report, extraction_section, read_by, run_facts
 from .data import CATEGORIES, CATEGORY_SHORT, ERROR_TYPES
 
 HIDDEN_FILE = "hidden_states.npz"
@@ -194,9 +194,10 @@ def _samples(rep: Report, records: list, round_: int | None) -> None:
                      "error_type": r.meta.get("error_type"), "method": r.strategy, "repeat": r.repeat,
                      "query": r.meta.get("query"), "answer": r.response if r.error is None else f"ERROR: {r.error}",
                      "judgment": (j.parsed if j.error is None else "failed") if j else "-",
-                     "judge reply": _judge_reply(j) if j else ""})
+                     "read by": read_by(j) if j else "", "judge reply": _judge_reply(j) if j else ""})
+    extraction_section(rep, records)
     rep.samples("Per-answer records", ["item", "character", "category", "error_type", "method", "repeat", "query",
-                                       "answer", "judgment", "judge reply"], rows,
+                                       "answer", "judgment", "read by", "judge reply"], rows,
                 ["method", "error_type", "category", "character", "judgment"])
 
 

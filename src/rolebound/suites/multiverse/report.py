@@ -9,7 +9,7 @@ from typing import Any
 from ...metrics.stats import fmt_rate
 from .prompts import CONFLICTS
 from .data import PHASES
-from ...report.builder import Report, run_facts
+from ...report.builder import Report, extraction_section, read_by, run_facts
 
 
 def _r(d: dict | None) -> str:
@@ -152,9 +152,11 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
                       else f"think {parsed.get('thinking')}, act {parsed.get('acting')}")
         samples.append({"id": r.item_id, "strategy": r.strategy, "stage": r.stage, "task": r.meta.get("task"),
                         "version": r.meta.get("version"), "played": r.meta.get("played"), "group": group,
-                        "gold": r.gold, "parsed": parsed, "correct": r.correct, "response": r.response})
+                        "gold": r.gold, "parsed": parsed, "read by": read_by(r), "correct": r.correct,
+                        "response": r.response})
+    extraction_section(rep, records)
     rep.samples("Per-call records", ["id", "strategy", "stage", "task", "version", "played", "group", "gold",
-                                     "parsed", "correct", "response"], samples, ["strategy", "stage", "task", "correct"])
+                                     "parsed", "read by", "correct", "response"], samples, ["strategy", "stage", "task", "correct"])
     return rep.write(run_dir)
 
 

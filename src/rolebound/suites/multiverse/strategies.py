@@ -18,10 +18,11 @@ import asyncio
 from typing import Any
 
 from ...records import Message
+from ...scoring import extract
 from ...scoring.parsers import INVALID
 from ..base import flag
-from .prompts import (ANSWER_PREFIX, JUDGE, JUDGE_DIGITS, LETTERS, SEGMENT, attributes_text,
-                                 canon_prompt, choice_parser, dilemma_prompt, lore_text, parse_judge,
+from .prompts import (ANSWER_PREFIX, CONFLICTS, JUDGE, JUDGE_DIGITS, LETTERS, SEGMENT, attributes_text,
+                                 canon_prompt, dilemma_prompt, lore_text, parse_judge,
                                  parse_letter_continuation, parse_segments, persona, think_act_matching)
 from .rules import rule_segments
 
@@ -79,8 +80,17 @@ async def answer(suite, item, ctx, *, played: str, stage: str, cot: bool, settin
                         parse=parse_letter_continuation, gold=gold, meta=meta)
         return reason
     cap = limit(suite, settings, "cot_max_tokens") if cot else settings.options.get("direct_max_tokens")
-    return await ctx.chat(stage, msgs, parse=choice_parser(letters), gold=gold,
+    return await ctx.chat(stage, msgs, parse=answer_extractor(item), gold=gold,
                           max_tokens=int(cap) if cap is not None else None, meta=meta)
+
+
+def answer_extractor(item) -> extract.Extractor:
+    """The options as the prompt shows them: canon "A) ..."; a dilemma's "Choice A: ..." under its
+    question "A) Hero vs B) Villain" (parsed stays the letter)."""
+    if item.task == "canon":
+        return extract.choice(zip(LETTERS, item.options), "label")
+    poles = CONFLICTS[item.conflict]
+    return extract.choice([(L, f"{poles[k]}: {c.text}") for k, (L, c) in enumerate(zip("AB", item.choices))], "label")
 
 
 def segment_cap(suite, settings, reply) -> int:

@@ -164,6 +164,26 @@ class MultiverseSuite(Suite):
         await run_item(self, item, ctx, strategy, settings)
 
     # -- results --------------------------------------------------------------------------------
+    def extractor_for(self, record):
+        """How to read a stored answer that predates stored extractor specs (`rolebound report`)."""
+        import re
+
+        from ...scoring import extract
+        from .prompts import CONFLICTS
+
+        letters = (record.meta or {}).get("letters")
+        if record.role != "model" or not letters or record.stage.endswith(".reason") or \
+                not isinstance(record.prompt, list) or not record.prompt:
+            return None
+        text = record.prompt[-1].get("content") or ""
+        if record.meta.get("task") == "canon":
+            options = re.findall(r"(?m)^([A-D])\) (.*)$", text)
+        else:
+            found = [re.search(rf"Choice {L}: (.*?) Consequence {L}:", text, re.S) for L in "AB"]
+            poles = CONFLICTS.get(record.meta.get("conflict"), ("", ""))
+            options = [(L, f"{poles[k]}: {m.group(1)}") for k, (L, m) in enumerate(zip("AB", found)) if m]
+        return extract.choice(options, "label") if len(options) >= 2 else None
+
     def metrics(self, records, manifest) -> dict[str, Any]:
         from .metrics import compute
 

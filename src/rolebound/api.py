@@ -21,7 +21,7 @@ from .records import Decoding, RunManifest
 from .runner import RunResult, check_resumable, execute, git_revision, now, open_session
 from .store import MANIFEST, METRICS, RECORDS, RunDir, load_records, records_frame
 from .suites import get_suite
-from .suites.base import RunSettings
+from .suites.base import RunSettings, validate_options
 
 
 def default_out(suite: str, model: str, strategies: Sequence[str], scoring: str | None) -> Path:
@@ -58,9 +58,11 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         decoding = validate_record(Decoding, decoding, file=None, line=None, loc_prefix=("decoding",))
     decoding = decoding or Decoding()
     settings = RunSettings(strategies=strategies, scoring=scoring, judge=judge, repeats=repeats,
-                           limit=limit, seed=decoding.seed, options=dict(options or {}))
+                           limit=limit, seed=decoding.seed, options=dict(options or {}),
+                           opts=validate_options(s, options))
     bopts = dict(backend_options or {})
     backend = create_backend(model, decoding, **bopts)
+    settings.backend = backend.backend
     if s.offers_scoring:
         settings.scoring = scoring or s.default_scoring(backend)
         if settings.scoring not in ("generate", "logprob"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 import sys
 from pathlib import Path
@@ -96,6 +95,11 @@ def run(
         runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
                      scoring=scoring, judge=judge, repeats=repeats, decoding=dec, concurrency=concurrency,
                      use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets))]
+    from .suites import get_suite
+    from .suites.base import validate_options
+
+    for kw in runs:         # a grid stops on a bad option before its first run starts
+        validate_options(get_suite(kw["suite"]), kw["options"])
     calls = items = 0
     for kw in runs:
         res = api.run(**kw, overwrite=overwrite, progress=not quiet)
@@ -158,13 +162,22 @@ def _paths(run_dir, report_paths) -> None:
 def report(run_dir: Path = typer.Argument(..., help="a run directory"),
            judge: Optional[str] = typer.Option(None, "--judge", help="re-judge with this model first (suites with a judge)"),
            quiet: bool = typer.Option(False, "--quiet", "-q")):
-    """Rebuild metrics.json and the report from records.jsonl alone (optionally re-judging)."""
+    """Rebuild metrics.json and the report from records.jsonl alone: answers are read again from the
+    stored replies (no model calls), optionally re-judged first."""
     from . import api
 
     if judge:
         from .rejudge import rejudge
 
         rejudge(run_dir, judge, progress=not quiet)
+    from .scoring.extract import reextract
+    from .store import RunDir
+    from .suites import get_suite
+
+    suite = get_suite(RunDir(run_dir).read_manifest().suite)
+    n, changed = reextract(run_dir, getattr(suite, "extractor_for", None))
+    if n:
+        print(f"re-extracted {n} answers from the stored replies: {changed} readings changed")
     _, paths = api.build_report(run_dir)
     for p in paths:
         print(p)
@@ -202,11 +215,11 @@ def models(ctx: typer.Context):
         return
     from rich.table import Table
 
-    from .models import BACKENDS
+    from .models import describe_backends
     from .models.install import bundled_rows
 
     t = Table("backend", "what", title="--model BACKEND:NAME")
-    for k, (_, _, desc) in BACKENDS.items():
+    for k, desc in describe_backends().items():
         t.add_row(k, desc)
     _console().print(t)
     b = Table("--model", "what", "status", title="bundled models")
@@ -225,17 +238,41 @@ def models_install(name: str = typer.Argument(..., help="a bundled model, e.g. q
 
 
 @app.command()
-def suites():
-    """List the suites and their strategies."""
+def suites(name: Optional[str] = typer.Argument(None, help="show this suite's strategies and --set options")):
+    """List the suites and their strategies (with NAME: its strategies and options)."""
     from rich.table import Table
 
     from .suites import available, get_suite
 
+    if name:
+        _suite_details(get_suite(name))
+        return
     t = Table("suite", "strategies", "what", title="rolebound run SUITE")
-    for name in available():
-        s = get_suite(name)
-        t.add_row(name, ", ".join(s.strategies), s.description)
+    for n in available():
+        s = get_suite(n)
+        t.add_row(n, ", ".join(s.strategies), s.description)
     _console().print(t)
+
+
+def _suite_details(s) -> None:
+    from rich.table import Table
+
+    from .suites.base import type_text
+
+    con = _console()
+    con.print(f"[bold]{s.name}[/bold]: {s.description}")
+    t = Table("strategy", "what", title="--strategy (default: " + ", ".join(s.default_strategies) + ")")
+    for k, v in s.strategies.items():
+        t.add_row(k, v)
+    con.print(t)
+    fields = s.options_model.model_fields
+    if not fields:
+        con.print("no --set options")
+        return
+    t = Table("option", "type", "default", "what", title="--set KEY=VALUE")
+    for k, f in fields.items():
+        t.add_row(k, type_text(f.annotation), "-" if f.default is None else repr(f.default), f.description or "")
+    con.print(t)
 
 
 @data_app.command("stats")
@@ -245,10 +282,11 @@ def data_stats(suite: str = typer.Argument(...), data: Optional[str] = typer.Opt
     from rich.table import Table
 
     from .suites import get_suite
-    from .suites.base import RunSettings
+    from .suites.base import RunSettings, validate_options
 
     s = get_suite(suite)
-    settings = RunSettings(strategies=list(s.default_strategies), options=parse_sets(sets))
+    opts = parse_sets(sets)
+    settings = RunSettings(strategies=list(s.default_strategies), options=opts, opts=validate_options(s, opts))
     ds = s.load(data, settings)
     con = _console()
     con.print(f"[bold]{suite}[/bold]: {len(ds.items)} items from {ds.source} (sha {ds.hash})")
@@ -284,11 +322,14 @@ def data_formats():
 
 
 def _register_extensions() -> None:
-    """Suites add their own `build` and `data import` commands here."""
-    for mod in ("charm", "knowledge_errors", "multiverse", "capability"):
-        name = f"rolebound.build.{mod}_cli"
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name).register(build_app, data_app)
+    """Suites add their own `build` and `data import` commands: a built-in suite's cli.py, or a
+    `rolebound.commands` entry point of another package (a function register(build_app, data_app))."""
+    from . import plugins
+
+    targets = {k: f"{v}:register" for k, v in plugins.builtin_suite_modules("cli").items()}
+    targets.update({k: v for k, v in plugins.entry_points(plugins.COMMANDS).items() if k not in targets})
+    for target in targets.values():
+        plugins.load(target)(build_app, data_app)
 
 
 _register_extensions()

@@ -6,7 +6,7 @@
     limit: 100
     decoding: {temperature: 0.0, max_tokens: 256}
     backend: {base_url: http://127.0.0.1:8000/v1, concurrency: 32}
-    options: {seed: 0}
+    options: {data_seed: 0}         # the suite's --set options (`rolebound suites NAME`)
 """
 
 from __future__ import annotations

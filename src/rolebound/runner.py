@@ -24,9 +24,9 @@ from typing import Any, Callable, Iterator, Sequence
 from .errors import EndpointError, RoleboundError
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest
+from .scoring.choice import Reading
+from .scoring.parsers import INVALID
 from .store import ResponseCache, RunDir
-
-INVALID = "invalid"
 
 
 class CallFailed(Exception):
@@ -248,6 +248,14 @@ class Session:
         self.counts.prompt_tokens += rec.prompt_tokens or 0
         self.counts.completion_tokens += rec.completion_tokens or 0
         rec.parsed = parse(rec.response) if parse else rec.response
+        if isinstance(rec.parsed, Reading):
+            # scoring.choice readings: keep which rule read the answer, and how to read it again
+            rec.meta = {**rec.meta, "extraction": rec.parsed.as_meta()}
+            if spec := getattr(parse, "spec", None):
+                rec.meta["extract"] = spec()
+            if check is not None:
+                rec.meta["checked"] = True
+            rec.parsed = INVALID if rec.parsed.value is None else rec.parsed.value
         if check is not None:
             rec.correct = check(rec.parsed, gold)
         elif gold is not None:

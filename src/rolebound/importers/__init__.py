@@ -1,17 +1,18 @@
 """Importers for public datasets: `rolebound data import FORMAT SRC --out FILE`.
 
-Each module here exposes IMPORTERS = {format: (function(src, out) -> summary, help)}.
+A built-in suite's `importers` module, or another package's `rolebound.importers` entry point (a
+module), exposes IMPORTERS = {format: (function(src, out) -> summary, help)}.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from .. import plugins
 
 
 def all_importers() -> dict:
+    targets = list(plugins.builtin_suite_modules("importers").values())
+    targets += list(plugins.entry_points(plugins.IMPORTERS).values())
     out = {}
-    for mod in pkgutil.iter_modules(__path__):
-        m = importlib.import_module(f"{__name__}.{mod.name}")
-        out.update(getattr(m, "IMPORTERS", {}))
+    for target in targets:
+        out.update(getattr(plugins.load(target), "IMPORTERS", {}))
     return out

@@ -1,4 +1,5 @@
-"""Backend registry: `--model BACKEND:NAME`.
+"""Backend registry: `--model BACKEND:NAME`. The built-in backends, classes marked
+@register_backend and the backends other packages declare as `rolebound.backends` entry points.
 
 Imports are lazy so that `rolebound --help` never loads torch.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .. import plugins
 from ..errors import BackendError
 from ..records import Decoding
 from .base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult  # noqa: F401
@@ -25,20 +27,68 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
              "deterministic stand-in for dry runs and tests (names: random, echo, constant)"),
 }
 DEFAULT_MODEL = "bundled:smollm2-135m"
+_REGISTERED: dict[str, type] = {}
+
+
+def register_backend(name: str, description: str = ""):
+    """Class decorator: `@register_backend("reverse")` makes `--model reverse:NAME` work in this
+    process (for `rolebound` to find it, declare it as a `rolebound.backends` entry point).
+    A class attribute `default_name` lets `--model NAME` stand alone."""
+    def deco(cls):
+        cls.backend = name
+        if description:
+            cls.description = description
+        _REGISTERED[name] = cls
+        return cls
+    return deco
+
+
+def _plugin_targets() -> dict[str, str]:
+    return {k: v for k, v in plugins.entry_points(plugins.BACKENDS).items() if k not in BACKENDS}
+
+
+def backend_names() -> list[str]:
+    return list(BACKENDS) + [n for n in list(_plugin_targets()) + list(_REGISTERED) if n not in BACKENDS]
+
+
+def backend_class(backend: str) -> type:
+    if backend in BACKENDS:
+        module, cls, _ = BACKENDS[backend]
+        return getattr(importlib.import_module(module), cls)
+    if backend not in _REGISTERED:
+        target = _plugin_targets().get(backend)
+        if target is None:
+            raise BackendError(f"unknown backend '{backend}'; available backends: "
+                               + ", ".join(backend_names()) + " (see `rolebound models`)")
+        cls = plugins.load(target)
+        cls.backend = backend
+        _REGISTERED[backend] = cls
+    return _REGISTERED[backend]
+
+
+def describe_backends() -> dict[str, str]:
+    """name -> one line, for `rolebound models` (loads plugin backends, never the built-in ones)."""
+    out = {k: desc for k, (_, _, desc) in BACKENDS.items()}
+    for name in backend_names():
+        if name not in out:
+            out[name] = getattr(backend_class(name), "description", "") or ""
+    return out
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
     """'bundled' -> ('bundled', 'smollm2-135m'); 'openai:gpt-4o-mini' -> ('openai', 'gpt-4o-mini')."""
     spec = (spec or DEFAULT_MODEL).strip()
     backend, _, name = spec.partition(":")
-    if backend not in BACKENDS:
+    if backend not in backend_names():
         raise BackendError(f"unknown backend '{backend}' in '{spec}'; available backends: "
-                           + ", ".join(BACKENDS) + " (see `rolebound models`)")
+                           + ", ".join(backend_names()) + " (see `rolebound models`)")
     if not name:
         defaults = {"bundled": "smollm2-135m", "fake": "random"}
-        if backend not in defaults:
-            raise BackendError(f"'{spec}' needs a model name: {backend}:NAME ({BACKENDS[backend][2]})")
-        name = defaults[backend]
+        default = defaults.get(backend) if backend in BACKENDS else getattr(backend_class(backend), "default_name", None)
+        if not default:
+            what = BACKENDS[backend][2] if backend in BACKENDS else describe_backends()[backend]
+            raise BackendError(f"'{spec}' needs a model name: {backend}:NAME ({what})")
+        name = default
     return backend, name
 
 
@@ -47,8 +97,7 @@ def create_backend(spec: str, decoding: Decoding | None = None, *, strict: bool 
     """strict: an option the backend does not know is an error (else it is dropped, as for a
     judge model that shares the run's backend options)."""
     backend, name = parse_spec(spec)
-    module, cls, _ = BACKENDS[backend]
-    klass = getattr(importlib.import_module(module), cls)
+    klass = backend_class(backend)
     opts = {k: v for k, v in options.items() if v is not None}
     if klass.batching:
         opts.pop("concurrency", None)        # local engines: --concurrency is items in flight (runner)

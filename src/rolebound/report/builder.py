@@ -193,3 +193,27 @@ def run_facts(manifest) -> list[tuple[str, Any]]:
         rows.append(("calls", f"{c.get('model_calls', 0)} model calls, {c.get('cache_hits', 0)} cache hits, "
                               f"{c.get('resumed', 0)} resumed, {c.get('failed_calls', 0)} failed"))
     return rows
+
+
+def read_by(record) -> str:
+    """The rule that read a record's answer and the span it read (scoring.choice), for sample tables."""
+    ex = (record.meta or {}).get("extraction")
+    if not ex:
+        return ""
+    return f"{ex['rule']}: {ex.get('span', '')}" if ex.get("span") else ex["rule"]
+
+
+def extraction_section(rep: "Report", records) -> None:
+    """How many answers each extraction rule read, per stage (docs/extraction.md lists the rules)."""
+    from ..scoring.extract import rule_counts
+
+    counts = rule_counts(records)
+    if not counts:
+        return
+    kinds = {(r.meta or {}).get("extract", {}).get("kind") for r in records if (r.meta or {}).get("extraction")}
+    strict = " The paper's strict reading was used (extraction=strict)." if kinds & {"yes_no_strict", "answer_number"} \
+        else ""
+    rep.table("Answer extraction: readings per rule", ["stage", "rule", "answers"],
+              [[stage, rule, n] for (stage, rule), n in sorted(counts.items())],
+              note="Rules of rolebound.scoring.choice (docs/extraction.md); 'none:' rules read no answer "
+                   "(counted invalid). `rolebound report RUN` reads the stored replies again." + strict)

@@ -1,30 +1,53 @@
-"""Suite registry. Modules are imported on demand."""
+"""Suite registry: the built-in suites, classes marked @register_suite and the suites other
+packages declare as `rolebound.suites` entry points. Modules are imported on demand."""
 
 from __future__ import annotations
 
-import importlib
-
+from .. import plugins
 from ..errors import InputError
 
-SUITES: dict[str, tuple[str, str]] = {
-    "charm": ("rolebound.suites.charm", "CharmSuite"),
-    "knowledge-errors": ("rolebound.suites.knowledge_errors", "KnowledgeErrorsSuite"),
-    "multiverse": ("rolebound.suites.multiverse", "MultiverseSuite"),
-    "capability": ("rolebound.suites.capability", "CapabilitySuite"),
-    "mcq": ("rolebound.suites.mcq", "MCQSuite"),
+# Built-in suites (imported only when asked for by name).
+SUITES: dict[str, str] = {
+    "charm": "rolebound.suites.charm:CharmSuite",
+    "knowledge-errors": "rolebound.suites.knowledge_errors:KnowledgeErrorsSuite",
+    "multiverse": "rolebound.suites.multiverse:MultiverseSuite",
+    "capability": "rolebound.suites.capability:CapabilitySuite",
+    "mcq": "rolebound.suites.mcq:MCQSuite",
 }
+_REGISTERED: dict[str, type] = {}
+
+
+def register_suite(name: str):
+    """Class decorator: `@register_suite("echo")` makes the suite runnable by name in this process
+    (for `rolebound` to find it, declare it as a `rolebound.suites` entry point)."""
+    def deco(cls):
+        cls.name = name
+        _REGISTERED[name] = cls
+        return cls
+    return deco
+
+
+def _targets() -> dict[str, str]:
+    return {**plugins.entry_points(plugins.SUITES), **SUITES}   # built-in names win
 
 
 def available() -> list[str]:
-    out = []
-    for name, (module, _) in SUITES.items():
-        if importlib.util.find_spec(module) is not None:
-            out.append(name)
-    return out
+    names = [n for n, t in _targets().items() if plugins.module_exists(t)]
+    return names + [n for n in _REGISTERED if n not in names]
+
+
+def suite_class(name: str) -> type:
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    target = _targets().get(name)
+    if target is None or not plugins.module_exists(target):
+        raise InputError(f"unknown suite '{name}'; available: {', '.join(available())}", field="suite")
+    cls = plugins.load(target)
+    if not getattr(cls, "name", None):
+        cls.name = name
+    _REGISTERED.setdefault(name, cls)
+    return _REGISTERED[name]
 
 
 def get_suite(name: str):
-    if name not in SUITES or importlib.util.find_spec(SUITES[name][0]) is None:
-        raise InputError(f"unknown suite '{name}'; available: {', '.join(available())}", field="suite")
-    module, cls = SUITES[name]
-    return getattr(importlib.import_module(module), cls)()
+    return suite_class(name)()

@@ -3,11 +3,13 @@ and the metrics and report computed from records alone."""
 
 from __future__ import annotations
 
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Sequence, Union
 
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..records import Record, RunManifest
@@ -32,7 +34,71 @@ class RunSettings:
     repeats: int = 1
     limit: int | None = None
     seed: int = 0
-    options: dict[str, Any] = field(default_factory=dict)   # suite-specific (--set key=value)
+    options: dict[str, Any] = field(default_factory=dict)   # suite-specific (--set key=value), as given
+    # The per-run state a suite may read in check(), load() and run_item(); nothing passes
+    # between those through the suite object.
+    opts: Any = None                 # the validated options (the suite's Options model)
+    backend: str | None = None       # kind of the backend under test ("bundled", "openai", ...); None: no run
+
+
+class Options(BaseModel):
+    """A suite's `--set` options: one typed field each, with its default and a description (the
+    help `rolebound suites NAME` prints). Unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
+
+def _norm_choice(v: Any) -> Any:
+    if isinstance(v, str):
+        v = v.strip().lower()
+        return v or None
+    return v
+
+
+def choice(*values: str):
+    """An optional option that takes one of `values` (case-insensitive; empty means unset)."""
+    return Annotated[Optional[Literal[values]], BeforeValidator(_norm_choice)]
+
+
+def type_text(annotation: Any) -> str:
+    """Plain words for an option's type, for help and error messages."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return type_text(typing.get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        parts = [type_text(a) for a in typing.get_args(annotation) if a is not type(None)]
+        return " or ".join(dict.fromkeys(parts))
+    if origin is Literal:
+        vals = [repr(a) for a in typing.get_args(annotation)]
+        return vals[0] if len(vals) == 1 else "one of " + ", ".join(vals)
+    if origin in (list, tuple):
+        return "a list"
+    return {bool: "true or false", int: "a whole number", float: "a number", str: "text"}.get(
+        annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
+    """The one check of `--set` options for every suite: an unknown key or a value of the wrong
+    type is an InputError naming the key (and the valid keys, or the expected type)."""
+    from ..errors import InputError
+
+    model = suite.options_model
+    raw = dict(raw or {})
+    fields = model.model_fields
+    unknown = [k for k in raw if k not in fields]
+    if unknown:
+        valid = ", ".join(fields) or "none"
+        raise InputError(f"unknown option '{unknown[0]}' for suite {suite.name}; valid options: {valid}",
+                         field="--set")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = str(err["loc"][0]) if err.get("loc") else "?"
+        expected = type_text(fields[key].annotation) if key in fields else "?"
+        why = "" if err["type"].endswith(("_type", "_parsing", "literal_error")) else f" ({err['msg'].lower()})"
+        raise InputError(f"option '{key}' of suite {suite.name} expects {expected}{why}, not {raw.get(key)!r}",
+                         field="--set") from None
 
 
 LOCAL_ENGINES = ("bundled", "hf", "vllm", "fake")
@@ -55,6 +121,7 @@ class Suite:
     default_strategies: list[str] = []
     uses_judge: bool = False
     offers_scoring: bool = False             # generate vs logprob choice
+    options_model: type[Options] = Options   # its `--set` options (none by default)
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:

@@ -1,0 +1,49 @@
+"""Entry points: how a package outside rolebound adds suites, backends, importers and commands.
+
+    [project.entry-points."rolebound.suites"]
+    echo = "rolebound_echo:EchoSuite"
+
+Groups: rolebound.suites (a Suite class), rolebound.backends (a Backend class),
+rolebound.importers (a module with IMPORTERS), rolebound.commands (a function
+register(build_app, data_app)). Nothing is imported until it is asked for by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from importlib import metadata
+from typing import Any
+
+SUITES, BACKENDS, IMPORTERS, COMMANDS = ("rolebound.suites", "rolebound.backends",
+                                         "rolebound.importers", "rolebound.commands")
+
+
+def entry_points(group: str) -> dict[str, str]:
+    """name -> 'module:attr' for the installed entry points of a group."""
+    return {ep.name: ep.value for ep in metadata.entry_points(group=group)}
+
+
+def module_exists(target: str) -> bool:
+    try:
+        return importlib.util.find_spec(target.partition(":")[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def load(target: str) -> Any:
+    """'pkg.mod:Name' -> the object; 'pkg.mod' -> the module."""
+    module, _, attr = target.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in filter(None, attr.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+def builtin_suite_modules(leaf: str) -> dict[str, str]:
+    """The `rolebound.suites.<pkg>.<leaf>` modules that exist (cli, importers), by package name."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent / "suites"     # read from disk: imports no suite
+    return {p.parent.name: f"{__package__}.suites.{p.parent.name}.{leaf}"
+            for p in sorted(root.glob(f"*/{leaf}.py")) if (p.parent / "__init__.py").exists()}

@@ -1,0 +1,666 @@
+"""Answer extraction for role-play replies: which option a reply commits to, and Yes/No.
+
+A role-playing model answers in character: it deliberates, names options by letter, number or
+title, restates an option's text, wraps it all in stage directions. These rules read the final
+committed choice and return None when there is none to read (a refusal, two options, a path of
+its own, a reply cut off inside its reasoning, a contradiction). A wrong reading is worse than
+no reading, so nothing here guesses. Every reading carries the rule that made it and the span it
+read, so records can keep the reason. See docs/extraction.md.
+
+Public entry points: read_choice / read_yes_no (plain values), choice_reading / yes_no_reading
+(Reading objects), yes_no_strict (the papers' reading: the reply opens with Yes or No).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Reading", "read_choice", "choice_reading", "read_yes_no", "yes_no_reading", "yes_no_strict",
+           "clean_reply"]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a rule read: `value` (option index, "Yes"/"No", or None), the rule's name, the span."""
+
+    value: int | str | None
+    rule: str
+    span: str = ""
+
+    def as_meta(self) -> dict:
+        return {"rule": self.rule, "span": self.span[:160]}
+
+
+# -- cleaning --------------------------------------------------------------------------------------
+_THINK_OPEN = re.compile(r"<think>", re.I)
+_THINK_CLOSE = re.compile(r"</think>", re.I)
+_ITALIC = re.compile(r"(?<![*\w])\*(?!\*)([^*\n]+?)\*(?![*\w])")   # *stage direction*
+_BOLD = re.compile(r"\*\*|__")
+_PAREN = re.compile(r"\(([^()\n]*)\)")
+_HEADING = re.compile(r"(?m)^[ \t]*(?:#{1,6}|>|[-•])[ \t]+")
+_REF_ONLY = re.compile(r"^\s*(?:option|choice)?\s*[A-H1-9]\s*$", re.I)
+
+
+def clean_reply(reply: str | None, keep_directions: bool = False) -> tuple[str | None, str]:
+    """The answer part of a reply with markdown and stage directions removed.
+
+    Returns (text, reason); text is None when there is no answer part (empty reply, or a
+    <think> block that never closes: the reply was cut off while reasoning).
+    """
+    if not reply or not reply.strip():
+        return None, "empty"
+    text = reply
+    if _THINK_OPEN.search(text):
+        closes = list(_THINK_CLOSE.finditer(text))
+        if not closes:
+            return None, "cut_off_in_think"
+        text = text[closes[-1].end():]
+    elif closes := list(_THINK_CLOSE.finditer(text)):   # a template that ate the opening tag
+        text = text[closes[-1].end():]
+    text = _ITALIC.sub(r" \1 " if keep_directions else " ", text)
+    # "(B)", "(Option C)", "(greater good)" stay; longer parentheses are stage directions or asides
+    text = _PAREN.sub(lambda m: m.group(0) if _REF_ONLY.match(m.group(1)) or len(m.group(1).split()) <= 4
+                      else (f" {m.group(1)} " if keep_directions else " "), text)
+    text = _BOLD.sub("", text)
+    text = _HEADING.sub("", text)
+    text = re.sub(r"[`~]", "", text).replace("\u2019", "'").replace("\u2018", "'")
+    text = re.sub(r"[ \t]+", " ", text)
+    # a line that starts with an ellipsis continues the sentence above it
+    text = re.sub(r"\n\s*\n?\s*(?=\.\.\.|…)", " ", text)
+    if not text.strip():
+        return None, "empty"
+    return text, ""
+
+
+# -- sentences and words ---------------------------------------------------------------------------
+_BOUNDARY = re.compile(r"(?<!\.)(?<!…)[.!?]+(?=[\"'”)\]]*(?:\s|$))[\"'”)\]]*|\n")
+_LEAD_REF = re.compile(r"^\s*(?:(?:option|choice)\s*)?\(?(?:[A-H]|\d{1,2})\)?$", re.I)
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[#@$&%€£]")
+_STOP = set("""a an the and or of to in on at for with by from as is are was were be been being it its this that
+these those i you he she we they me my your his her our their them him us so but if then than not no yes do
+does did have has had will would shall should can could may might must just very also up out into over about
+option options choice choices answer path way one two choose chose choosing pick go going went take""".split())
+
+
+def _stem(w: str) -> str:
+    for suf in ("ism", "ic", "ing", "ed", "es", "s"):
+        if len(w) > len(suf) + 3 and w.endswith(suf) and not w.endswith("ss"):
+            return w[: -len(suf)]
+    return w
+
+
+def _words(s: str) -> set[str]:
+    out = set()
+    for w in _WORD.findall(s.lower()):
+        w = w.removesuffix("'s")
+        if w in _STOP or (len(w) < 3 and w.isalnum()):
+            continue
+        out.add(_stem(w))
+    return out
+
+
+def _sentences(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, sentence); an ellipsis does not end a sentence, nor does the dot of "1. Text"."""
+    out, start = [], 0
+    for m in _BOUNDARY.finditer(text):
+        if m.group(0) != "\n" and (".." in m.group(0) or _LEAD_REF.match(text[start:m.start()])):
+            continue
+        if text[start:m.end()].strip():
+            out.append((start, m.end(), text[start:m.end()]))
+        start = m.end()
+    if text[start:].strip():
+        out.append((start, len(text), text[start:]))
+    return out
+
+
+# -- options ---------------------------------------------------------------------------------------
+_LABEL_LETTER = re.compile(r"^\s*(?:option|choice)?\s*\(?([A-H])\)?\s*[.):]?\s*$", re.I)
+_LABEL_NUMBER = re.compile(r"^\s*(?:option|choice)?\s*\(?(\d{1,2})\)?\s*[.):]?\s*$", re.I)
+
+
+class _Options:
+    def __init__(self, options: list[tuple[str, str]]):
+        self.n = len(options)
+        self.letters: dict[str, int] = {}
+        self.numbers: dict[int, int] = {}
+        self.titles: list[str] = []
+        for i, (label, text) in enumerate(options):
+            label = (label or "").strip()
+            m, k = _LABEL_LETTER.match(label), _LABEL_NUMBER.match(label)
+            if m:
+                self.letters[m.group(1).upper()] = i
+                self.titles.append("")
+            elif k:
+                self.numbers[int(k.group(1))] = i
+                self.titles.append("")
+            else:
+                self.titles.append(label)
+        self.texts = [re.sub(r"^\s*\(?[A-H]\)\s*|\(\*+\)", "", t or "").strip() for _, t in options]
+        self.words = [_words(self.titles[i] + " " + self.texts[i]) for i in range(self.n)]
+        self.title_words = [_words(self.titles[i] or re.split(r"\s[-–—:]\s|:\s", self.texts[i])[0]
+                                   if self.titles[i] or re.search(r"\s[-–—:]\s|:\s", self.texts[i]) else self.titles[i])
+                            for i in range(self.n)]
+        # words that tell options apart (a word every option shares says nothing)
+        common = set.intersection(*self.words) if self.words else set()
+        self.distinct = [w - common for w in self.words]
+
+    def letter(self, x: str) -> tuple[int | None, str]:
+        x = x.upper()
+        if x in self.letters:
+            return self.letters[x], "label"
+        if not self.letters:
+            i = ord(x) - 65
+            return (i, "position") if 0 <= i < self.n else (None, "out_of_range")
+        return None, "out_of_range"
+
+    def number(self, x: str) -> tuple[int | None, str]:
+        k = int(x)
+        if k in self.numbers:
+            return self.numbers[k], "label"
+        if not self.numbers:
+            return (k - 1, "position") if 1 <= k <= self.n else (None, "out_of_range")
+        return None, "out_of_range"
+
+    def match_text(self, s: str) -> tuple[int | None, int, int]:
+        """The option whose words `s` shares most: (index or None, best overlap, runner-up overlap)."""
+        w = _words(s)
+        if not w:
+            return None, 0, 0
+        scores = sorted(((len(w & self.distinct[i]), i) for i in range(self.n)), reverse=True)
+        best, second = scores[0], scores[1] if len(scores) > 1 else (0, -1)
+        return (best[1] if best[0] > 0 else None), best[0], second[0]
+
+    def quoted(self, s: str) -> int | None:
+        """The one option whose whole text (or whole title) appears in `s`."""
+        norm = _norm(s)
+        hits = {i for i in range(self.n)
+                if (len(_norm(self.texts[i])) >= 4 and _norm(self.texts[i]) in norm)
+                or (len(_norm(self.titles[i])) >= 4 and _norm(self.titles[i]) in norm)}
+        if len(hits) > 1:   # "Padang" inside "Padang Panjang": keep the longest
+            longest = max(hits, key=lambda i: len(_norm(self.texts[i])))
+            if all(_norm(self.texts[j]) in _norm(self.texts[longest]) for j in hits):
+                return longest
+            return None
+        return hits.pop() if hits else None
+
+
+def _norm(s: str) -> str:
+    return " ".join(_WORD.findall(s.lower()))
+
+
+# -- references to options -------------------------------------------------------------------------
+# "Option B", "choice 2", "option… C", "(B)", "B)", "B." opening a line
+_REF = re.compile(
+    r"(?i:\b(?:option|choice)\b)\s*(?:…|\.\.\.)?\s*[#:]?\s*\(?(?P<kv>[A-H]|\d{1,2})\b\)?(?![’'\w])"
+    r"|\((?P<pv>[A-H]|\d{1,2})\)"
+    r"|(?<![\w(’'])(?P<cv>[A-H]|\d{1,2})\)(?!\w)")
+# a bare "A" / "2" right where a decision names its option: "the answer is clearly A."
+_BARE = re.compile(r"[\"'“]?(?P<v>[A-H]|\d{1,2})(?![\w’'])(?!\s+[a-z])[\"'”]?")
+_FILLER = re.compile(
+    r"(?:[\s:=\-–—,…*\"'“”]+|\.\.\.|\((?![A-H]\)|\d{1,2}\)|(?i:option|choice))[^()\n]{0,40}\)|(?i:(?:is|was|would\s+be|will\s+be|has\s+to\s+be|must\s+be|clearly|definitely|"
+    r"obviously|most\s+assuredly|assuredly|pretty\s+clearly|probably|likely|simply|certainly|surely|closest\s+to|to|then|"
+    r"indeed|undoubtedly|honestly|really|just|also|quite|in\s+fact|without\s+a\s+doubt|for\s+me|here|always|"
+    r"definitely|absolutely|ultimately|still|so|now|that|this)\b))*")
+_NEG_START = re.compile(r"(?i:not|n't|never|no\b|neither)")
+
+_SUBJ = r"(?:\b(?i:i|we|he|she|they|hulk)|\b[A-Z][a-z]+|\b[A-Z]{2,})"
+_MODAL = (r"(?i:would|will|must|have\s+to|am\s+going\s+to|'m\s+going\s+to|going\s+to|ultimately|definitely|hereby|then|"
+          r"now|do|did|shall|gotta|should|think|believe|only|therefore|finally|instead|proudly|firmly|choose\s+to)")
+_VERB = (r"(?i:choose|chooses|chose|choosing|pick|picks|picked|select|selects|selected|opt\s+for|opts\s+for|opted\s+for|"
+         r"go\s+with|goes\s+with|going\s+with|gone\s+with|went\s+with|decide\s+on|decided\s+on|lean\s+towards?|"
+         r"leaning\s+towards?|leaned\s+towards?|settled\s+on|settle\s+on|vote\s+for|side\s+with)")
+_DECIDE = re.compile(
+    r"(?i:\b(?:final\s+)?answer\s*[:：])"
+    r"|(?i:\b(?:choice|decision|verdict|chosen\s+path|final\s+decision|my\s+choice|my\s+answer|pick)\s*[:：])"
+    r"|(?i:\b(?:option|choice|answer|course)\b[^.!?\n:]{0,40}\b(?:is|would\s+be)\s*[:：])"
+    r"|(?i:\b(?:the|my|his|her|their|our)\s+(?:[\w-]+\s+){0,2}?(?:answer|choice|option|pick|decision|move|instinct|"
+    r"response|reaction|course\s+of\s+action|approach|verdict)\s+(?:here\s+|then\s+|for\s+me\s+|that\s+fits\s+best\s+)?"
+    r"(?:is|was|would\s+be|will\s+be|has\s+to\s+be|must\s+be)\b)"
+    r"|\b[A-Z][\w'.\- ]{0,40}?['’]s\s+(?i:final\s+)?(?i:choice|decision|answer|verdict|move|response)\s*[:：\-–—]"
+    r"|" + _SUBJ + r"[”\"']?(?i:'ll|'d|'m)?(?:,|\.\.\.|…)?\s*(?:\.\.\.|…)?\s+(?:(?!(?i:not|never|no)\b)(?![\w']*n't\b)[\w']+(?:,|\.\.\.|…)?\s+){0,5}" + _VERB + r"\b"
+    r"|" + _SUBJ + r"(?i:'ll|'d)?\s+(?:\w+\s+)?(?i:gotta|have\s+to|got\s+to|must)\s+(?=\(?[A-H]\))"
+    r"|(?i:\b(?:i'd|i\s+would|i'll|i\s+will)\s+(?:have\s+to\s+)?say\b)"
+    r"|(?i:\b(?:gotta|got\s+to|it\s+has\s+to|would\s+have\s+to|it's\s+gotta|it\s+must)\s+(?:go\s+with|be)\b)"
+    r"|(?i:\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:choosing|picking|going\s+with|selecting|opting\s+for)\b)")
+# a phrase after the option that commits to it: "Option C it is", "B all the way", "C) ... is the most prudent choice"
+_AFTER_REF = re.compile(
+    r"(?i:\b(?:it\s+is(?:\s+then)?|all\s+the\s+way|without\s+(?:a\s+)?(?:question|doubt)|for\s+sure|hands\s+down|"
+    r"it's\s+the\s+one|that's\s+the\s+one|that's\s+my\s+(?:choice|answer|pick)|is\s+my\s+(?:choice|answer|pick|decision)|"
+    r"is\s+(?:the\s+)?(?:only|best|right|clear|obvious|wisest|most\s+\w+)\s+(?:path|choice|option|way|answer|course)|"
+    r"it\s+(?:has\s+to|must)\s+be|(?:is|would\s+be)\s+the\s+one|(?:is|would\s+be)\s+(?:the\s+)?closest|"
+    r"is\s+the\s+(?:correct|right|best|most\s+appropriate|most\s+accurate)\s+(?:answer|choice|option))\b)")
+_THIS_IS = re.compile(r"^\W*(?i:(?:this|that|it)(?:'s|\s+is|\s+would\s+be|\s+will\s+be)\s+(?:my|the)\s+"
+                      r"(?:choice|answer|pick|decision|one)|that's\s+the\s+one)\b")
+_CONDITIONAL = re.compile(r"(?i:\b(?:if|whether|unless)\b(?!\s+(?:i\s+)?(?:am\s+|were\s+|was\s+)?(?:forced|pressed|"
+                          r"(?:had|have|must|were)\s+to\s+(?:choose|pick|decide))))")
+_THEN_START = re.compile(r"^\W*(?i:then|maybe|perhaps)\b")
+
+_NONE_SENT = re.compile(
+    r"^\W*(?i:so,?\s+)?(?i:i\s+choose\s+)?(?i:neither|both)\W*$"
+    r"|(?i:\b(?:i|we)(?:'ll|'d)?\s+(?:(?:would|will|must|shall|choose\s+to|am\s+going\s+to|decide\s+to|have\s+to|"
+    r"try\s+to|attempt\s+to|strive\s+to|'m\s+going\s+to|find\s+a\s+way\s+to|somehow|just|also)\s+){1,4}"
+    r"(?:do|save|choose|pick|protect)\s+both\b)"
+    r"|(?i:\bchoose\s+(?:neither|both)\b)"
+    r"|(?i:\bneither\s+(?:of\s+)?(?:the\s+|these\s+|your\s+|those\s+)?(?:two\s+|presented\s+)?(?:options?|choices?|paths?)\b)"
+    r"|(?i:\bneither\s+[\w-]+\s+nor\b)"
+    r"|(?i:\bnone\s+of\s+(?:these|the|those|your)\s+(?:options|choices|answers)\b)"
+    r"|(?i:\bnot\s+a\s+simple\s+(?:choice\s+(?:between|of)\s+)?(?:option\s+)?[A-H1-9]\s+or\s+(?:option\s+)?[A-H1-9]\b)"
+    r"|(?i:\btranscend\s+(?:this|the)\s+binary)"
+    r"|(?i:\b(?:a|the)\s+(?:blend|combination|mix)\s+of\s+(?:both|(?:option\s+)?[A-H1-9]\s+and\s+(?:option\s+)?[A-H1-9]|the\s+two))"
+    r"|(?i:\b(?:modified|hybrid)\s+(?:version\s+of\s+)?(?:both|[A-H]\b))"
+    r"|(?i:\bversion\s+of\s+both\b)"
+    r"|(?i:\b(?:i|we)(?:'ll|'d|'m)?\s+(?:\w+\s+){0,2}?(?:take|choose|find|forge|propose|chart|choosing)\s+(?:a|my|our)\s+"
+    r"(?:third|own|different|new)\s+(?:option|path|way|choice)\b)")
+_NONE_KEYWORDS = ("both", "neither", "third", "combination", "blend", "modified", "own")
+
+
+@dataclass
+class _Event:
+    pos: int
+    value: int | None
+    rule: str
+    span: str
+    none_reason: str = ""
+    bare: bool = False     # named by letter/number alone, no text to check it against
+    conditional: bool = False
+
+
+def _ref_value(m: re.Match, opts: _Options) -> tuple[int | None, str]:
+    v = m.group("kv") or m.group("pv") or m.group("cv") if "kv" in m.groupdict() else m.group("v")
+    return opts.number(v) if v.isdigit() else opts.letter(v)
+
+
+_COMMENT = re.compile(r"\s[-–—]\s|,\s*(?=(?:but|because|not|and|since|as|which|with)\b)|\b(?:but|because)\b", re.I)
+
+
+def _check_restated(idx: int, how: str, restated: str, opts: _Options) -> tuple[int | None, str]:
+    """A reference followed by an option's text must agree with it ("1. Paris" where 1 is not Paris: no)."""
+    if how == "position" and (c := _COMMENT.search(restated)) and not opts.quoted(restated):
+        restated = restated[:c.start()]      # "option B - but not because it's easier": a comment, not text
+    q = opts.quoted(restated)
+    if q is not None and q != idx:
+        return None, "reference_and_text_disagree"
+    if q == idx:
+        return idx, ""
+    best, score, second = opts.match_text(restated[:120])
+    own = len(_words(restated[:120]) & opts.distinct[idx])
+    if best is not None and best != idx and score > second and score >= 2 and own < score:
+        return None, "reference_and_text_disagree"
+    if how == "position" and _words(restated[:60]) and not own:
+        # a letter where the prompt numbered or titled its options: only if the words agree
+        return None, "letter_without_matching_text"
+    return idx, ""
+
+
+def _title_value(target: str, opts: _Options) -> int | None:
+    """The option a few words name by its title or text: "I choose duty", "Answer: I cannot answer that question".
+
+    None when the words name no option clearly, or when the sentence goes on to name another
+    ("Duty first, then Personal Desire")."""
+    sentence = target[:200]
+    q = opts.quoted(sentence)
+    head = re.split(r"[,;:.!?(]|\s(?:but|because|as|and\s+not|not)\s", target, maxsplit=1)[0]
+    head = " ".join(head.split()[:8])
+    if q is None:
+        w = _words(head)
+        if not w or re.search(r"\b(?:not|never|no|nor)\b|n't\b", head, re.I):
+            return None
+        best, score, second = opts.match_text(head)
+        if best is None or score <= second:
+            return None
+        d = opts.title_words[best] & opts.distinct[best] or opts.distinct[best]
+        hits = w & d
+        only_here = {x for x in hits if not any(x in opts.words[j] for j in range(opts.n) if j != best)}
+        if not (len(hits) >= 2 or (hits and 2 * len(hits) >= len(d)) or (only_here and len(d) <= 3)):
+            return None
+        q = best
+    rest = _words(sentence) - _words(head)
+    for j in range(opts.n):
+        dj = opts.title_words[j] & opts.distinct[j] or opts.distinct[j]
+        if j != q and dj and (opts.quoted(sentence) == j or (len(rest & dj) >= 2 or (rest & dj and len(dj) <= 2))):
+            return None
+    return q
+
+
+def _decision_value(sent: str, start: int, nxt: str, opts: _Options, rule: str) -> _Event | None:
+    """What a decision phrase ending at sent[start] names; None when it names no option."""
+    if rule == "answer_marker" and not sent[start:].strip() and nxt:
+        sent, start, nxt = nxt, 0, ""        # "Answer:" on a line of its own, the option below it
+    filler = _FILLER.match(sent, start)
+    gap = sent[start:filler.end()]
+    target = sent[filler.end():]
+    span = target.strip()[:160]
+    if _NEG_START.match(target):
+        return None
+    if m := _NONE_SENT.search(gap + target[:60]):
+        if not _option_says(m.group(0), opts):
+            return _Event(0, None, rule, span, "not_one_option")
+    m = _REF.match(target) or _BARE.match(target)
+    if m:
+        idx, how = _ref_value(m, opts)
+        if how == "out_of_range":
+            return _Event(0, None, rule, span, "names_an_option_not_offered")
+        restated = target[m.end():]
+        others = [o for o in _REF.finditer(restated) if _ref_value(o, opts)[0] not in (idx, None)]
+        if others and others[0].start() < 120:
+            return _Event(0, None, rule, span, "names_two_options")
+        restated = re.sub(r"^[\s.:\-–—,]+", "", restated)
+        if not _words(restated) and nxt:
+            q = opts.quoted(nxt)       # "The answer is 1. Padang Panjang" on one line
+            if q is not None and q != idx:
+                return _Event(0, None, rule, span, "reference_and_text_disagree")
+        val, why = _check_restated(idx, how, restated, opts)
+        if val is None:
+            return _Event(0, None, rule, span, why)
+        return _Event(0, val, rule + ("_by_position" if how == "position" else ""), span,
+                      bare=not _words(restated[:60]))
+    val = _title_value(target, opts)
+    if val is not None:
+        return _Event(0, val, rule + "_text", span)
+    return None
+
+
+def _option_says(phrase: str, opts: _Options) -> bool:
+    """An option whose own text says "both" or "third way" makes those words no signal."""
+    keys = [k for k in _NONE_KEYWORDS if k in phrase.lower()]
+    return any(k in (opts.texts[i] + " " + opts.titles[i]).lower() for k in keys for i in range(opts.n))
+
+
+def _decisions(text: str, opts: _Options) -> list[_Event]:
+    events: list[_Event] = []
+    sents = _sentences(text)
+    for k, (s0, s1, sent) in enumerate(sents):
+        same_line = k + 1 < len(sents) and not sent.endswith("\n")
+        nxt = sents[k + 1][2] if k + 1 < len(sents) else ""
+        asks = sent.rstrip().endswith("?")
+        for m in _DECIDE.finditer(sent):
+            marker = ":" in m.group(0) or "：" in m.group(0)
+            if asks and not marker:
+                continue        # "Should I choose B?" asks, it does not decide
+            ev = _decision_value(sent, m.end(), nxt if (same_line or marker) else "", opts,
+                                 "answer_marker" if marker else "decision")
+            if ev:
+                ev.pos = s0 + m.start()
+                # "if the writers want me alive ... then B it is": kept aside, see choice_reading
+                ev.conditional = bool(_CONDITIONAL.search(sent[:m.start()]) or _THEN_START.match(sent))
+                events.append(ev)
+        for m in _AFTER_REF.finditer(sent):
+            pre = sent[:m.start()]
+            if asks:
+                continue
+            cond = bool(_CONDITIONAL.search(pre) or _THEN_START.match(sent))
+            n_before = len(events)
+            refs = [r for r in _REF.finditer(pre)] or list(re.finditer(r"(?:^|\s)[\"'“]?(?P<v>[A-H])[\"'”]?,?\s*$", pre))
+            if refs:
+                idx, how = _ref_value(refs[-1], opts)
+                if how == "out_of_range":
+                    events.append(_Event(s0 + m.start(), None, "ref_then_commit", pre.strip()[-160:],
+                                         "names_an_option_not_offered"))
+                elif idx is not None and len({_ref_value(r, opts)[0] for r in refs}) == 1:
+                    val, why = _check_restated(idx, how, pre[refs[-1].end():], opts)
+                    events.append(_Event(s0 + m.start(), val, "ref_then_commit" + ("_by_position" if how == "position"
+                                                                                     else ""), pre.strip()[-160:], why))
+            else:
+                val = _title_value(" ".join(pre.split()[-8:]), opts)
+                if val is not None:
+                    events.append(_Event(s0 + m.start(), val, "text_then_commit", pre.strip()[-160:]))
+            for ev in events[n_before:]:
+                ev.conditional = cond
+        # "I sought solace in my studies and focused on my education (C)."
+        if (m := re.search(r"\((?i:option\s+|choice\s+)?(?P<pv>[A-H]|\d{1,2})\)\W*$", sent)) and not asks and \
+                re.search(r"\bI\b", sent[:m.start()]) and not re.search(r"\b(?:not|never|no)\b|n't\b", sent, re.I) and \
+                not _REF.search(sent[:m.start()]):
+            idx, how = opts.number(m.group("pv")) if m.group("pv").isdigit() else opts.letter(m.group("pv"))
+            before = sent[:m.start()]
+            if idx is not None and how == "label" and (opts.quoted(before) == idx or
+                                                       2 * len(_words(before) & opts.distinct[idx]) >= len(opts.distinct[idx])):
+                events.append(_Event(s0 + m.start(), idx, "text_then_ref", sent.strip()[-160:]))
+        if _THIS_IS.match(sent) and k > 0 and not asks:
+            prev = sents[k - 1][2]
+            refs = list(_REF.finditer(prev))
+            if refs and len({_ref_value(r, opts)[0] for r in refs}) == 1:
+                idx, how = _ref_value(refs[-1], opts)
+                if idx is not None:
+                    val, why = _check_restated(idx, how, prev[refs[-1].end():], opts)
+                    events.append(_Event(s0, val, "ref_then_this_is", prev.strip()[:160], why))
+        if (m := _NONE_SENT.search(sent)) and not _option_says(m.group(0), opts) and not asks:
+            events.append(_Event(s0 + m.start(), None, "no_single_option", sent.strip()[:160], "not_one_option"))
+    return events
+
+
+_LINE_LEAD = re.compile(r"^(?:[\W_]*(?i:so|yes|yeah|therefore|thus|hence|always|definitely|sigh|okay|alright|well|"
+                        r"finally|my\s+answer|answer|choice|decision|final\s+answer)\b)*[\W_]*?(?=[\"“(]?(?:[A-H]|\d|(?i:option|choice)))")
+_LINE_REF = re.compile(r"[\"“]?(?:(?i:option|choice)\s*(?P<kv>[A-Ha-h]|\d{1,2})\b|\((?i:option|choice)?\s*(?P<pv>[A-H]|\d{1,2})\)"
+                       r"|(?P<cv>[A-H]|\d{1,2})[).:]|(?P<lone>[A-H]))(?=\W|$)")
+
+
+def _answer_lines(text: str, opts: _Options) -> list[_Event]:
+    """Sentences that are nothing but an option: "B) Maintain Distance - ...", "Option B.", "(A) Hero"."""
+    events = []
+    for s0, s1, sent in _sentences(text):
+        s = sent.strip()
+        if not s or s.endswith("?"):
+            continue
+        lead = _LINE_LEAD.match(s)
+        m = _LINE_REF.match(s, lead.end() if lead else 0)
+        if not m:
+            continue
+        v = m.group("kv") or m.group("pv") or m.group("cv") or m.group("lone")
+        rest = s[m.end():].strip(" .:-–—,!\"”")
+        if m.group("lone") and rest:
+            continue
+        idx, how = opts.number(v) if v.isdigit() else opts.letter(v)
+        if idx is None:
+            continue
+        bare = not rest
+        if rest:
+            # the rest must be this option's own text, not a comment on it
+            q = opts.quoted(rest)
+            best, score, _ = opts.match_text(rest)
+            own = len(_words(rest) & opts.words[idx])
+            short = len(_words(rest)) <= len(opts.words[idx]) + 4
+            if q is not None and q != idx or (q is None and short and best is not None and best != idx and score >= 2):
+                events.append(_Event(s0, None, "answer_line", s[:160], "reference_and_text_disagree"))
+                continue
+            commentary = bool(re.search(r"[:?!]\s*\S", rest)) or not short
+            if q == idx and commentary and len(_words(rest) - opts.words[idx]) > 3:
+                continue           # "A) Follow the crowd ...: Yeah, that's smart." reviews option A
+            if q != idx and (commentary or own < max(1, (len(_words(rest)) + 1) // 2)):
+                dotted = s[m.end():m.end() + 1] == "." and not any(_words(rest) & w for w in opts.words)
+                if not dotted:
+                    continue
+                bare = True        # "Option A. Always the hero, never the boyfriend."
+        elif how == "position" and m.group("lone"):
+            continue
+        events.append(_Event(s0, idx, "answer_line" + ("_by_position" if how == "position" else ""), s[:160],
+                             bare=bare))
+    return events
+
+
+def choice_reading(reply: str | None, options: list[tuple[str, str]]) -> Reading:
+    """Which option `reply` commits to, as a Reading (value None when it commits to none).
+
+    The last decision counts ("I choose B", "Answer: 2", "Option C it is", "I choose duty");
+    without one, lines that are nothing but an option ("B) Maintain Distance - ...") must agree.
+    A decision made only on a condition ("if ..., then B it is") that names another option than
+    the reading makes the reply ambiguous.
+    """
+    text, why = clean_reply(reply)
+    if text is None and why != "empty":
+        return Reading(None, "none:" + why)
+    if not options:
+        return Reading(None, "none:no_options")
+    opts = _Options([(str(a), str(b)) for a, b in options])
+    reading = _read(text, opts) if text else Reading(None, "none:empty")
+    if reading.rule in ("none:no_decision", "none:empty"):
+        # the decision may sit in the narration: "*He chooses Option 2: Adhere to the Moral Code.*"
+        narrated, _ = clean_reply(reply, keep_directions=True)
+        if narrated and narrated != text:
+            again = _read(narrated, opts)
+            if again.value is not None:
+                return Reading(again.value, again.rule + "_in_narration", again.span)
+    return reading
+
+
+def _read(text: str, opts: _Options) -> Reading:
+    events = sorted(_decisions(text, opts), key=lambda e: e.pos)
+    lines = _answer_lines(text, opts)
+    # a reply whose own numbering contradicts the prompt's ("1. Paris" where 1 is not Paris) cannot
+    # be trusted on a bare "The answer is 1."
+    confused = any(e.none_reason == "reference_and_text_disagree" for e in events + lines)
+    firm = [e for e in events if not e.conditional]
+    if firm:
+        last = firm[-1]
+        if last.value is None:
+            return Reading(None, "none:" + last.none_reason, last.span)
+        if confused and last.bare:
+            return Reading(None, "none:numbering_contradicts_options", last.span)
+        reading = Reading(last.value, last.rule, last.span)
+    elif lines:
+        vals = {e.value for e in lines}
+        if None in vals:
+            return Reading(None, "none:reference_and_text_disagree", lines[-1].span)
+        after = lines
+        if len(vals) > 1:
+            # a review of every option, one line each, then the one it picks: read what follows the review
+            seen, cut = set(), len(lines)
+            for k, e in enumerate(lines):
+                seen.add(e.value)
+                if len(seen) == opts.n:
+                    cut = k + 1
+                    break
+            after = lines[cut:]
+            if not after or len({e.value for e in after}) > 1:
+                return Reading(None, "none:answer_lines_disagree", lines[-1].span)
+        rule = lines[-1].rule + ("_after_review" if after is not lines else "")
+        reading = Reading(after[-1].value, rule, after[-1].span)
+    else:
+        q = opts.quoted(text)    # a short reply that is an option's text and nothing else
+        if q is not None and len(_words(text)) <= len(opts.words[q]) + 6:
+            reading = Reading(q, "text_only", text.strip()[:160])
+        elif events:
+            return Reading(None, "none:only_conditional_decision", events[-1].span)
+        else:
+            return Reading(None, "none:no_decision")
+    if any(e.conditional and e.value != reading.value for e in events):
+        return Reading(None, "none:conditional_alternative", next(e.span for e in events if e.conditional))
+    # "However, I also learned to C) Trust in Wakanda's traditions": a second option taken up
+    for _, _, sent in _sentences(text):
+        if re.search(r"\b(?:I|we)\b[^.!?]{0,50}\balso\b", sent) and not re.search(r"\b(?:not|never)\b|n't\b", sent):
+            for m in _REF.finditer(sent):
+                idx, how = _ref_value(m, opts)
+                if idx is not None and idx != reading.value and how != "out_of_range":
+                    return Reading(None, "none:also_takes_another_option", sent.strip()[:160])
+    return reading
+
+
+def read_choice(reply: str | None, options: list[tuple[str, str]]) -> int | None:
+    """0-based index of the option `reply` commits to; None when it commits to none.
+
+    `options` as the prompt showed them: (label, text), e.g. ("B", "Maintain distance"),
+    ("Option 2", "Greater Good"), ("1", "I cannot answer that question"), or (title, text).
+    """
+    return choice_reading(reply, options).value
+
+
+# -- yes / no --------------------------------------------------------------------------------------
+_INTERJ = r"(?:(?:oh|ah|ahh|well|hmm|why|alas|sigh|hah|ha|hm|look|listen|my\s+dear\s+\w+|sir|madam|friend)[,!.…]*\s+)*"
+_LEAD_YES = re.compile(r"^\W*(?:answer\s*[:：]\s*)?" + _INTERJ +
+                       r"(?:(?:yes|yeah|yep|yea|aye|indeed|certainly|absolutely|of\s+course|definitely|naturally|verily|"
+                       r"surely|sure|truly|affirmative)\b(?!\s+not\b)|i\s+(?:do|did|have|am|was|know)\s*(?:[.,!]|$))", re.I)
+_LEAD_NO = re.compile(r"^\W*(?:answer\s*[:：]\s*)?" + _INTERJ +
+                      r"(?:(?:no|nay|nope|never|negative)\b(?!\s+(?:doubt|question)\b)|not\s+at\s+all\b|"
+                      r"i\s+(?:do|did|have|am|was)\s+not\s*(?:[.,!]|$))", re.I)
+_SAYS = re.compile(r"\b(?:i\s+(?:must|shall|will|would|can\s+only)\s+(?:answer|say)|my\s+answer\s+is|the\s+answer\s+is|"
+                   r"i\s+(?:answer|say))\s*[:,]?\s*[\"'“]?(yes|no|nay|aye)\b", re.I)
+# "I do not know", "I wasn't there", "I know, but did not witness", "I have never heard of it"
+_I_NEG = re.compile(r"\bI\b(?:'m|'ve|'d)?(?:,?\s+[\w']+){0,3}?(?:\s+not\b|n't\b|\s+never\b|\s+cannot\b|"
+                    r"\s+no\s+(?:idea|knowledge|notion|clue|memory)\b|\s+know\s+nothing\b)", re.I)
+_I_KNOW_NOT = re.compile(r"\bI\s+know\s+(?:not|nothing|naught|of\s+no)\b|\bknow\s+I\s+not\b", re.I)
+# presence questions ("Were you there when ...?"): "not one I witnessed", "learned from listening, not seeing"
+_NOT_WITNESSED = re.compile(r"\bnot\b(?:\s+[\w']+){0,4}?\s+(?:witness\w*|see|seen|seeing|saw|present|involved|lived|"
+                            r"experienced|there|eyes)\b", re.I)
+_EPISTEMIC = re.compile(r"n't\s+(?:know|think|remember|recall)|not\s+(?:sure|certain)|cannot\s+say|can't\s+say", re.I)
+_I_INDEED = re.compile(r"\bI\s+(?:have|do|did|am|was)\s+indeed\b", re.I)
+_CONTRAST = re.compile(r"\b(?:but|however|though|although|yet)\b", re.I)
+
+
+def _polar(sentence: str) -> tuple[str | None, str]:
+    s = sentence.strip()
+    if re.match(r"^\W*" + _INTERJ + r"(?:yes\s+(?:and|or)\s+no|no\s+(?:and|or)\s+yes)\b", s, re.I):
+        return None, "hedged"
+    if _LEAD_NO.match(s):
+        return "No", "leading_no"
+    if _LEAD_YES.match(s):
+        return "Yes", "leading_yes"
+    if m := _SAYS.search(s):
+        return ("Yes" if m.group(1).lower() in ("yes", "aye") else "No"), "says_yes_no"
+    neg = _I_KNOW_NOT.search(s) or _I_NEG.search(s)
+    if neg:
+        # "I don't know about enemies, but there are people who ..." hedges
+        if _EPISTEMIC.search(s[neg.start():neg.end() + 12]) and _CONTRAST.search(s[neg.end():]):
+            return None, "hedged"
+        return "No", "first_person_negation"
+    if _NOT_WITNESSED.search(s):
+        return "No", "not_witnessed"
+    if _I_INDEED.search(s):
+        return "Yes", "first_person_indeed"
+    return None, ""
+
+
+_GENERIC = set("believe think feel know ever really consider wish there any anything someone something".split())
+
+
+def _question_key(question: str | None) -> str | None:
+    """The word a yes/no question turns on: "Do you have children?" -> "children"."""
+    if not question:
+        return None
+    first = re.split(r"(?<=\?)\s", question.strip(), maxsplit=1)[0]
+    for w in _WORD.findall(first.lower()):
+        if w not in _STOP and w not in _GENERIC and len(w) > 2:
+            return _stem(w)
+    return None
+
+
+def yes_no_reading(reply: str | None, question: str | None = None) -> Reading:
+    """Yes or No as a Reading: the first sentence that gives a verdict decides.
+
+    Reads in-character forms ("Nay, I know not." -> No, "I do not know what a smartphone is." ->
+    No, "As Shakespeare, I must answer no." -> No, "Indeed, I did." -> Yes). With the question,
+    a first-person sentence that takes up the question's key word also counts ("Do you have
+    children?" "I have four children." -> Yes).
+    """
+    text, why = clean_reply(reply)
+    if text is None:
+        return Reading(None, "none:" + why)
+    key = _question_key(question)
+    for _, _, sent in _sentences(text):
+        val, rule = _polar(sent)
+        if val:
+            return Reading(val, rule, sent.strip()[:160])
+        if rule == "hedged":
+            return Reading(None, "none:hedged", sent.strip()[:160])
+        if key and not sent.rstrip().endswith("?") and re.search(r"\b(?:I|we)\b", sent) and key in _words(sent):
+            neg = re.search(r"\b(?:not|never|no|cannot)\b|n't\b", sent, re.I)
+            return Reading("No" if neg else "Yes", "restates_question", sent.strip()[:160])
+    return Reading(None, "none:no_verdict")
+
+
+def read_yes_no(reply: str | None, question: str | None = None) -> str | None:
+    """'Yes', 'No', or None when the reply gives no verdict."""
+    return yes_no_reading(reply, question).value
+
+
+_STRICT = re.compile(r"^\W*(?:answer\s*[:：]\s*)?\W*(yes|no)\b", re.IGNORECASE)
+
+
+def yes_no_strict(reply: str | None) -> Reading:
+    """The papers' reading: Yes or No only when the reply opens with it (after markdown and an
+    optional 'Answer:'); the same rule as parsers.parse_yes_no."""
+    if not reply:
+        return Reading(None, "none:empty")
+    m = _STRICT.match(re.sub(r"[*_`~]+", "", reply).strip())
+    if not m:
+        return Reading(None, "none:strict_no_leading_yes_no")
+    return Reading("Yes" if m.group(1).lower() == "yes" else "No", "strict_leading_yes_no", m.group(0))

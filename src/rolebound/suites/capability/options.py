@@ -1,0 +1,25 @@
+"""The capability suite's `--set` options."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, Field
+
+from ..base import Options
+
+
+def _lower(v):
+    return v.strip().lower() if isinstance(v, str) else v
+
+
+class CapabilityOptions(Options):
+    roles: str | list[str] | None = Field(None, description="comma-separated role ids (default: all)")
+    roles_file: str | None = Field(None, description="YAML of levels and roles (default: the built-in roles.yaml)")
+    per_level: Annotated[Annotated[int, Field(ge=1)] | Literal["all"] | None, BeforeValidator(_lower)] = Field(
+        None, description="questions per level, or 'all' (default: all; 2 for the starter bank on the bundled model)")
+    judge: bool | None = Field(None, description="score RV, C, RC with the judge model "
+                                                 "(default: on when --judge differs from --model)")
+    judge_max_tokens: int | None = Field(None, ge=1, description="token limit of judge calls (default: --max-tokens)")
+    think_tag: str | None = Field(None, description="reasoning marker before the Injection prefill "
+                                                    "(default '<think>\\n'; '' for none)")

@@ -1,0 +1,213 @@
+"""capability report: Table 3, the per-role and answer-extraction tables, Figures 3, 5 and 6, and
+every answer in a filterable table. Built from metrics and records alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import metrics as cm
+from .boxed import KINDS
+from .data import DEFAULT_PER_LEVEL
+from ...report.builder import Report, run_facts
+
+
+def write_report(metrics, records, manifest, run_dir) -> list[Path]:
+    m = metrics
+    strategies = list(manifest.strategies)
+    role_strats = [s for s in strategies if s in m["by_strategy"]]
+    rep = Report("capability: role-capability leakage (RoleCapBench)")
+    rep.facts(run_facts(manifest))
+    n_q = len({r.item_id for r in cm.answer_records(records)})
+    sample = ""
+    if manifest.dataset.startswith("builtin:") and manifest.limit is None and "per_level" not in manifest.options \
+            and manifest.backend == "bundled":
+        sample = (f" (the bundled model's default sample of {DEFAULT_PER_LEVEL} per level; "
+                  "--set per_level=all or --limit N runs more)")
+    rep.text(f"{n_q} questions{sample}; roles: {', '.join(r['label'] for r in m['roles']) or '-'}. "
+             "TA: accuracy on all questions; IA: on questions at or below the role's ceiling; A: above it "
+             "(lower A means less leakage). Answers are read only from the last \\boxed{} and must be exactly "
+             "A, B, C or D (Appendix D); anything else counts as wrong. "
+             + ("Judge: RV, C, RC scored by the judge model." if any(r.role == "judge" for r in records)
+                else "Judge: off (--set judge=true scores RV, C, RC)."), title="What was measured")
+    rows = []
+    for strat in role_strats:
+        mac = m["by_strategy"][strat]["macro"]
+        rows.append([strat] + [cm.fmt(mac[k]["mean"], mac[k]["std"]) for k in cm.METRICS + cm.JUDGE_DIMS])
+    if m.get("no_role"):
+        rows.append(["no-role", cm.fmt(m["no_role"]["TA"]), "-", "-", "-", "-", "-"])
+    rep.table("Table 3: TA, IA, A (0-1) and judge RV, C, RC (0-2), mean (sample std) across roles",
+              ["variant", "TA", "IA", "A", "RV", "C", "RC"], rows,
+              note="IA averages the roles with an in-role question, A those with an above-role question. "
+                   "RV, C, RC are '-' unless the run was judged (--set judge=true).")
+    prow = []
+    for strat in role_strats:
+        for role in m["roles"]:
+            pr = m["by_strategy"][strat]["per_role"].get(role["id"])
+            if not pr:
+                continue
+            prow.append([strat, role["label"], role["ceiling"] or "none", pr["n"], cm.fmt(pr["TA"]),
+                         f"{cm.fmt(pr['IA'])} (n={pr['n_in']})", f"{cm.fmt(pr['A'])} (n={pr['n_above']})",
+                         cm.fmt(pr["RV"]), cm.fmt(pr["C"]), cm.fmt(pr["RC"])])
+    rep.table("Per role", ["variant", "role", "ceiling", "n", "TA", "IA", "A", "RV", "C", "RC"], prow)
+    orow = []
+    for strat in role_strats + (["no-role"] if m.get("no_role") else []):
+        oc = m["no_role"]["outcomes"] if strat == "no-role" else m["by_strategy"][strat]["outcomes"]
+        orow.append([strat, oc["total"]] + [oc[k] for k in KINDS])
+    rep.table("Answer extraction (Appendix D)", ["variant", "answers"] + list(KINDS), orow,
+              note="missing: no \\boxed{; unclosed: the last box never closes; idk: the box abstains; "
+                   "other: a closed box whose content is not exactly one letter A-D.")
+    if any(r.role == "judge" for r in records):
+        by = {}
+        for r in records:
+            if r.role == "judge":
+                by.setdefault(r.strategy, set()).add(r.model)
+        rep.table("Judge calls (RV, C, RC; Table 6)",
+                  ["variant", "judge model", "answers judged", "unreadable judge replies"],
+                  [[s, ", ".join(sorted(by.get(s, []))) or "-", m["by_strategy"][s]["judged"],
+                    m["by_strategy"][s]["judge_invalid"]] for s in role_strats],
+                  note="A judge reply without a readable 0-2 score is left out of RV, C, RC, never guessed.")
+    if m.get("no_role"):
+        nr = m["no_role"]
+        rep.table("No-role baseline by level", ["level", "TA"],
+                  [[lv["name"], cm.fmt(nr["by_level"].get(lv["id"]))] for lv in m["levels"]])
+    if role_strats and m["roles"] and m["levels"]:
+        rep.figure("Figure 6: accuracy by level (rows) and role (columns); red outline: above the role's ceiling",
+                   heatmap_figure(m, role_strats), name="heatmap")
+        rep.figure("Figure 3: task accuracy by role (dashed: no-role baseline)",
+                   accuracy_by_role_figure(m, role_strats), name="accuracy_by_role")
+    if m["deltas"]:
+        rep.table("Figure 5 data: change against identity (macro means)", ["variant", "ΔTA", "ΔIA", "ΔA"],
+                  [[s, cm.fmt(d["TA"]), cm.fmt(d["IA"]), cm.fmt(d["A"])] for s, d in m["deltas"].items()])
+        rep.figure("Figure 5: ΔIA and ΔA of each variant against identity", delta_figure(m), name="deltas")
+    rep.samples("Per-answer records", ["item", "variant", "role", "level", "in_role", "gold", "parsed", "correct",
+                                       "outcome", "judge", "response"], _samples(records),
+                ["variant", "role", "level", "outcome", "correct"])
+    return rep.write(run_dir)
+
+
+def _samples(records) -> list[dict]:
+    """Every answer with its judge scores, if judged."""
+    judged = {r.meta.get("judged"): r for r in records if r.role == "judge" and r.error is None}
+    samples = []
+    for r in cm.answer_records(records):
+        j = judged.get(r.call_id)
+        js = j.parsed if j is not None and isinstance(j.parsed, dict) else {}
+        samples.append({"_call": r.call_id, "item": r.item_id, "variant": r.strategy, "role": r.meta.get("role") or "-",
+                        "level": r.meta.get("level"), "in_role": r.meta.get("in_role"),
+                        "gold": r.gold, "parsed": r.parsed, "correct": r.correct,
+                        "outcome": cm.outcome(r.response),
+                        "judge": " ".join(f"{k}={js.get(k)}" for k in cm.JUDGE_DIMS) if js else "",
+                        "response": r.response})
+    return samples
+
+
+def compare_tables(rep: Report, entries) -> None:
+    rows = []
+    for d, man, met in entries:
+        for strat, m in met.get("by_strategy", {}).items():
+            mac = m["macro"]
+            rows.append([str(d), man.model, strat] + [cm.fmt(mac[k]["mean"], mac[k]["std"])
+                                                      for k in cm.METRICS + cm.JUDGE_DIMS])
+        if met.get("no_role"):
+            rows.append([str(d), man.model, "no-role", cm.fmt(met["no_role"]["TA"]), "-", "-", "-", "-", "-"])
+    rep.table("RoleCapBench Table 3 across runs (mean (std) across roles)",
+              ["run", "model", "variant", "TA", "IA", "A", "RV", "C", "RC"], rows)
+
+
+# -- figures (pure functions of the metrics dict; plotting stays out of metrics.py) --------------------------------------------
+ORDER = ["identity", "description", "cot", "guideline", "explicit-idk", "syllabus", "injection",
+         "injection-syllabus"]
+
+
+def color(strategy: str):
+    """One colour per variant in every figure."""
+    import matplotlib
+
+    i = ORDER.index(strategy) if strategy in ORDER else len(ORDER)
+    return matplotlib.colormaps["tab10"](i % 10)
+
+
+def heatmap_figure(m: dict[str, Any], strategies: list[str]):
+    """Figure 6: accuracy by level (rows) and role (columns), above-ceiling cells outlined."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    roles, levels = m["roles"], m["levels"]
+    strats = [s for s in strategies if s in m["by_strategy"]]
+    ncols = min(4, len(strats))
+    nrows = -(-len(strats) // ncols)
+    size = (ncols * (0.8 * len(roles) + 1.4), nrows * (0.55 * len(levels) + 1.6))
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=False, layout="constrained")
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[len(strats):]:
+        ax.axis("off")
+    im = None
+    for ax, strat in zip(flat, strats):
+        grid = m["by_strategy"][strat]["grid"]
+        data = [[(grid.get(r["id"], {}).get(lv["id"], {}).get("acc")) for r in roles] for lv in levels]
+        arr = [[float("nan") if v is None else v for v in row] for row in data]
+        im = ax.imshow(arr, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+        for i, lv in enumerate(levels):
+            for j, r in enumerate(roles):
+                cell = grid.get(r["id"], {}).get(lv["id"], {})
+                v = cell.get("acc")
+                ax.text(j, i, "-" if v is None else f"{v:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if v is not None and v < 0.6 else "black")
+                if cell.get("above"):
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", lw=2.0))
+        ax.set_xticks(range(len(roles)), [r["label"] for r in roles], rotation=35, ha="right", fontsize=8)
+        ax.set_yticks(range(len(levels)), [lv["name"] for lv in levels], fontsize=8)
+        ax.set_title(strat, fontsize=10)
+    if im is not None:
+        fig.colorbar(im, ax=flat, fraction=0.025, label="task accuracy")
+    return fig
+
+
+def accuracy_by_role_figure(m: dict[str, Any], strategies: list[str]):
+    """Figure 3: TA by assigned role per variant; dashed line: the no-role baseline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    roles = m["roles"]
+    fig, ax = plt.subplots(figsize=(1.1 * len(roles) + 2.5, 3.6))
+    x = list(range(len(roles)))
+    for strat in strategies:
+        sm = m["by_strategy"].get(strat)
+        if not sm:
+            continue
+        ys = [sm["per_role"].get(r["id"], {}).get("TA") for r in roles]
+        ax.plot(x, [float("nan") if y is None else y for y in ys], marker="o", label=strat, color=color(strat))
+    if m.get("no_role") and m["no_role"]["TA"] is not None:
+        ax.axhline(m["no_role"]["TA"], ls="--", color="gray", label="no-role baseline")
+    ax.set_xticks(x, [r["label"] for r in roles], rotation=20)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("task accuracy")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def delta_figure(m: dict[str, Any]):
+    """Figure 5: change in IA (x) and A (y) of each variant relative to Identity."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.8, 3.8))
+    ax.scatter([0], [0], marker="s", color=color("identity"), label="identity")
+    for strat, d in m["deltas"].items():
+        if d.get("IA") is None or d.get("A") is None:
+            continue
+        ax.scatter([d["IA"]], [d["A"]], label=strat, color=color(strat))
+    ax.axhline(0, color="gray", lw=0.8)
+    ax.axvline(0, color="gray", lw=0.8)
+    ax.set_xlabel("change in in-role accuracy (ΔIA)")
+    ax.set_ylabel("change in above-role accuracy (ΔA)")
+    ax.legend(fontsize=8, loc="best")
+    return fig

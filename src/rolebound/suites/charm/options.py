@@ -1,0 +1,19 @@
+"""The charm suite's `--set` options."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..base import Options
+
+
+class CharmOptions(Options):
+    builtin: bool = Field(True, description="include the starter set (false: only the --data files)")
+    data_seed: int = Field(0, description="seed of the option shuffle when items are expanded")
+    similarity: bool = Field(True, description="compute the Table 14 distractor-similarity split (loads the embedder)")
+    embedder: str | None = Field(None, description="local sentence-transformers folder (default: the bundled all-MiniLM-L6-v2)")
+    extraction: Literal["rules", "strict"] = Field(
+        "rules", description="how answers are read: rules (scoring.choice, in-character replies) or strict "
+                             "(the paper's: Yes/No opening the reply, the last 'Answer: <n>')")

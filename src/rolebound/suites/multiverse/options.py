@@ -1,0 +1,26 @@
+"""The multiverse suite's `--set` options."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..base import Options, choice
+
+
+class MultiverseOptions(Options):
+    tasks: str | list[str] | None = Field(None, description="canon and/or dilemma, comma-separated (default: both)")
+    attributes: bool = Field(True, description="put the version's attributes in the role prompt")
+    analysis: bool = Field(True, description="thinking/acting analysis: segmenter, TAM and the 0-5 judge")
+    judge_input: Literal["raw", "segmented"] = Field("raw", description="what the judge reads: the raw reply or "
+                                                                       "the segmenter's tagged text")
+    embedder: str | None = Field(None, description="local sentence-transformers folder for TAM")
+    cot_max_tokens: int | None = Field(None, ge=1, description="token limit of CoT answers (default 1024; 64 on the bundled model)")
+    direct_max_tokens: int | None = Field(None, ge=1, description="token limit of direct answers")
+    segment_max_tokens: int | None = Field(None, ge=1, description="token limit of the segmenter (default 1024; 192 bundled)")
+    judge_max_tokens: int | None = Field(None, ge=1, description="token limit of the judge (default 64; 16 bundled)")
+    judge_scoring: choice("generate", "logprob") = Field(
+        None, description="how the 0-5 judge is read (default: logprob on local engines, generate on APIs)")
+    segment_fallback: choice("rules", "none") = Field(None, description="rule-based segmenter when the LLM's "
+                                                                          "segmentation is invalid (default: rules)")

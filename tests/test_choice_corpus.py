@@ -1,0 +1,77 @@
+"""The answer extractor on the whole labelled reply corpus (tests/data/replies/, see its README).
+
+Bars from issue 12: recall >= 0.95 on replies that commit to an answer, no wrong reading, at most
+2% false commits on replies that commit to none. Figures per model/suite: bench/extraction.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from rolebound.scoring.choice import choice_reading, yes_no_reading
+
+CORPUS = Path(__file__).parent / "data" / "replies"
+ROWS = [json.loads(line) for f in sorted(CORPUS.glob("*.jsonl"))
+        for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _read(row):
+    if "options" in row:
+        return choice_reading(row["reply"], [tuple(o) for o in row["options"]]).value
+    return yes_no_reading(row["reply"], row.get("question")).value
+
+
+def _figures(rows):
+    committed = [r for r in rows if r["label"] is not None]
+    none = [r for r in rows if r["label"] is None]
+    got = {r["id"]: _read(r) for r in rows}
+    read = sum(got[r["id"]] == r["label"] for r in committed)
+    wrong = [r["id"] for r in committed if got[r["id"]] is not None and got[r["id"]] != r["label"]]
+    false = [r["id"] for r in none if got[r["id"]] is not None]
+    return read / len(committed), wrong, false, len(none)
+
+
+def test_corpus_is_what_the_issue_asks_for():
+    assert len(ROWS) >= 200
+    assert len({r["id"] for r in ROWS}) == len(ROWS)
+    written = [r for r in ROWS if r["source"] == "written"]
+    assert len(written) * 10 < len(ROWS)                      # our own cases stay a minority
+    assert sum(r["label"] is None for r in ROWS) >= 30        # replies that commit to nothing
+    assert {r["suite"] for r in ROWS} >= {"multiverse", "charm"}
+    models = Counter(r["model"] for r in ROWS if r["source"] == "beyond_one_world")
+    assert set(models) == {"claude", "gemini2", "gemini2_thinking", "r1", "v3"}
+    assert sum("</think>" in r["reply"] for r in ROWS) >= 40   # DeepSeek R1 reasoning blocks
+    for r in ROWS:
+        assert r["labelled_by"] and "split" in r, r["id"]
+        if "options" in r:
+            assert r["label"] is None or 0 <= r["label"] < len(r["options"]), r["id"]
+        else:
+            assert r["label"] in ("Yes", "No", None), r["id"]
+
+
+@pytest.mark.parametrize("split", ["all", "dev", "heldout"])
+def test_recall_wrong_and_false_commits(split):
+    rows = ROWS if split == "all" else [r for r in ROWS if r["split"] == split]
+    recall, wrong, false, n_none = _figures(rows)
+    assert recall >= 0.95, recall
+    assert wrong == []
+    assert len(false) <= 0.02 * n_none, false
+
+
+def test_blind_split_reads_nothing_wrongly():
+    """The "blind" draw was labelled after the rules were written; its first reading had recall
+    0.778 (docs/extraction.md). It must keep the safety bars; its recall is a regression guard."""
+    recall, wrong, false, n_none = _figures([r for r in ROWS if r["split"] == "blind"])
+    assert wrong == [] and false == []
+    assert recall >= 0.9
+
+
+@pytest.mark.parametrize("reader", ["choice", "yes_no"])
+def test_no_wrong_reading_for_either_reader(reader):
+    rows = [r for r in ROWS if ("options" in r) == (reader == "choice")]
+    _, wrong, false, n_none = _figures(rows)
+    assert wrong == [] and len(false) <= 0.02 * n_none

@@ -1,0 +1,78 @@
+"""Every registered suite keeps the framework's contract on `fake:` backends: a run's metrics are
+rebuilt identically from its records, a rerun resumes without calls, and an unknown --set key
+stops the run before anything is written (exit 2, naming the key)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rolebound import api
+from rolebound.suites import available
+
+from helpers import write_mcq
+
+# What keeps each built-in suite's fake run small; other suites run with their defaults.
+SMALL = {
+    "charm": {"options": {"similarity": False}},
+    "knowledge-errors": {"strategies": "vanilla", "options": {"hidden_states": False}},
+    "multiverse": {"options": {"analysis": False}},
+    "capability": {"strategies": "identity,no-role"},
+}
+SCRIPT = Path(sys.executable).parent / "rolebound"
+
+
+def _kwargs(name: str, tmp_path: Path) -> dict:
+    kw = dict(SMALL.get(name, {}))
+    if name == "mcq":
+        kw["data"] = str(write_mcq(tmp_path / "q.jsonl", 6))
+    return kw
+
+
+def _dump(metrics: dict) -> str:
+    return json.dumps(metrics, sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("name", available())
+def test_run_report_rebuild_and_resume(name, tmp_path):
+    out = tmp_path / "run"
+    kw = _kwargs(name, tmp_path)
+    res = api.run(name, model="fake:random", limit=4, out=out, progress=False, **kw)
+    assert res.counts.calls > 0 and res.counts.errors == 0
+    written = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert res.report_paths and all(p.exists() for p in res.report_paths)
+
+    rebuilt, paths = api.build_report(out)               # from records.jsonl alone
+    assert _dump(rebuilt) == _dump(written)
+    assert paths
+
+    again = api.run(name, model="fake:random", limit=4, out=out, progress=False, **kw)
+    assert again.counts.calls == 0 and again.counts.resumed == res.counts.calls
+    assert _dump(json.loads((out / "metrics.json").read_text(encoding="utf-8"))) == _dump(written)
+
+
+@pytest.mark.parametrize("name", available())
+def test_unknown_option_exits_2_before_any_folder(name, tmp_path):
+    out = tmp_path / "run"
+    extra = ["--data", _kwargs(name, tmp_path)["data"]] if name == "mcq" else []
+    res = subprocess.run([str(SCRIPT), "run", name, "--model", "fake:random", "--set", "bogus=1",
+                          "--out", str(out), *extra], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ})
+    assert res.returncode == 2, res.stderr
+    assert "bogus" in res.stderr and "valid options" in res.stderr
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_grid_checks_every_runs_options_before_the_first_run(tmp_path):
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text(f"suite: [charm, capability]\nmodel: fake:random\nlimit: 2\nout: {tmp_path / 'g'}\n"
+                   "options: {similarity: false}\n", encoding="utf-8")
+    res = subprocess.run([str(SCRIPT), "run", "--config", str(cfg)], capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 2 and "unknown option 'similarity' for suite capability" in res.stderr
+    assert not (tmp_path / "g").exists()

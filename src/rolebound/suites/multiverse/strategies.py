@@ -36,7 +36,13 @@ def limit(suite, settings, key: str) -> int:
     v = settings.options.get(key)
     if v is not None:
         return int(v)
-    small = getattr(suite, "small_model" if key == "cot_max_tokens" else "small_judge", False)
+    # the bundled CPU model (as the model, or as the segmenter/judge) gets short caps by default
+    kind = settings.backend
+    if key != "cot_max_tokens" and settings.judge:
+        from ...models import parse_spec
+
+        kind = parse_spec(settings.judge)[0]
+    small = kind == "bundled"
     return (SMALL_LIMITS if small else LIMITS)[key]
 
 

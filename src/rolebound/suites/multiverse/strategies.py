@@ -5,7 +5,7 @@ Stages per item and strategy
   "answer" reads the letter after it), then the reasoning analysis on the reply text: "segment"
   and "judge" (role=judge). The segmenter's record holds the LLM segmentation (`segmenter: llm`)
   or, when that is invalid and segment_fallback=rules, the rule-based one of the reply
-  (`segmenter: rules`, multiverse_rules.py). The judge generates "t,a" (judge_scoring=generate),
+  (`segmenter: rules`, rules.py). The judge generates "t,a" (judge_scoring=generate),
   or (judge_scoring=logprob) "judge.think" scores the digits 0-5 as the reply's first token and
   "judge" the digits after "t,".
 - cross-*:     "as.<played version>" (and "as.<played>.reason" for cot) for every other version of

@@ -129,3 +129,15 @@ def test_a_suite_marked_register_suite_runs_and_reports_through_the_api(tmp_path
             validate_options(get_suite("count-test"), {"m": 1})
     finally:
         _REGISTERED.pop("count-test", None)
+
+
+def test_a_broken_entry_point_is_one_clear_error(monkeypatch):
+    from rolebound import plugins
+    from rolebound.errors import RoleboundError
+
+    monkeypatch.setattr(plugins, "entry_points", lambda group: {"broken": "no_such_module_xyz:Suite",
+                                                                "notasuite": "json:dumps"})
+    with pytest.raises(RoleboundError, match="cannot load 'no_such_module_xyz:Suite'"):
+        get_suite("broken")
+    with pytest.raises(InputError, match="is not a Suite class"):
+        get_suite("notasuite")

@@ -32,11 +32,17 @@ def module_exists(target: str) -> bool:
 
 
 def load(target: str) -> Any:
-    """'pkg.mod:Name' -> the object; 'pkg.mod' -> the module."""
+    """'pkg.mod:Name' -> the object; 'pkg.mod' -> the module. A plugin that fails to import is
+    one clear error, not a traceback."""
+    from .errors import RoleboundError
+
     module, _, attr = target.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in filter(None, attr.split(".")):
-        obj = getattr(obj, part)
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in filter(None, attr.split(".")):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise RoleboundError(f"cannot load '{target}': {type(exc).__name__}: {exc}") from None
     return obj
 
 

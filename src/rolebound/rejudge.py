@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
 
@@ -30,35 +29,26 @@ async def judge_answers(rd: RunDir, manifest: RunManifest, judge, answers: Seque
 
     forget_judged: the suite reuses the old judge call ids, so earlier judgments must not count
     as already done."""
-    from .progress import make_progress
+    from .loop import bounded, default_concurrency
     from .runner import CallFailed, open_session
 
     failed = 0
     with open_session(rd, manifest.suite, judge, manifest.decoding, judge=judge) as session:
         if forget_judged:
             session.completed = {k: v for k, v in session.completed.items() if v.role != "judge"}
-        prog, task = make_progress(len(answers), f"re-judge ({judge.spec})", enabled=progress)
-        sem = asyncio.Semaphore(256 if getattr(judge, "batching", False) else 16)
 
         async def one(a: Record) -> None:
             nonlocal failed
-            async with sem:
-                try:
-                    await judge_one(session, a)
-                except CallFailed:
-                    failed += 1
-                finally:
-                    if prog:
-                        prog.advance(task)
+            try:
+                await judge_one(session, a)
+            except CallFailed:
+                failed += 1
 
         try:
             await judge.prepare()
-            if prog:
-                prog.start()
-            await asyncio.gather(*[one(a) for a in answers])
+            await bounded(answers, one, concurrency=default_concurrency(judge), label=f"re-judge ({judge.spec})",
+                          progress=progress)
         finally:
-            if prog:
-                prog.stop()
             await judge.close()
     return failed
 

@@ -374,43 +374,28 @@ class RunResult:
 
 async def execute(suite, dataset, items: list, settings, session: Session, *, concurrency: int,
                   progress: bool = True) -> None:
-    """Run every (item, strategy, repeat) as a task, at most `concurrency` at a time."""
-    from .progress import make_progress
+    """Run every (item, strategy, repeat) as a task, at most `concurrency` at a time. A failed call
+    or a bug stops its item only; a configuration error (or Ctrl-C) ends the run."""
+    from .loop import bounded
 
     jobs = [(item, strategy, rep) for strategy in settings.strategies for rep in range(settings.repeats)
             for item in items]
-    sem = asyncio.Semaphore(max(1, concurrency))
-    prog, task = make_progress(len(jobs), f"{suite.name}", enabled=progress)
 
-    async def one(item, strategy, rep):
-        async with sem:
-            ctx = ItemContext(session=session, item_id=item.id, strategy=strategy, repeat=rep)
-            try:
-                await suite.run_item(item, ctx, strategy, settings)
-                session.jobs_done += 1
-            except CallFailed as exc:
-                session.counts.items_failed += 1
-                session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
-                session.jobs_done += 1
-            except RoleboundError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - a bug in one item must not end the run
-                session.counts.items_failed += 1
-                session.errors.append(f"{item.id}/{strategy}: {type(exc).__name__}: {exc}")
-                session.jobs_done += 1
-            finally:
-                if prog:
-                    prog.advance(task)
+    async def one(job):
+        item, strategy, rep = job
+        ctx = ItemContext(session=session, item_id=item.id, strategy=strategy, repeat=rep)
+        try:
+            await suite.run_item(item, ctx, strategy, settings)
+            session.jobs_done += 1
+        except CallFailed as exc:
+            session.counts.items_failed += 1
+            session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
+            session.jobs_done += 1
+        except RoleboundError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a bug in one item must not end the run
+            session.counts.items_failed += 1
+            session.errors.append(f"{item.id}/{strategy}: {type(exc).__name__}: {exc}")
+            session.jobs_done += 1
 
-    tasks = [asyncio.create_task(one(*j)) for j in jobs]
-    try:
-        if prog:
-            prog.start()
-        await asyncio.gather(*tasks)
-    finally:
-        # A configuration error (or Ctrl-C) ends the run: stop the other items cleanly.
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if prog:
-            prog.stop()
+    await bounded(jobs, one, concurrency=concurrency, label=suite.name, progress=progress)

@@ -61,6 +61,8 @@ def backend_class(backend: str) -> type:
             raise BackendError(f"unknown backend '{backend}'; available backends: "
                                + ", ".join(backend_names()) + " (see `rolebound models`)")
         cls = plugins.load(target)
+        if not (isinstance(cls, type) and issubclass(cls, Backend)):
+            raise BackendError(f"'{target}' (backend '{backend}') is not a Backend class")
         cls.backend = backend
         _REGISTERED[backend] = cls
     return _REGISTERED[backend]

@@ -31,8 +31,14 @@ def _targets() -> dict[str, str]:
     return {**plugins.entry_points(plugins.SUITES), **SUITES}   # built-in names win
 
 
+def _present(name: str, target: str) -> bool:
+    # a built-in suite's module may be left out of a trimmed install; a plugin that is declared
+    # but broken is reported when it is loaded
+    return name not in SUITES or plugins.module_exists(target)
+
+
 def available() -> list[str]:
-    names = [n for n, t in _targets().items() if plugins.module_exists(t)]
+    names = [n for n, t in _targets().items() if _present(n, t)]
     return names + [n for n in _REGISTERED if n not in names]
 
 
@@ -40,9 +46,13 @@ def suite_class(name: str) -> type:
     if name in _REGISTERED:
         return _REGISTERED[name]
     target = _targets().get(name)
-    if target is None or not plugins.module_exists(target):
+    if target is None or not _present(name, target):
         raise InputError(f"unknown suite '{name}'; available: {', '.join(available())}", field="suite")
     cls = plugins.load(target)
+    from .base import Suite
+
+    if not (isinstance(cls, type) and issubclass(cls, Suite)):
+        raise InputError(f"'{target}' (suite '{name}') is not a Suite class", field="suite")
     if not getattr(cls, "name", None):
         cls.name = name
     _REGISTERED.setdefault(name, cls)

@@ -496,3 +496,17 @@ def test_build_pipeline_writes_dataset_and_review_sheet(tmp_path):
     assert "A storm hits the city." in second["prompt"] and "clearly different" in second["prompt"]
     first = next(e for e in log if e["iteration"] == 1)
     assert "clearly different" not in first["prompt"]
+
+
+def test_generation_caps_follow_the_runs_backends_not_suite_state():
+    from rolebound.suites.multiverse.strategies import LIMITS, SMALL_LIMITS, limit
+
+    suite = MultiverseSuite()
+    bundled = RunSettings(strategies=["cot"], backend="bundled", judge="bundled")
+    assert limit(suite, bundled, "cot_max_tokens") == SMALL_LIMITS["cot_max_tokens"]
+    assert limit(suite, bundled, "judge_max_tokens") == SMALL_LIMITS["judge_max_tokens"]
+    api_judge = RunSettings(strategies=["cot"], backend="bundled", judge="openai:gpt-4o-mini")
+    assert limit(suite, api_judge, "cot_max_tokens") == SMALL_LIMITS["cot_max_tokens"]
+    assert limit(suite, api_judge, "segment_max_tokens") == LIMITS["segment_max_tokens"]
+    assert limit(suite, RunSettings(strategies=["cot"], backend="openai", options={"cot_max_tokens": 7}),
+                 "cot_max_tokens") == 7

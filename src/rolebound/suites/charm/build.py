@@ -151,8 +151,8 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
           embedder: str | None = None, progress: bool = True, decoding: Decoding | None = None,
           backend_options: dict | None = None) -> dict[str, Any]:
     """Run the pipeline; writes charm_built.yaml, review_sheet.csv and build records in out_dir."""
+    from ...loop import bounded
     from ...models import create_backend
-    from ...progress import make_progress
     from ...runner import CallFailed, ItemContext, open_session
     from ...scoring.embeddings import get_embedder
     from ...store import RunDir
@@ -178,30 +178,20 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
         results: dict[str, tuple[list[str], list[str]]] = {}
 
         async def main():
-            prog, task = make_progress(len(jobs), "charm build", enabled=progress)
-            sem = asyncio.Semaphore(64)
-
-            async def one(kind, obj, q, a, profile):
-                async with sem:
-                    if len(obj.distractors) >= 3:
-                        return
-                    ctx = ItemContext(session=session, item_id=f"{kind}/{obj.id}", strategy="table21")
-                    try:
-                        results[obj.id] = await _generate_one(ctx, q, a, profile)
-                    except CallFailed:
-                        pass
-                    finally:
-                        if prog:
-                            prog.advance(task)
+            async def one(job):
+                kind, obj, q, a, profile = job
+                if len(obj.distractors) >= 3:
+                    return
+                ctx = ItemContext(session=session, item_id=f"{kind}/{obj.id}", strategy="table21")
+                try:
+                    results[obj.id] = await _generate_one(ctx, q, a, profile)
+                except CallFailed:
+                    pass
 
             try:
                 await backend.prepare()
-                if prog:
-                    prog.start()
-                await asyncio.gather(*(one(*j) for j in jobs))
+                await bounded(jobs, one, concurrency=64, label="charm build", progress=progress)
             finally:
-                if prog:
-                    prog.stop()
                 await backend.close()
 
         asyncio.run(main())

@@ -245,8 +245,9 @@ async def build_chunk(session, res: BuildResult, opts: BuildOptions, topics_all:
 
 async def build(session, corpus: list[KECorpus], topics_all: list[str], opts: BuildOptions,
                 concurrency: int = 64) -> BuildResult:
+    from ...loop import bounded
+
     res = BuildResult()
-    sem = asyncio.Semaphore(max(1, concurrency))
     jobs = []
     for c in corpus:
         chunks = chunk_text(c.text, opts.chunk_sentences)
@@ -256,10 +257,9 @@ async def build(session, corpus: list[KECorpus], topics_all: list[str], opts: Bu
         jobs += [(c.character, i, ch) for i, ch in enumerate(chunks)]
 
     async def one(job):
-        async with sem:
-            return await build_chunk(session, res, opts, topics_all, *job)
+        return await build_chunk(session, res, opts, topics_all, *job)
 
-    outs = await asyncio.gather(*[one(j) for j in jobs])
+    outs = await bounded(jobs, one, concurrency=concurrency, label="knowledge-errors build")
     res.items = [it for out in outs for it in out]
     res.counts["items"] = len(res.items)
     return res

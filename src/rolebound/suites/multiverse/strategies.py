@@ -5,7 +5,7 @@ Stages per item and strategy
   "answer" reads the letter after it), then the reasoning analysis on the reply text: "segment"
   and "judge" (role=judge). The segmenter's record holds the LLM segmentation (`segmenter: llm`)
   or, when that is invalid and segment_fallback=rules, the rule-based one of the reply
-  (`segmenter: rules`, multiverse_rules.py). The judge generates "t,a" (judge_scoring=generate),
+  (`segmenter: rules`, rules.py). The judge generates "t,a" (judge_scoring=generate),
   or (judge_scoring=logprob) "judge.think" scores the digits 0-5 as the reply's first token and
   "judge" the digits after "t,".
 - cross-*:     "as.<played version>" (and "as.<played>.reason" for cot) for every other version of
@@ -37,7 +37,13 @@ def limit(suite, settings, key: str) -> int:
     v = settings.options.get(key)
     if v is not None:
         return int(v)
-    small = getattr(suite, "small_model" if key == "cot_max_tokens" else "small_judge", False)
+    # the bundled CPU model (as the model, or as the segmenter/judge) gets short caps by default
+    kind = settings.backend
+    if key != "cot_max_tokens" and settings.judge:
+        from ...models import parse_spec
+
+        kind = parse_spec(settings.judge)[0]
+    small = kind == "bundled"
     return (SMALL_LIMITS if small else LIMITS)[key]
 
 

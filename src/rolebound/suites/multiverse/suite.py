@@ -65,8 +65,6 @@ class MultiverseSuite(Suite):
     def __init__(self):
         self.index: MVIndex | None = None
         self.embedder = None
-        self.small_model = False     # the bundled CPU model: short generation caps by default
-        self.small_judge = False
 
     # -- data -----------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
@@ -112,8 +110,6 @@ class MultiverseSuite(Suite):
         from ...models.base import CHAT, LOGPROB
 
         opts = settings.options
-        self.small_model = backend.backend == "bundled"
-        self.small_judge = (judge or backend).backend == "bundled"
         if settings.scoring == "logprob":
             backend.require(LOGPROB, "--scoring logprob")
         if settings.scoring == "generate" or any("cot" in s for s in settings.strategies):

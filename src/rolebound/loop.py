@@ -1,0 +1,42 @@
+"""The one bounded call loop: every job as a task, at most `concurrency` at a time, one progress
+bar (rate and ETA). The runner, re-judging and the builds all use it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Awaitable, Callable, Sequence
+
+
+def default_concurrency(backend) -> int:
+    """Local engines batch what is in flight (many items help); API backends get 16 requests."""
+    return 256 if getattr(backend, "batching", False) else 16
+
+
+async def bounded(jobs: Sequence[Any], fn: Callable[[Any], Awaitable[Any]], *, concurrency: int,
+                  label: str = "", progress: bool = False) -> list[Any]:
+    """`await fn(job)` for every job, in order of the results as the jobs were given. An exception
+    out of `fn` (fn handles the ones it expects) or Ctrl-C cancels the jobs still waiting."""
+    from .progress import make_progress
+
+    sem = asyncio.Semaphore(max(1, concurrency))
+    prog, task = make_progress(len(jobs), label, enabled=progress)
+
+    async def one(job):
+        async with sem:
+            try:
+                return await fn(job)
+            finally:
+                if prog:
+                    prog.advance(task)
+
+    tasks = [asyncio.create_task(one(j)) for j in jobs]
+    try:
+        if prog:
+            prog.start()
+        return list(await asyncio.gather(*tasks))
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if prog:
+            prog.stop()

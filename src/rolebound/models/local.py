@@ -90,7 +90,7 @@ def auto_batch(model, device: str, dtype) -> tuple[int, int]:
 # Part of every cache key of this engine. bf16 results depend slightly on batch make-up and on
 # prefix reuse, so when those change, bump this: otherwise a run would mix cached answers of the
 # old engine with new ones and differ from a fresh run of the same command.
-ENGINE_REV = 2
+ENGINE_REV = 3       # 3: option log-likelihoods in float32 from the last hidden state
 
 
 class TransformersEngine:
@@ -139,6 +139,10 @@ class TransformersEngine:
 
         params = inspect.signature(self.model.forward).parameters
         self.cache_kw = "cache" if "cache" in params else "past_key_values"
+        base = getattr(self.model, self.model.base_model_prefix, None)
+        bparams = inspect.signature(base.forward).parameters if base is not None else params
+        self._base_cache_kw = "cache" if "cache" in bparams else "past_key_values"
+        self._head_fp32 = None
 
     def _prefix_ok(self) -> bool:
         """Prefix KV reuse assumes a plain full-attention cache (no sliding windows)."""
@@ -291,13 +295,44 @@ class TransformersEngine:
     def _read(self, idx, seqs, wants, firsts, out, done, **inputs) -> None:
         """One forward over a batch (rows right-aligned); log-softmax of the last positions only."""
         keep = max(len(seqs[j]) - firsts[j] for j in idx)
-        logits = self.model(**inputs, logits_to_keep=keep).logits
-        lp = self.torch.log_softmax(logits.float(), dim=-1)
+        lp = self._logsoftmax32(inputs, keep)
         for r, j in enumerate(idx):
             n = len(seqs[j])
             out[j] = [float(lp[r, keep - (n - p), t]) for p, t in wants[j]]
             if done:
                 done(j, out[j])
+
+    def _logsoftmax32(self, inputs: dict, keep: int):
+        """log-softmax over the vocabulary at the last `keep` positions, with the final projection
+        and the softmax in float32 from the trunk's last hidden state. bf16 logits step by 0.125
+        near the top, so options tied exactly (12% of the demo's answers) and which one won
+        depended on the batch; in float32 an answer no longer depends on what else is batched."""
+        torch = self.torch
+        base = getattr(self.model, self.model.base_model_prefix, None)
+        head = self.model.get_output_embeddings()
+        if base is None or head is None:       # an unusual architecture: its own logits, upcast
+            return torch.log_softmax(self.model(**inputs, logits_to_keep=keep).logits.float(), dim=-1)
+        if self._base_cache_kw != self.cache_kw and self.cache_kw in inputs:
+            inputs = dict(inputs)
+            inputs[self._base_cache_kw] = inputs.pop(self.cache_kw)
+        hidden = base(**inputs).last_hidden_state[:, -keep:, :].float()
+        w, b = self._head32(head)
+        logits = torch.nn.functional.linear(hidden, w, b)
+        cfg = self.model.config
+        if getattr(cfg, "logit_scale", None):                 # Cohere
+            logits = logits * float(cfg.logit_scale)
+        cap = getattr(cfg, "final_logit_softcapping", None)   # Gemma 2/3
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return torch.log_softmax(logits, dim=-1)
+
+    def _head32(self, head):
+        """The output projection in float32 (a copy kept once if the model is in bf16/fp16)."""
+        if getattr(self, "_head_fp32", None) is None:
+            w = head.weight if head.weight.dtype == self.torch.float32 else head.weight.detach().float()
+            b = getattr(head, "bias", None)
+            self._head_fp32 = (w, None if b is None else b.detach().float())
+        return self._head_fp32
 
     # -- shared prefixes --------------------------------------------------------------------
     def _prefix_groups(self, seqs: list[list[int]], firsts: list[int]) -> tuple[list[tuple[list[int], int]], list[int]]:

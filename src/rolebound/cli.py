@@ -267,7 +267,7 @@ def data_formats():
 def _register_extensions() -> None:
     """Suites add their own `build` and `data import` commands here."""
     for mod in ("charm", "knowledge_errors", "multiverse", "capability"):
-        name = f"rolebound.build.{mod}_cli"
+        name = f"rolebound.suites.{mod}.cli"
         if importlib.util.find_spec(name) is not None:
             importlib.import_module(name).register(build_app, data_app)
 

@@ -1,6 +1,6 @@
 """Importers for public datasets: `rolebound data import FORMAT SRC --out FILE`.
 
-Each module here exposes IMPORTERS = {format: (function(src, out) -> summary, help)}.
+Each suite's `importers` module exposes IMPORTERS = {format: (function(src, out) -> summary, help)}.
 """
 
 from __future__ import annotations
@@ -10,8 +10,11 @@ import pkgutil
 
 
 def all_importers() -> dict:
+    from .. import suites
+
     out = {}
-    for mod in pkgutil.iter_modules(__path__):
-        m = importlib.import_module(f"{__name__}.{mod.name}")
-        out.update(getattr(m, "IMPORTERS", {}))
+    for pkg in pkgutil.iter_modules(suites.__path__):
+        name = f"{suites.__name__}.{pkg.name}.importers"
+        if pkg.ispkg and importlib.util.find_spec(name) is not None:
+            out.update(getattr(importlib.import_module(name), "IMPORTERS", {}))
     return out

@@ -7,11 +7,11 @@ import importlib
 from ..errors import InputError
 
 SUITES: dict[str, tuple[str, str]] = {
-    "charm": ("rolebound.suites.charm", "CharmSuite"),
-    "knowledge-errors": ("rolebound.suites.knowledge_errors", "KnowledgeErrorsSuite"),
-    "multiverse": ("rolebound.suites.multiverse", "MultiverseSuite"),
-    "capability": ("rolebound.suites.capability", "CapabilitySuite"),
-    "mcq": ("rolebound.suites.mcq", "MCQSuite"),
+    "charm": ("rolebound.suites.charm.suite", "CharmSuite"),
+    "knowledge-errors": ("rolebound.suites.knowledge_errors.suite", "KnowledgeErrorsSuite"),
+    "multiverse": ("rolebound.suites.multiverse.suite", "MultiverseSuite"),
+    "capability": ("rolebound.suites.capability.suite", "CapabilitySuite"),
+    "mcq": ("rolebound.suites.mcq.suite", "MCQSuite"),
 }
 
 

@@ -1,0 +1,246 @@
+"""RoleCapBench metrics from records alone (Table 3, Figures 3, 5, 6). Values on a 0-1 scale.
+
+Per role: TA is the accuracy on every question, IA on questions at or below the role's ceiling,
+A on questions above it (the two subsets partition TA's). A role with no question on one side
+has no value there (kindergarten has no IA; college and teacher have no A). Table 3 averages
+each metric over the roles that have it, with the sample standard deviation across roles.
+Judge scores RV, C, RC (0-2) are averaged per role the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any, Iterable
+
+from .boxed import KINDS, outcome
+from ...metrics.stats import mean_std
+
+METRICS = ("TA", "IA", "A")
+JUDGE_DIMS = ("RV", "C", "RC")
+NO_ROLE = "no-role"
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def answer_records(records: Iterable) -> list:
+    return [r for r in records if r.role == "model" and r.stage.startswith("answer") and r.error is None]
+
+
+def judge_records(records: Iterable) -> list:
+    return [r for r in records if r.role == "judge" and r.error is None]
+
+
+def role_order(records: Iterable) -> list[tuple[str, str, int, str | None]]:
+    """(role id, label, rank, ceiling) seen in the records, lowest role first."""
+    seen: dict[str, tuple[str, str, int, str | None]] = {}
+    for r in records:
+        m = r.meta
+        if m.get("role") is not None:
+            seen[m["role"]] = (m["role"], m.get("role_label", m["role"]), int(m.get("role_rank", 0)),
+                               m.get("ceiling"))
+    return sorted(seen.values(), key=lambda t: (t[2], t[0]))
+
+
+def level_order(records: Iterable) -> list[tuple[str, str, int]]:
+    seen: dict[str, tuple[str, str, int]] = {}
+    for r in records:
+        m = r.meta
+        if m.get("level") is not None:
+            seen[m["level"]] = (m["level"], m.get("level_name", m["level"]), int(m.get("level_rank", 0)))
+    return sorted(seen.values(), key=lambda t: (t[2], t[0]))
+
+
+def macro(values: list[float | None]) -> dict[str, Any]:
+    """Mean and sample std over the roles that have a value (Table 3)."""
+    v = [x for x in values if x is not None]
+    m, sd = mean_std(v)
+    return {"mean": m, "std": sd, "n_roles": len(v)}
+
+
+def role_metrics(recs: list, judged: dict[str, dict]) -> dict[str, Any]:
+    """TA, IA, A (and judge means) of one role's answer records."""
+    allc = [bool(r.correct) for r in recs]
+    inr = [bool(r.correct) for r in recs if r.meta.get("in_role") is True]
+    above = [bool(r.correct) for r in recs if r.meta.get("in_role") is False]
+    out: dict[str, Any] = {"TA": _mean(allc), "IA": _mean(inr), "A": _mean(above),
+                           "n": len(allc), "n_in": len(inr), "n_above": len(above)}
+    for dim in JUDGE_DIMS:
+        vals = [judged[r.call_id][dim] for r in recs
+                if r.call_id in judged and judged[r.call_id].get(dim) is not None]
+        out[dim] = _mean([float(x) for x in vals])
+        out[f"n_{dim}"] = len(vals)
+    return out
+
+
+def outcomes(recs: list) -> dict[str, int]:
+    counts = {k: 0 for k in KINDS}
+    for r in recs:
+        counts[outcome(r.response)] += 1
+    counts["total"] = len(recs)
+    return counts
+
+
+def compute(records: list, strategies: list[str]) -> dict[str, Any]:
+    answers = answer_records(records)
+    # judge record -> the answer call it scored (meta.judged)
+    judged: dict[str, dict] = {}
+    judge_invalid: dict[str, int] = defaultdict(int)
+    for j in judge_records(records):
+        target = j.meta.get("judged")
+        if isinstance(j.parsed, dict):
+            judged[target] = j.parsed
+        else:
+            judge_invalid[j.strategy] += 1
+    roles = role_order(answers)
+    levels = level_order(answers)
+    out: dict[str, Any] = {
+        "roles": [{"id": r, "label": lab, "rank": rank, "ceiling": ceil} for r, lab, rank, ceil in roles],
+        "levels": [{"id": lv, "name": name, "rank": rank} for lv, name, rank in levels],
+        "by_strategy": {}, "no_role": None, "deltas": {},
+        "failed_calls": sum(1 for r in records if r.error),
+    }
+    for strat in strategies:
+        recs = [r for r in answers if r.strategy == strat]
+        if strat == NO_ROLE:
+            out["no_role"] = {"TA": _mean([bool(r.correct) for r in recs]), "n": len(recs),
+                              "by_level": {lv: _mean([bool(r.correct) for r in recs if r.meta.get("level") == lv])
+                                           for lv, _, _ in levels},
+                              "outcomes": outcomes(recs)}
+            continue
+        per_role = {}
+        grid: dict[str, dict[str, dict]] = {}
+        for rid, _, _, _ in roles:
+            rr = [r for r in recs if r.meta.get("role") == rid]
+            if not rr:
+                continue
+            per_role[rid] = role_metrics(rr, judged)
+            grid[rid] = {}
+            for lv, _, _ in levels:
+                cell = [bool(r.correct) for r in rr if r.meta.get("level") == lv]
+                above = [r.meta.get("in_role") is False for r in rr if r.meta.get("level") == lv]
+                grid[rid][lv] = {"acc": _mean(cell), "n": len(cell), "above": bool(above and all(above))}
+        mac = {k: macro([m[k] for m in per_role.values()]) for k in METRICS + JUDGE_DIMS}
+        out["by_strategy"][strat] = {"per_role": per_role, "macro": mac, "grid": grid,
+                                     "outcomes": outcomes(recs), "n": len(recs),
+                                     "judged": sum(1 for r in recs if r.call_id in judged),
+                                     "judge_invalid": judge_invalid.get(strat, 0)}
+    base = out["by_strategy"].get("identity")
+    if base:
+        for strat, m in out["by_strategy"].items():
+            if strat == "identity":
+                continue
+            d = {}
+            for k in METRICS:
+                a, b = m["macro"][k]["mean"], base["macro"][k]["mean"]
+                d[k] = None if a is None or b is None else a - b
+            out["deltas"][strat] = d
+    return out
+
+
+def fmt(v: float | None, sd: float | None = None, digits: int = 3) -> str:
+    """'0.884 (0.009)' like Table 3; '-' when undefined."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    s = f"{v:.{digits}f}"
+    return s + (f" ({sd:.{digits}f})" if sd is not None else "")
+
+
+# -- figures (pure functions of the metrics dict) --------------------------------------------
+ORDER = ["identity", "description", "cot", "guideline", "explicit-idk", "syllabus", "injection",
+         "injection-syllabus"]
+
+
+def color(strategy: str):
+    """One colour per variant in every figure."""
+    import matplotlib
+
+    i = ORDER.index(strategy) if strategy in ORDER else len(ORDER)
+    return matplotlib.colormaps["tab10"](i % 10)
+
+
+def heatmap_figure(m: dict[str, Any], strategies: list[str]):
+    """Figure 6: accuracy by level (rows) and role (columns), above-ceiling cells outlined."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    roles, levels = m["roles"], m["levels"]
+    strats = [s for s in strategies if s in m["by_strategy"]]
+    ncols = min(4, len(strats))
+    nrows = -(-len(strats) // ncols)
+    size = (ncols * (0.8 * len(roles) + 1.4), nrows * (0.55 * len(levels) + 1.6))
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=False, layout="constrained")
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[len(strats):]:
+        ax.axis("off")
+    im = None
+    for ax, strat in zip(flat, strats):
+        grid = m["by_strategy"][strat]["grid"]
+        data = [[(grid.get(r["id"], {}).get(lv["id"], {}).get("acc")) for r in roles] for lv in levels]
+        arr = [[float("nan") if v is None else v for v in row] for row in data]
+        im = ax.imshow(arr, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+        for i, lv in enumerate(levels):
+            for j, r in enumerate(roles):
+                cell = grid.get(r["id"], {}).get(lv["id"], {})
+                v = cell.get("acc")
+                ax.text(j, i, "-" if v is None else f"{v:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if v is not None and v < 0.6 else "black")
+                if cell.get("above"):
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", lw=2.0))
+        ax.set_xticks(range(len(roles)), [r["label"] for r in roles], rotation=35, ha="right", fontsize=8)
+        ax.set_yticks(range(len(levels)), [lv["name"] for lv in levels], fontsize=8)
+        ax.set_title(strat, fontsize=10)
+    if im is not None:
+        fig.colorbar(im, ax=flat, fraction=0.025, label="task accuracy")
+    return fig
+
+
+def accuracy_by_role_figure(m: dict[str, Any], strategies: list[str]):
+    """Figure 3: TA by assigned role per variant; dashed line: the no-role baseline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    roles = m["roles"]
+    fig, ax = plt.subplots(figsize=(1.1 * len(roles) + 2.5, 3.6))
+    x = list(range(len(roles)))
+    for strat in strategies:
+        sm = m["by_strategy"].get(strat)
+        if not sm:
+            continue
+        ys = [sm["per_role"].get(r["id"], {}).get("TA") for r in roles]
+        ax.plot(x, [float("nan") if y is None else y for y in ys], marker="o", label=strat, color=color(strat))
+    if m.get("no_role") and m["no_role"]["TA"] is not None:
+        ax.axhline(m["no_role"]["TA"], ls="--", color="gray", label="no-role baseline")
+    ax.set_xticks(x, [r["label"] for r in roles], rotation=20)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("task accuracy")
+    ax.legend(fontsize=8, loc="best")
+    return fig
+
+
+def delta_figure(m: dict[str, Any]):
+    """Figure 5: change in IA (x) and A (y) of each variant relative to Identity."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.8, 3.8))
+    ax.scatter([0], [0], marker="s", color=color("identity"), label="identity")
+    for strat, d in m["deltas"].items():
+        if d.get("IA") is None or d.get("A") is None:
+            continue
+        ax.scatter([d["IA"]], [d["A"]], label=strat, color=color(strat))
+    ax.axhline(0, color="gray", lw=0.8)
+    ax.axvline(0, color="gray", lw=0.8)
+    ax.set_xlabel("change in in-role accuracy (ΔIA)")
+    ax.set_ylabel("change in above-role accuracy (ΔA)")
+    ax.legend(fontsize=8, loc="best")
+    return fig

@@ -1,0 +1,114 @@
+"""capability report: Table 3, the per-role and answer-extraction tables, Figures 3, 5 and 6, and
+every answer in a filterable table. Built from metrics and records alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import metrics as cm
+from .boxed import KINDS
+from .data import DEFAULT_PER_LEVEL
+from ...report.builder import Report, run_facts
+
+
+def write_report(metrics, records, manifest, run_dir) -> list[Path]:
+    m = metrics
+    strategies = list(manifest.strategies)
+    role_strats = [s for s in strategies if s in m["by_strategy"]]
+    rep = Report("capability: role-capability leakage (RoleCapBench)")
+    rep.facts(run_facts(manifest))
+    n_q = len({r.item_id for r in cm.answer_records(records)})
+    sample = ""
+    if manifest.dataset.startswith("builtin:") and manifest.limit is None and "per_level" not in manifest.options \
+            and manifest.backend == "bundled":
+        sample = (f" (the bundled model's default sample of {DEFAULT_PER_LEVEL} per level; "
+                  "--set per_level=all or --limit N runs more)")
+    rep.text(f"{n_q} questions{sample}; roles: {', '.join(r['label'] for r in m['roles']) or '-'}. "
+             "TA: accuracy on all questions; IA: on questions at or below the role's ceiling; A: above it "
+             "(lower A means less leakage). Answers are read only from the last \\boxed{} and must be exactly "
+             "A, B, C or D (Appendix D); anything else counts as wrong. "
+             + ("Judge: RV, C, RC scored by the judge model." if any(r.role == "judge" for r in records)
+                else "Judge: off (--set judge=true scores RV, C, RC)."), title="What was measured")
+    rows = []
+    for strat in role_strats:
+        mac = m["by_strategy"][strat]["macro"]
+        rows.append([strat] + [cm.fmt(mac[k]["mean"], mac[k]["std"]) for k in cm.METRICS + cm.JUDGE_DIMS])
+    if m.get("no_role"):
+        rows.append(["no-role", cm.fmt(m["no_role"]["TA"]), "-", "-", "-", "-", "-"])
+    rep.table("Table 3: TA, IA, A (0-1) and judge RV, C, RC (0-2), mean (sample std) across roles",
+              ["variant", "TA", "IA", "A", "RV", "C", "RC"], rows,
+              note="IA averages the roles with an in-role question, A those with an above-role question. "
+                   "RV, C, RC are '-' unless the run was judged (--set judge=true).")
+    prow = []
+    for strat in role_strats:
+        for role in m["roles"]:
+            pr = m["by_strategy"][strat]["per_role"].get(role["id"])
+            if not pr:
+                continue
+            prow.append([strat, role["label"], role["ceiling"] or "none", pr["n"], cm.fmt(pr["TA"]),
+                         f"{cm.fmt(pr['IA'])} (n={pr['n_in']})", f"{cm.fmt(pr['A'])} (n={pr['n_above']})",
+                         cm.fmt(pr["RV"]), cm.fmt(pr["C"]), cm.fmt(pr["RC"])])
+    rep.table("Per role", ["variant", "role", "ceiling", "n", "TA", "IA", "A", "RV", "C", "RC"], prow)
+    orow = []
+    for strat in role_strats + (["no-role"] if m.get("no_role") else []):
+        oc = m["no_role"]["outcomes"] if strat == "no-role" else m["by_strategy"][strat]["outcomes"]
+        orow.append([strat, oc["total"]] + [oc[k] for k in KINDS])
+    rep.table("Answer extraction (Appendix D)", ["variant", "answers"] + list(KINDS), orow,
+              note="missing: no \\boxed{; unclosed: the last box never closes; idk: the box abstains; "
+                   "other: a closed box whose content is not exactly one letter A-D.")
+    if any(r.role == "judge" for r in records):
+        by = {}
+        for r in records:
+            if r.role == "judge":
+                by.setdefault(r.strategy, set()).add(r.model)
+        rep.table("Judge calls (RV, C, RC; Table 6)",
+                  ["variant", "judge model", "answers judged", "unreadable judge replies"],
+                  [[s, ", ".join(sorted(by.get(s, []))) or "-", m["by_strategy"][s]["judged"],
+                    m["by_strategy"][s]["judge_invalid"]] for s in role_strats],
+                  note="A judge reply without a readable 0-2 score is left out of RV, C, RC, never guessed.")
+    if m.get("no_role"):
+        nr = m["no_role"]
+        rep.table("No-role baseline by level", ["level", "TA"],
+                  [[lv["name"], cm.fmt(nr["by_level"].get(lv["id"]))] for lv in m["levels"]])
+    if role_strats and m["roles"] and m["levels"]:
+        rep.figure("Figure 6: accuracy by level (rows) and role (columns); red outline: above the role's ceiling",
+                   cm.heatmap_figure(m, role_strats), name="heatmap")
+        rep.figure("Figure 3: task accuracy by role (dashed: no-role baseline)",
+                   cm.accuracy_by_role_figure(m, role_strats), name="accuracy_by_role")
+    if m["deltas"]:
+        rep.table("Figure 5 data: change against identity (macro means)", ["variant", "ΔTA", "ΔIA", "ΔA"],
+                  [[s, cm.fmt(d["TA"]), cm.fmt(d["IA"]), cm.fmt(d["A"])] for s, d in m["deltas"].items()])
+        rep.figure("Figure 5: ΔIA and ΔA of each variant against identity", cm.delta_figure(m), name="deltas")
+    rep.samples("Per-answer records", ["item", "variant", "role", "level", "in_role", "gold", "parsed", "correct",
+                                       "outcome", "judge", "response"], _samples(records),
+                ["variant", "role", "level", "outcome", "correct"])
+    return rep.write(run_dir)
+
+
+def _samples(records) -> list[dict]:
+    """Every answer with its judge scores, if judged."""
+    judged = {r.meta.get("judged"): r for r in records if r.role == "judge" and r.error is None}
+    samples = []
+    for r in cm.answer_records(records):
+        j = judged.get(r.call_id)
+        js = j.parsed if j is not None and isinstance(j.parsed, dict) else {}
+        samples.append({"item": r.item_id, "variant": r.strategy, "role": r.meta.get("role") or "-",
+                        "level": r.meta.get("level"), "in_role": r.meta.get("in_role"),
+                        "gold": r.gold, "parsed": r.parsed, "correct": r.correct,
+                        "outcome": cm.outcome(r.response),
+                        "judge": " ".join(f"{k}={js.get(k)}" for k in cm.JUDGE_DIMS) if js else "",
+                        "response": r.response})
+    return samples
+
+
+def compare_tables(rep: Report, entries) -> None:
+    rows = []
+    for d, man, met in entries:
+        for strat, m in met.get("by_strategy", {}).items():
+            mac = m["macro"]
+            rows.append([str(d), man.model, strat] + [cm.fmt(mac[k]["mean"], mac[k]["std"])
+                                                      for k in cm.METRICS + cm.JUDGE_DIMS])
+        if met.get("no_role"):
+            rows.append([str(d), man.model, "no-role", cm.fmt(met["no_role"]["TA"]), "-", "-", "-", "-", "-"])
+    rep.table("RoleCapBench Table 3 across runs (mean (std) across roles)",
+              ["run", "model", "variant", "TA", "IA", "A", "RV", "C", "RC"], rows)

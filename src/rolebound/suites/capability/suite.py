@@ -1,0 +1,268 @@
+"""capability: role-capability leakage (RoleCapBench).
+
+Six educational roles with curriculum ceilings (Tables 1-2) answer four-option questions from
+four levels under eight prompting variants (Appendix C) plus a no-role baseline. Answers are read
+from the last `\\boxed{}` (Appendix D); TA, IA and A per role and macro-averaged (Table 3); an
+optional LM judge scores RV, C and RC (Table 6).
+
+    rolebound run capability --strategy identity,injection
+    rolebound run capability --set roles=kindergarten,college --set judge=true --limit 8
+    rolebound run capability --data my_exam.jsonl --set roles_file=my_roles.yaml
+
+A runner item is one question; each role-prompted variant makes one call per role
+(stage `answer.<role>`), no-role one call (stage `answer`). Roles, levels and questions live in
+data.py, re-judging in rejudge.py, the report in report.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Sequence
+
+from ...errors import InputError
+from ...io import file_sha256, stable_hash
+from . import metrics as cm
+from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE
+from ...report.builder import Report
+from .boxed import parse_boxed_letter
+from . import judge as cj
+from . import prompts as cp
+from ..base import Dataset, RunSettings, Suite, flag, interleave
+from .data import (BANK_FILE, DEFAULT_PER_LEVEL, ROLES_FILE, CapabilityItem, Role, RolesConfig,
+                              load_items, load_roles)
+
+OPTIONS = {"roles": "comma-separated role ids (default: all)",
+           "roles_file": "YAML of levels and roles (default: the built-in roles.yaml)",
+           "per_level": "questions per level, or 'all' (default: all; 2 for the starter bank on the bundled model)",
+           "judge": "true: score RV, C, RC with the judge model (on by default when --judge differs from --model)",
+           "judge_max_tokens": "token limit of judge calls (default: --max-tokens)",
+           "think_tag": "reasoning marker before the Injection prefill (default '<think>\\n'; '' for none)"}
+
+
+# -- the suite -------------------------------------------------------------------------------------
+class CapabilitySuite(Suite):
+    name = "capability"
+    description = "role-capability leakage: educational roles vs curriculum levels (RoleCapBench)"
+    strategies = {
+        "identity": "You are a <ROLE>. (C.1)",
+        "description": "identity + capability and style boundaries (C.2)",
+        "cot": "role-specific thinking template that guesses beyond the role (C.3)",
+        "guideline": "rules forbidding knowledge beyond the role (C.4)",
+        "explicit-idk": "answer idk beyond the role's capability (C.5)",
+        "syllabus": "explicit-idk + the role's curriculum knowledge (C.6)",
+        "injection": "guidelines + prefilled assistant turn, raw completion (C.7)",
+        "injection-syllabus": "injection + the role's curriculum knowledge (C.8)",
+        "no-role": "the question alone, once per question (baseline)",
+    }
+    default_strategies = ["identity", "injection", "no-role"]
+    uses_judge = True
+
+    def __init__(self):
+        self.cfg: RolesConfig | None = None
+        self._cfg_key: str | None = None
+        self.roles: list[Role] = []
+        self.judge_on = False
+        self.per_level: int | None = None
+        self.backend_kind: str | None = None
+
+    # -- settings ------------------------------------------------------------------------------
+    def _setup(self, settings: RunSettings) -> RolesConfig:
+        opts = settings.options
+        unknown = [k for k in opts if k not in OPTIONS]
+        if unknown:
+            raise InputError(f"unknown option '{unknown[0]}'; capability options: "
+                             + "; ".join(f"{k}: {v}" for k, v in OPTIONS.items()), field="--set")
+        path = opts.get("roles_file") or ROLES_FILE
+        if self.cfg is None or self._cfg_key != str(path):
+            if not Path(path).exists():
+                raise InputError("roles file not found", file=str(path), field="roles_file")
+            self.cfg, self._cfg_key = load_roles(path), str(path)
+        self.roles = self._pick_roles(opts.get("roles"))
+        if "per_level" in opts and str(opts["per_level"]).lower() != "all":
+            try:
+                n = int(opts["per_level"])
+            except (TypeError, ValueError):
+                n = 0
+            if n < 1:
+                raise InputError(f"per_level must be a positive number or 'all', not {opts['per_level']!r}",
+                                 field="per_level")
+        if opts.get("judge_max_tokens") is not None:
+            try:
+                if int(opts["judge_max_tokens"]) < 1:
+                    raise ValueError
+            except (TypeError, ValueError):
+                raise InputError("judge_max_tokens must be a positive number", field="judge_max_tokens") from None
+        return self.cfg
+
+    def _pick_roles(self, value: Any) -> list[Role]:
+        allr = self.cfg.roles
+        if value in (None, "", "all"):
+            return list(allr)
+        ids = value if isinstance(value, list) else str(value).split(",")
+        ids = [str(x).strip() for x in ids if str(x).strip()]
+        byid = {r.id: r for r in allr}
+        if not ids:
+            raise InputError(f"no role given; roles: {', '.join(byid)}", field="roles")
+        bad = [x for x in ids if x not in byid]
+        if bad:
+            raise InputError(f"unknown role '{bad[0]}'; roles: {', '.join(byid)}", field="roles")
+        return [r for r in allr if r.id in ids]   # keep the ladder's order
+
+    def prompt_templates(self) -> dict[str, str]:
+        return {**cp.templates(), "judge": cj.TEMPLATE, "judge_rubric": cj.rubric_text()}
+
+    def check(self, backend, settings: RunSettings, judge=None) -> None:
+        self._setup(settings)
+        self.backend_kind = backend.backend
+        inj = [s for s in settings.strategies if s in cp.INJECTION]
+        if inj:
+            why = f"{inj[0]} serialises the prompt with the model's chat template and prefills the assistant turn"
+            backend.require(COMPLETE, why)
+            backend.require(CHAT_TEMPLATE, why)
+        if any(s not in cp.INJECTION for s in settings.strategies):
+            backend.require(CHAT, "the chat-based variants")
+        self.judge_on = self.judge_enabled(settings, backend, judge)
+        if self.judge_on:
+            (judge or backend).require(CHAT, "the judge scores RV, C, RC in a chat")
+
+    def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
+        # Off unless asked for, or unless --judge names a model other than the one under test.
+        return flag(settings.options, "judge", judge is not None and judge is not backend)
+
+    # -- data ----------------------------------------------------------------------------------
+    def load(self, data: str | None, settings: RunSettings) -> Dataset:
+        cfg = self._setup(settings)
+        path = Path(data) if data else BANK_FILE
+        items = load_items(path, cfg)
+        opt = settings.options.get("per_level")
+        if opt is None:
+            small = self.backend_kind in (None, "bundled")      # None: no backend (data stats, tests)
+            self.per_level = DEFAULT_PER_LEVEL if small and not data and settings.limit is None else None
+        else:
+            self.per_level = None if str(opt).lower() == "all" else int(opt)
+        roles_hash = stable_hash(cfg.model_dump())
+        source = "builtin:capability/bank.jsonl" if not data else str(path)
+        return Dataset(items=items, source=source, hash=stable_hash([file_sha256(path), roles_hash]),
+                       extra={"roles": cfg})
+
+    def select(self, items: Sequence[CapabilityItem], limit: int | None) -> list[CapabilityItem]:
+        """Balanced: round-robin over levels, and over subjects inside each level."""
+        ranks = self.cfg.level_rank() if self.cfg else {}
+        by_level: dict[str, list] = {}
+        for it in items:
+            by_level.setdefault(it.level, []).append(it)
+        per_level = []
+        for k, lv in enumerate(sorted(by_level, key=lambda k: ranks.get(k, 99))):
+            subj: dict[str, list] = {}
+            for it in by_level[lv]:
+                subj.setdefault(it.subject, []).append(it)
+            names = sorted(subj)
+            names = names[k % len(names):] + names[: k % len(names)]   # each level starts on another subject
+            order = interleave([subj[s] for s in names])
+            per_level.append(order[: self.per_level] if self.per_level else order)
+        out = interleave(per_level)
+        return out[:limit] if limit else out
+
+    def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
+        import pandas as pd
+
+        cfg = dataset.extra["roles"]
+        df = pd.DataFrame([{"level": it.level, "subject": it.subject, "answer": it.answer,
+                            "passage": bool(it.passage)} for it in dataset.items])
+        order = [lv.id for lv in cfg.levels if lv.id in set(df["level"])]
+        counts = pd.crosstab(df["level"], df["subject"], margins=True, margins_name="total")
+        counts = counts.reindex(order + ["total"])
+        letters = pd.crosstab(df["level"], df["answer"]).reindex(order)
+        ranks = cfg.level_rank()
+        roles = pd.DataFrame([{
+            "role": r.id, "prompt name": r.name,
+            "ceiling": r.ceiling or "none in benchmark",
+            "in-role levels": ", ".join(lv.id for lv in cfg.levels
+                                        if r.ceiling is not None and ranks[lv.id] <= ranks[r.ceiling]) or "-",
+            "in-role items": sum(1 for it in dataset.items
+                                 if r.ceiling is not None and ranks[it.level] <= ranks[r.ceiling]),
+        } for r in cfg.roles]).set_index("role")
+        return [("Items by level and subject", counts), ("Gold letters by level", letters),
+                ("Roles and ceilings (Tables 1-2)", roles)]
+
+    # -- work ----------------------------------------------------------------------------------
+    def _base_meta(self, item: CapabilityItem) -> dict[str, Any]:
+        ranks = self.cfg.level_rank()
+        lv = self.cfg.levels[ranks[item.level]]
+        return {"level": item.level, "level_name": lv.name, "level_rank": ranks[item.level],
+                "subject": item.subject}
+
+    async def run_item(self, item: CapabilityItem, ctx, strategy: str, settings: RunSettings) -> None:
+        if self.cfg is None:
+            self._setup(settings)
+        base = self._base_meta(item)
+        if strategy == cp.NO_ROLE:
+            await ctx.chat("answer", cp.chat_messages(cp.NO_ROLE, item, None, {}), parse=parse_boxed_letter,
+                           gold=item.answer, meta={**base, "role": None, "in_role": None})
+            return
+        results = await asyncio.gather(*(self._one_role(item, ctx, strategy, role, base, settings)
+                                         for role in self.roles), return_exceptions=True)
+        for res in results:
+            if isinstance(res, BaseException):
+                raise res
+
+    async def _one_role(self, item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings):
+        cfg = self.cfg
+        ranks = cfg.level_rank()
+        ceiling = ranks[role.ceiling] if role.ceiling is not None else -1
+        meta = {**base, "role": role.id, "role_label": role.label,
+                "role_rank": [r.id for r in cfg.roles].index(role.id), "ceiling": role.ceiling,
+                "in_role": base["level_rank"] <= ceiling}
+        stage = f"answer.{role.id}"
+        routes = cfg.subject_routes
+        if strategy in cp.INJECTION:
+            msgs, prefill = cp.injection_parts(strategy, item, role, routes)
+            tag = settings.options.get("think_tag", cp.THINK_TAG)
+            raw = cp.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill,
+                                         "" if tag is None else str(tag))
+            rec = await ctx.complete(stage, raw, parse=parse_boxed_letter, gold=item.answer, meta=meta)
+        else:
+            rec = await ctx.chat(stage, cp.chat_messages(strategy, item, role, routes), parse=parse_boxed_letter,
+                                 gold=item.answer, meta=meta)
+        if self.judge_on:
+            jmax = settings.options.get("judge_max_tokens")
+            await ctx.chat(f"judge.{role.id}", cj.judge_messages(role, item, rec.response), role="judge",
+                           parse=cj.parse_judge, meta={**meta, "judged": rec.call_id},
+                           max_tokens=int(jmax) if jmax else None)
+
+    # -- re-judging (`rolebound report RUN --judge MODEL`) ------------------------------------
+    def rejudge(self, run_dir: Path, judge_spec: str, *, progress: bool = True) -> int:
+        """Judge every role-prompted answer of a finished run again with another judge model;
+        returns the number of answers judged. Answers are never touched."""
+        from .rejudge import rejudge
+
+        return rejudge(self, Path(run_dir), judge_spec, progress=progress)
+
+    # -- results -------------------------------------------------------------------------------
+    def metrics(self, records, manifest) -> dict[str, Any]:
+        return cm.compute(records, list(manifest.strategies))
+
+    def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
+        out = []
+        for strat, m in metrics.get("by_strategy", {}).items():
+            mac = m["macro"]
+            out.append((strat, f"TA {cm.fmt(mac['TA']['mean'])}  IA {cm.fmt(mac['IA']['mean'])}  "
+                               f"A {cm.fmt(mac['A']['mean'])}  (valid boxed answers "
+                               f"{m['outcomes']['valid']}/{m['outcomes']['total']})"))
+        if metrics.get("no_role"):
+            nr = metrics["no_role"]
+            out.append(("no-role", f"TA {cm.fmt(nr['TA'])} (valid boxed answers "
+                                   f"{nr['outcomes']['valid']}/{nr['outcomes']['total']})"))
+        return out
+
+    def compare(self, rep: Report, entries) -> None:
+        from .report import compare_tables
+
+        compare_tables(rep, entries)
+
+    def report(self, metrics, records, manifest, run_dir) -> list[Path]:
+        from .report import write_report
+
+        return write_report(metrics, records, manifest, run_dir)
+

@@ -1,0 +1,285 @@
+"""CHARM data: regions, characters, modern concepts and target facts, and their expansion into
+BA / BC / KV questions (Section 2, Table 7).
+
+Regions and characters are data: a user's YAML file adds characters, facts and whole regions.
+"""
+
+from __future__ import annotations
+
+import random
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ...errors import InputError
+from ...io import line_of, read_yaml, stable_hash, validate_yaml
+
+ABSTAIN = "I cannot answer that question"
+# Cross-universe awareness: "whether the role character knows, has met, or has heard of the target"
+# (Section 2). Rotated across pairs; a data file may replace them (key `cross_ba_templates`).
+CROSS_BA_TEMPLATES = ["Do you know {target}?", "Have you ever met {target}?", "Have you heard of {target}?"]
+
+
+class _Base(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class Region(_Base):
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    note: str | None = None
+
+
+class Character(_Base):
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    region: str
+    profile: str = Field(min_length=1)
+    reality: Literal["real", "fiction"]
+    period: Literal["historical", "contemporary"]
+    era_end: int | None = None        # last year of a historical character's world
+    universe: str = Field(min_length=1)
+    source: str | None = None
+    note: str | None = None
+    validated: bool = False
+
+    @model_validator(mode="after")
+    def _era(self):
+        if self.period == "historical" and self.era_end is None:
+            raise ValueError("a historical character needs era_end (the last year of its world)")
+        return self
+
+
+def _three_distinct(answer: str, distractors: list[str]) -> list[str]:
+    if len(distractors) != 3:
+        raise ValueError(f"needs exactly 3 distractors, got {len(distractors)}")
+    seen = {answer.strip().lower()}
+    for d in distractors:
+        key = d.strip().lower()
+        if not key:
+            raise ValueError("a distractor is empty")
+        if key in seen:
+            raise ValueError(f"distractor {d!r} repeats the answer or another distractor")
+        seen.add(key)
+    return distractors
+
+
+class Concept(_Base):
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    year: int
+    ba_templates: list[str] = Field(min_length=1)
+    bc_question: str = Field(min_length=1)
+    answer: str = Field(min_length=1)
+    distractors: list[str]
+    source: str | None = None
+    note: str | None = None
+    validated: bool = False
+
+    @model_validator(mode="after")
+    def _check(self):
+        _three_distinct(self.answer, self.distractors)
+        return self
+
+
+class Fact(_Base):
+    id: str = Field(min_length=1)
+    target: str
+    bc_question: str = Field(min_length=1)   # third person, names the target
+    kv_question: str = Field(min_length=1)   # the same fact asked to the target
+    answer: str = Field(min_length=1)
+    distractors: list[str]
+    source: str | None = None
+    note: str | None = None
+    validated: bool = False
+
+    @model_validator(mode="after")
+    def _check(self):
+        _three_distinct(self.answer, self.distractors)
+        return self
+
+
+class CharmData(_Base):
+    regions: list[Region] = Field(default_factory=list)
+    characters: list[Character] = Field(default_factory=list)
+    concepts: list[Concept] = Field(default_factory=list)
+    facts: list[Fact] = Field(default_factory=list)
+    cross_ba_templates: list[str] | None = None
+
+    @field_validator("cross_ba_templates")
+    @classmethod
+    def _templates(cls, v):
+        if v is not None and (not v or any("{target}" not in t for t in v)):
+            raise ValueError("each cross_ba_template must contain {target}")
+        return v
+
+
+class CharmItem(_Base):
+    """One question: BA (Yes/No), BC (5-choice with abstention) or KV (5-choice, asked as target)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    stage: Literal["ba", "bc", "kv"]
+    boundary: Literal["temporal", "cross"]
+    role: str                  # character answering (KV: the target)
+    role_name: str
+    profile: str
+    region: str
+    target: str                # concept id or target character id
+    target_name: str
+    fact: str | None = None
+    question: str
+    options: list[str] | None = None
+    gold: str | int            # "No" for BA; 1-based option for BC (abstention) and KV (fact)
+    fact_option: int | None = None
+    answer: str | None = None  # the factual answer text
+    ba_id: str | None = None   # BC: the paired awareness question
+    ba_question: str | None = None
+    kv_id: str | None = None   # cross BC: the fact's verification question
+    template: int | None = None
+
+    def meta(self) -> dict[str, Any]:
+        return {"stage": self.stage, "boundary": self.boundary, "role": self.role, "region": self.region,
+                "target": self.target, "fact": self.fact, "fact_option": self.fact_option,
+                "ba_id": self.ba_id, "kv_id": self.kv_id}
+
+
+# -- loading ----------------------------------------------------------------------------------
+def builtin_files() -> list[Path]:
+    root = resources.files(__package__) / "data"
+    return [Path(str(root / n)) for n in ("regions.yaml", "characters.yaml", "concepts.yaml", "facts.yaml")]
+
+
+def _load_file(path: Path) -> tuple[CharmData, Any]:
+    raw = read_yaml(path)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise InputError("expected a mapping with regions/characters/concepts/facts", file=str(path), line=1)
+    return validate_yaml(CharmData, raw, file=path), raw
+
+
+def load_data(user_files: list[str | Path] | None = None, *, builtin: bool = True) -> tuple[CharmData, list[str]]:
+    """Merge the starter files (unless builtin=False) with user files; check every reference."""
+    merged = CharmData()
+    sources: list[str] = []
+    where: dict[tuple[str, str], tuple[Path, Any, int]] = {}   # (kind, id) -> (file, raw, index)
+    files = (builtin_files() if builtin else []) + [Path(p) for p in (user_files or [])]
+    templates = None
+    for path in files:
+        data, raw = _load_file(path)
+        sources.append(str(path))
+        for kind in ("regions", "characters", "concepts", "facts"):
+            for i, obj in enumerate(getattr(data, kind)):
+                key = (kind, obj.id)
+                if key in where:
+                    first = where[key][0]
+                    raise InputError(f"duplicate {kind[:-1]} id '{obj.id}' (first defined in {first})",
+                                     file=str(path), line=line_of(raw, (kind, i, "id")), field=f"{kind}[{i}].id")
+                where[key] = (path, raw, i)
+                getattr(merged, kind).append(obj)
+        if data.cross_ba_templates:
+            templates = data.cross_ba_templates
+    merged.cross_ba_templates = templates
+    _check_refs(merged, where)
+    return merged, sources
+
+
+def _check_refs(d: CharmData, where) -> None:
+    regions = {r.id for r in d.regions}
+    chars = {c.id: c for c in d.characters}
+
+    def fail(kind, obj, field, msg):
+        path, raw, i = where[(kind, obj.id)]
+        raise InputError(msg, file=str(path), line=line_of(raw, (kind, i, field)), field=f"{kind}[{i}].{field}")
+
+    for c in d.characters:
+        if c.region not in regions:
+            fail("characters", c, "region", f"unknown region '{c.region}'; known: {', '.join(sorted(regions))}")
+    for f in d.facts:
+        t = chars.get(f.target)
+        if t is None:
+            fail("facts", f, "target", f"unknown character '{f.target}'")
+        if t.period != "contemporary":
+            fail("facts", f, "target", f"'{f.target}' is historical; facts are about contemporary targets")
+
+
+# -- expansion (Section 2, Table 7) -----------------------------------------------------------
+def _options(answer: str, distractors: list[str], abstain_pos: int, rng: random.Random) -> tuple[list[str], int]:
+    """Shuffle fact + distractors, then put the abstention option at abstain_pos (0-based)."""
+    opts = [answer] + list(distractors)
+    rng.shuffle(opts)
+    opts.insert(abstain_pos, ABSTAIN)
+    return opts, opts.index(answer) + 1
+
+
+def expand(d: CharmData, seed: int = 0) -> tuple[list[CharmItem], dict[str, int]]:
+    """All BA, BC and KV questions. The abstention option's position cycles through 1..5 over the
+    BC questions (and separately over the KV questions), the rest are shuffled with `seed`."""
+    rng = random.Random(seed)
+    regions = [r.id for r in d.regions]
+    hist = {r: [c for c in d.characters if c.region == r and c.period == "historical"] for r in regions}
+    cont = {r: [c for c in d.characters if c.region == r and c.period == "contemporary"] for r in regions}
+    facts_of: dict[str, list[Fact]] = {}
+    for f in d.facts:
+        facts_of.setdefault(f.target, []).append(f)
+    cross_t = d.cross_ba_templates or CROSS_BA_TEMPLATES
+    items: list[CharmItem] = []
+    skipped = 0
+    n_bc = n_kv = 0
+    for region in regions:
+        for hi, role in enumerate(hist[region]):
+            base = dict(role=role.id, role_name=role.name, profile=role.profile, region=region)
+            # Temporal: historical role x modern concept
+            for ci, concept in enumerate(d.concepts):
+                if concept.year <= (role.era_end or 0):
+                    skipped += 1          # not a boundary for this character
+                    continue
+                t = hi % len(concept.ba_templates)      # alternate templates across characters
+                ba_id = f"ba/temporal/{role.id}/{concept.id}"
+                items.append(CharmItem(id=ba_id, stage="ba", boundary="temporal", target=concept.id,
+                                       target_name=concept.name, question=concept.ba_templates[t],
+                                       gold="No", template=t, **base))
+                opts, fact_pos = _options(concept.answer, concept.distractors, n_bc % 5, rng)
+                n_bc += 1
+                items.append(CharmItem(id=f"bc/temporal/{role.id}/{concept.id}", stage="bc", boundary="temporal",
+                                       target=concept.id, target_name=concept.name, question=concept.bc_question,
+                                       options=opts, gold=opts.index(ABSTAIN) + 1, fact_option=fact_pos,
+                                       answer=concept.answer, ba_id=ba_id,
+                                       ba_question=concept.ba_templates[t], **base))
+            # Cross-universe: historical role x contemporary target of the same region
+            for ti, target in enumerate(cont[region]):
+                t = (hi + ti) % len(cross_t)
+                ba_id = f"ba/cross/{role.id}/{target.id}"
+                items.append(CharmItem(id=ba_id, stage="ba", boundary="cross", target=target.id,
+                                       target_name=target.name, question=cross_t[t].format(target=target.name),
+                                       gold="No", template=t, **base))
+                for fact in facts_of.get(target.id, []):
+                    opts, fact_pos = _options(fact.answer, fact.distractors, n_bc % 5, rng)
+                    n_bc += 1
+                    items.append(CharmItem(id=f"bc/cross/{role.id}/{fact.id}", stage="bc", boundary="cross",
+                                           target=target.id, target_name=target.name, fact=fact.id,
+                                           question=fact.bc_question, options=opts, gold=opts.index(ABSTAIN) + 1,
+                                           fact_option=fact_pos, answer=fact.answer, ba_id=ba_id,
+                                           ba_question=cross_t[t].format(target=target.name),
+                                           kv_id=f"kv/{fact.id}", **base))
+    # Knowledge verification: once per target fact, asked as the target (Appendix G)
+    chars = {c.id: c for c in d.characters}
+    for fact in d.facts:
+        target = chars[fact.target]
+        if not hist.get(target.region):
+            continue   # no historical role in that region: no cross-universe instance uses it
+        opts, fact_pos = _options(fact.answer, fact.distractors, n_kv % 5, rng)
+        n_kv += 1
+        items.append(CharmItem(id=f"kv/{fact.id}", stage="kv", boundary="cross", role=target.id,
+                               role_name=target.name, profile=target.profile, region=target.region,
+                               target=target.id, target_name=target.name, fact=fact.id,
+                               question=fact.kv_question, options=opts, gold=fact_pos, fact_option=fact_pos,
+                               answer=fact.answer))
+    return items, {"skipped_pairs": skipped}
+
+
+def data_hash(d: CharmData, seed: int) -> str:
+    return stable_hash({"data": d.model_dump(), "seed": seed})

@@ -1,0 +1,223 @@
+"""CHARM metrics: pure functions of records (no model calls, no dataset access).
+
+Every record carries in `meta` what pairing needs: stage (ba|bc|kv|nr|seq.ba|seq.bc), boundary
+(temporal|cross), role, region, target, fact, fact_option (1-based position of the factual option),
+ba_id / kv_id (the paired items), sim (mean distractor-to-answer cosine).
+
+An *instance* is one compliance (BC) question paired with the awareness (BA) question of the same
+(role, target); its cell in the BA-BC matrix follows Table 1. Invalid answers (no Yes/No, no
+`Answer: <n>`) count as incorrect and are reported separately.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+from ...records import Record
+from ...scoring.parsers import INVALID
+from ...metrics.stats import mean_std, rate_ci
+
+CELLS = ("consistent", "compliance_gap", "incidental_refusal", "recognition_failure")
+CELL_LABELS = {"consistent": "Consistent", "compliance_gap": "Compliance Gap",
+               "incidental_refusal": "Incidental Refusal", "recognition_failure": "Recognition Failure"}
+INDEPENDENT = "independent"
+
+
+def _ok(records: Iterable[Record], strategy: str, stage: str) -> dict[str, Record]:
+    """item_id -> record for one strategy and stage (failed calls left out)."""
+    return {r.item_id: r for r in records
+            if r.strategy == strategy and r.stage == stage and r.error is None and r.role == "model"}
+
+
+def cell(ba_true: bool, bc_true: bool) -> str:
+    """Table 1."""
+    if ba_true:
+        return "consistent" if bc_true else "compliance_gap"
+    return "incidental_refusal" if bc_true else "recognition_failure"
+
+
+def instances(records: list[Record], strategy: str = INDEPENDENT) -> list[dict[str, Any]]:
+    """Paired (BA, BC[, KV]) instances of the independent runs (Section 3.2)."""
+    ba, bc, kv = (_ok(records, strategy, s) for s in ("ba", "bc", "kv"))
+    out = []
+    for bc_id, r in bc.items():
+        m = r.meta
+        b = ba.get(m.get("ba_id"))
+        if b is None:
+            continue
+        k = kv.get(m.get("kv_id")) if m.get("kv_id") else None
+        ba_true, bc_true = bool(b.correct), bool(r.correct)
+        out.append({
+            "bc_id": bc_id, "boundary": m.get("boundary"), "region": m.get("region"), "role": m.get("role"),
+            "target": m.get("target"), "fact": m.get("fact"), "ba": ba_true, "bc": bc_true,
+            "cell": cell(ba_true, bc_true),
+            # Table 9: which kind of wrong answer
+            "fc_bc": r.parsed != INVALID and r.parsed == m.get("fact_option"),
+            "bc_invalid": r.parsed == INVALID, "ba_invalid": b.parsed == INVALID,
+            "kv": None if k is None else bool(k.correct),
+            "sim": m.get("sim"),
+        })
+    return out
+
+
+def matrix(inst: list[dict]) -> dict[str, Any]:
+    """BA-BC matrix rates over instances (Tables 1, 2, 6)."""
+    res: dict[str, Any] = {"n": len(inst)}
+    for c in CELLS:
+        res[c] = rate_ci([i["cell"] == c for i in inst])
+        res[c]["count"] = sum(1 for i in inst if i["cell"] == c)
+    res["ba_acc"] = rate_ci([i["ba"] for i in inst])
+    res["bc_acc"] = rate_ci([i["bc"] for i in inst])
+    return res
+
+
+def bc_false_split(inst: list[dict]) -> dict[str, Any]:
+    """Table 9: BC=False split into factually-correct vs other distractor (and invalid)."""
+    wrong = [i for i in inst if not i["bc"]]
+    out: dict[str, Any] = {"n_bc_false": len(wrong)}
+    for ba in (True, False):
+        rows = [i for i in wrong if i["ba"] == ba]
+        key = "ba_true" if ba else "ba_false"
+        out[key] = {"factually_correct": sum(1 for i in rows if i["fc_bc"]),
+                    "other_distractor": sum(1 for i in rows if not i["fc_bc"] and not i["bc_invalid"]),
+                    "invalid": sum(1 for i in rows if i["bc_invalid"])}
+    return out
+
+
+def override(inst: list[dict]) -> dict[str, Any]:
+    """Parametric override over Cross-Universe instances (Section 3.2, Appendix G, Tables 3 and 10):
+    rate = #(BA+ & FC-BC & FC-KVQ) / #(BA+ & FC-BC)."""
+    cross = [i for i in inst if i["boundary"] == "cross"]
+    ba_pos = [i for i in cross if i["ba"]]
+    cand = [i for i in ba_pos if i["fc_bc"]]
+    with_kv = [i for i in cand if i["kv"] is not None]
+    verified = [i for i in with_kv if i["kv"]]
+    res = rate_ci([bool(i["kv"]) for i in with_kv])
+    res.update({"n_cross": len(cross), "ba_pos": len(ba_pos), "ba_pos_fc_bc": len(cand),
+                "ba_pos_fc_bc_fc_kv": len(verified), "missing_kv": len(cand) - len(with_kv)})
+    return res
+
+
+def by_region(inst: list[dict]) -> dict[str, Any]:
+    """C-Gap (both boundary types) and override (cross) per region (Tables 4, 17, 18 for one model)."""
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for i in inst:
+        groups[i["region"]].append(i)
+    out = {}
+    for region, rows in sorted(groups.items()):
+        ov = override(rows)
+        out[region] = {"c_gap": rate_ci([r["cell"] == "compliance_gap" for r in rows]), "n": len(rows),
+                       "override": ov, "n_override": ov["ba_pos_fc_bc"], "n_cross": ov["n_cross"]}
+    return out
+
+
+def stage_accuracy(records: list[Record], strategy: str = INDEPENDENT) -> dict[str, Any]:
+    """Accuracy per question type over all questions asked (BA, BC, KV), with invalid counts."""
+    out = {}
+    for stage in ("ba", "bc", "kv"):
+        recs = list(_ok(records, strategy, stage).values())
+        for boundary in ("all", "temporal", "cross"):
+            rows = recs if boundary == "all" else [r for r in recs if r.meta.get("boundary") == boundary]
+            if not rows:
+                continue
+            d = rate_ci([bool(r.correct) for r in rows])
+            d["invalid"] = sum(1 for r in rows if r.parsed == INVALID)
+            out[f"{stage}/{boundary}"] = d
+    return out
+
+
+def sequential(records: list[Record]) -> dict[str, Any]:
+    """Table 15: BC accuracy, independent vs sequential BA->BC in one conversation."""
+    ind = _ok(records, INDEPENDENT, "bc")
+    seq = _ok(records, "sequential", "seq.bc")
+    if not seq:
+        return {}
+    out = {}
+    for boundary in ("cross", "temporal", "all"):
+        s = [r for r in seq.values() if boundary == "all" or r.meta.get("boundary") == boundary]
+        if not s:
+            continue
+        i = [ind[r.item_id] for r in s if r.item_id in ind]
+        d_s, d_i = rate_ci([bool(r.correct) for r in s]), rate_ci([bool(r.correct) for r in i]) if i else None
+        out[boundary] = {"sequential": d_s, "independent": d_i,
+                         "diff": (d_s["rate"] - d_i["rate"]) if d_i and d_i["rate"] is not None else None,
+                         "n": len(s), "n_independent": len(i)}
+    return out
+
+
+def no_role(records: list[Record], inst: list[dict]) -> dict[str, Any]:
+    """Table 16: over the override candidates (Cross-Universe, BA+ & FC-BC) — KVQ%: correct as the
+    target; NR%: correct with no role; Both%. (In the paper KVQ% equals the Table 3 override rate,
+    which fixes the denominator.) Also NR accuracy over all Cross-Universe BC questions."""
+    nr = _ok(records, "no-role", "nr")
+    if not nr:
+        return {}
+    cand = [i for i in inst if i["boundary"] == "cross" and i["ba"] and i["fc_bc"]
+            and i["kv"] is not None and i["bc_id"] in nr]
+    return {
+        "n": len(cand),
+        "kvq": rate_ci([bool(i["kv"]) for i in cand]),
+        "nr": rate_ci([bool(nr[i["bc_id"]].correct) for i in cand]),
+        "both": rate_ci([bool(i["kv"]) and bool(nr[i["bc_id"]].correct) for i in cand]),
+        "nr_all": rate_ci([bool(r.correct) for r in nr.values()]),
+        "nr_invalid": sum(1 for r in nr.values() if r.parsed == INVALID),
+    }
+
+
+def similarity(records: list[Record], top: float = 0.2) -> dict[str, Any]:
+    """Table 14: accuracy on the items whose distractors are most (top 20%) vs least (bottom 20%)
+    similar to the correct answer (mean cosine of the distractors to the answer)."""
+    out: dict[str, Any] = {}
+    embedder = next((r.meta.get("embedder") for r in records if r.meta.get("embedder")), None)
+    for stage in ("bc", "kv"):
+        recs = [r for r in _ok(records, INDEPENDENT, stage).values() if r.meta.get("sim") is not None]
+        if len(recs) < 5:
+            continue
+        recs.sort(key=lambda r: r.meta["sim"])
+        k = max(1, int(round(len(recs) * top)))
+        low, high = recs[:k], recs[-k:]
+        h, lo = rate_ci([bool(r.correct) for r in high]), rate_ci([bool(r.correct) for r in low])
+        out[stage] = {"high": h, "low": lo, "gap": h["rate"] - lo["rate"], "k": k, "n": len(recs),
+                      "sim_high_min": high[0].meta["sim"], "sim_low_max": low[-1].meta["sim"]}
+    if out:
+        out["embedder"] = embedder
+    return out
+
+
+def compute(records: list[Record]) -> dict[str, Any]:
+    inst = instances(records)
+    return {
+        "stage_accuracy": stage_accuracy(records),
+        "matrix": {"all": matrix(inst),
+                   "temporal": matrix([i for i in inst if i["boundary"] == "temporal"]),
+                   "cross": matrix([i for i in inst if i["boundary"] == "cross"])},
+        "bc_false_split": {"all": bc_false_split(inst),
+                           "temporal": bc_false_split([i for i in inst if i["boundary"] == "temporal"]),
+                           "cross": bc_false_split([i for i in inst if i["boundary"] == "cross"])},
+        "override": override(inst),
+        "by_region": by_region(inst),
+        "sequential": sequential(records),
+        "no_role": no_role(records, inst),
+        "similarity": similarity(records),
+        "n_instances": len(inst),
+        "failed_calls": sum(1 for r in records if r.error),
+    }
+
+
+def across_models(per_model: dict[str, dict]) -> dict[str, Any]:
+    """Table 17: per region, mean +- std across models of C-Gap and override, with instance counts."""
+    regions = sorted({reg for m in per_model.values() for reg in m.get("by_region", {})})
+    out = {}
+    for reg in regions:
+        gaps = [m["by_region"][reg]["c_gap"]["rate"] for m in per_model.values()
+                if reg in m.get("by_region", {}) and m["by_region"][reg]["c_gap"]["rate"] is not None]
+        ovs = [m["by_region"][reg]["override"]["rate"] for m in per_model.values()
+               if reg in m.get("by_region", {}) and m["by_region"][reg]["override"]["rate"] is not None]
+        # Table 17's n: the instances behind each rate (the same items for every model)
+        n = max((m["by_region"][reg]["n"] for m in per_model.values() if reg in m.get("by_region", {})), default=0)
+        n_ov = max((m["by_region"][reg]["n_cross"] for m in per_model.values() if reg in m.get("by_region", {})),
+                   default=0)
+        out[reg] = {"c_gap": mean_std(gaps), "n": n, "override": mean_std(ovs), "n_override": n_ov,
+                    "models": len(gaps)}
+    return out

@@ -1,0 +1,240 @@
+"""CHARM report: the paper's tables as the run allows, the matrix and region plots, per-sample rows."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from .metrics import CELL_LABELS, CELLS, instances
+from ...metrics.stats import fmt_rate
+from ...report.builder import Report, run_facts
+
+CELL_COLORS = {"consistent": "#4c9f70", "compliance_gap": "#e07b39",
+               "incidental_refusal": "#8fb8de", "recognition_failure": "#c0392b"}
+
+
+def _r(d: dict | None) -> float | None:
+    return None if not d else d.get("rate")
+
+
+def _stacked(labels: list[str], mats: list[dict], title: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(labels) + 2), 3.6))
+    bottom = [0.0] * len(labels)
+    for c in CELLS:
+        vals = [(_r(m.get(c)) or 0.0) for m in mats]
+        ax.bar(labels, vals, bottom=bottom, color=CELL_COLORS[c], label=CELL_LABELS[c])
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_ylabel("% of instances")
+    ax.set_ylim(0, 100)
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _region_bars(by_region: dict, title: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    regions = list(by_region)
+    x = np.arange(len(regions))
+    def bars(key):
+        vals, err = [], [[], []]
+        for r in regions:
+            d = by_region[r][key]
+            v = _r(d) or 0.0
+            vals.append(v)
+            err[0].append(v - d["lo"] if d.get("lo") is not None else 0.0)
+            err[1].append(d["hi"] - v if d.get("hi") is not None else 0.0)
+        return vals, err
+
+    gap, gap_err = bars("c_gap")
+    ov, ov_err = bars("override")
+    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(regions) + 2), 3.4))
+    ax.bar(x - 0.2, gap, 0.4, yerr=gap_err, capsize=3, label="Compliance Gap (both types)", color="#e07b39")
+    ax.bar(x + 0.2, ov, 0.4, yerr=ov_err, capsize=3, label="Verified override (cross)", color="#6c5ce7")
+    ax.set_xticks(x, regions)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("%")
+    ax.set_title(title + " (95% bootstrap CI)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def write_report(metrics: dict, records, manifest, run_dir) -> list[Path]:
+    rep = Report("CHARM: character knowledge boundaries",
+                 "Boundary-Awareness (BA) vs Boundary-Compliance (BC); rates in %, 95% bootstrap CI in brackets.")
+    rep.facts(run_facts(manifest))
+    if manifest.scoring == "logprob":
+        rep.text("Scoring: log-likelihood. BA compares \u201cYes\u201d/\u201cNo\u201d as the reply's first token; "
+                 "MCQs compare the option digits after an assistant turn prefilled with \u201cAnswer: \u201d. "
+                 "The paper generates a short explanation first (--scoring generate).")
+    acc = metrics.get("stage_accuracy", {})
+    mat = metrics.get("matrix", {})
+    allm = mat.get("all", {})
+    if allm.get("n"):
+        rep.table("Table 2: where character hallucination occurs",
+                  ["model", "BA Acc.", "BC Acc.", "C-Gap", "R-Fail", "instances"],
+                  [[manifest.model, fmt_rate(acc.get("ba/all")), fmt_rate(acc.get("bc/all")),
+                    fmt_rate(allm.get("compliance_gap")), fmt_rate(allm.get("recognition_failure")), allm["n"]]],
+                  note="BA/BC Acc. over all questions asked; C-Gap and R-Fail over paired (role, target) "
+                       "instances (Table 1). Invalid answers count as incorrect.")
+        rows = []
+        for b in ("all", "temporal", "cross"):
+            m = mat.get(b, {})
+            if m.get("n"):
+                rows.append([b, m["n"]] + [f"{m[c]['count']} ({fmt_rate(m[c])})" for c in CELLS])
+        rep.table("BA-BC matrix (Table 1): counts and rates", ["boundary", "n"] + [CELL_LABELS[c] for c in CELLS],
+                  rows)
+        labels = [b for b in ("temporal", "cross", "all") if mat.get(b, {}).get("n")]
+        rep.figure("BA-BC matrix cells", _stacked(labels, [mat[b] for b in labels],
+                                                  f"{manifest.model}: matrix cells by boundary type"), "matrix")
+        rep.table("Table 6: Compliance Gap rate by boundary type", ["model", "Cross-Univ.", "Temporal"],
+                  [[manifest.model, fmt_rate(mat.get("cross", {}).get("compliance_gap")),
+                    fmt_rate(mat.get("temporal", {}).get("compliance_gap"))]])
+        split = metrics.get("bc_false_split", {})
+        rows = []
+        for b in ("temporal", "cross", "all"):
+            s = split.get(b)
+            if s and s.get("n_bc_false") is not None:
+                for ba_key, label in (("ba_true", "BA=True"), ("ba_false", "BA=False")):
+                    v = s[ba_key]
+                    rows.append([b, label, v["factually_correct"], v["other_distractor"], v["invalid"]])
+        rep.table("Table 9: BC=False split by the option chosen",
+                  ["boundary", "BA", "factually correct", "other distractor", "invalid"], rows)
+    ov = metrics.get("override", {})
+    if ov.get("n_cross"):
+        rep.table("Tables 3 and 10: parametric override (Cross-Universe)",
+                  ["model", "# BA+", "# BA+ & FC-BC", "# BA+ & FC-BC & FC-KVQ", "Verified Override"],
+                  [[manifest.model, ov["ba_pos"], ov["ba_pos_fc_bc"], ov["ba_pos_fc_bc_fc_kv"], fmt_rate(ov)]],
+                  note="Override = #(BA+ & FC-BC & FC-KVQ) / #(BA+ & FC-BC) (Appendix G)."
+                       + (f" {ov['missing_kv']} candidates lack a KV answer." if ov.get("missing_kv") else ""))
+    reg = metrics.get("by_region", {})
+    if reg:
+        rep.table("Tables 4/18: by region (this model)", ["region", "C-Gap", "n", "Override", "n (BA+ & FC-BC)"],
+                  [[r, fmt_rate(v["c_gap"]), v["n"], fmt_rate(v["override"]), v["n_override"]] for r, v in reg.items()],
+                  note="Mean \u00b1 std across models (Table 17) comes from `rolebound compare` over several runs.")
+        rep.figure("Compliance Gap and override by region", _region_bars(reg, manifest.model), "regions")
+    seq = metrics.get("sequential", {})
+    if seq:
+        rows = [[b, v["n"], fmt_rate(v["independent"]), fmt_rate(v["sequential"]),
+                 "-" if v["diff"] is None else f"{v['diff']:+.1f}"] for b, v in seq.items()]
+        rep.table("Table 15: BC accuracy, independent vs sequential BA\u2192BC",
+                  ["boundary", "n", "Independent", "Sequential", "Difference (pp)"], rows,
+                  note="Independent is '-' unless this run also ran --strategy independent.")
+    nr = metrics.get("no_role", {})
+    if nr:
+        rep.table("Table 16: knowledge under role change (KVQ) and role removal (No-role)",
+                  ["model", "n", "KVQ%", "NR% (No-role)", "Both%", "NR% over all cross BC"],
+                  [[manifest.model, nr["n"], fmt_rate(nr["kvq"]), fmt_rate(nr["nr"]), fmt_rate(nr["both"]),
+                    fmt_rate(nr["nr_all"])]],
+                  note="Over the override candidates (Cross-Universe, BA+ & FC-BC), as in the paper where KVQ% "
+                       "equals the Table 3 override rate. 20% is chance for five options.")
+    sim = metrics.get("similarity", {})
+    if any(k in sim for k in ("bc", "kv")):
+        rows = [[k.upper(), v["n"], v["k"], fmt_rate(v["high"]), fmt_rate(v["low"]), f"{v['gap']:+.1f}"]
+                for k, v in sim.items() if k in ("bc", "kv")]
+        rep.table("Table 14: accuracy on high- vs low-similarity distractors",
+                  ["questions", "n", "items per 20%", "High-sim", "Low-sim", "Gap (High - Low)"], rows,
+                  note=f"Cosine between each distractor and the correct answer, averaged per question; "
+                       f"embedder: {sim.get('embedder')}. The paper used paraphrase-multilingual-MiniLM-L12-v2.")
+    rows = [[k.split("/")[0].upper(), k.split("/")[1], v["n"], fmt_rate(v), v["invalid"]] for k, v in acc.items()]
+    if rows:
+        rep.table("Accuracy by question type", ["question", "boundary", "n", "acc", "invalid"], rows,
+                  note="invalid = no Yes/No at the start, or no `Answer: <n>` with n in 1..5; counted as incorrect.")
+    rep.table("Table 7: questions answered in this run", *_table7(records))
+    rep.samples("Per-sample records", ["character", "region", "stage", "boundary", "target", "outcome", "gold",
+                                       "parsed", "question", "response"], _samples(records),
+                ["character", "region", "stage", "boundary", "outcome"])
+    return rep.write(run_dir)
+
+
+def _table7(records):
+    counts: dict[str, Counter] = {}
+    for r in records:
+        if r.role != "model" or r.strategy != "independent" or r.error:
+            continue
+        col = r.stage.upper() + " " + ("Temp" if r.meta.get("boundary") == "temporal" else "Cross")
+        counts.setdefault(r.meta.get("region"), Counter())[col] += 1
+    cols = ["BA Temp", "BA Cross", "BC Temp", "BC Cross", "KV Cross"]
+    rows = [[reg] + [c[k] for k in cols] + [sum(c[k] for k in cols)] for reg, c in counts.items()]
+    if rows:
+        rows.append(["Total"] + [sum(r[i] for r in rows) for i in range(1, len(cols) + 2)])
+    return ["Region"] + cols + ["Total"], rows
+
+
+def _samples(records) -> list[dict[str, Any]]:
+    cells = {i["bc_id"]: i["cell"] for i in instances(records)}
+    out = []
+    for r in records:
+        if r.role != "model":
+            continue
+        prompt = r.prompt[-1]["content"] if isinstance(r.prompt, list) and r.prompt else r.prompt
+        if r.error:
+            outcome = "error"
+        elif r.stage == "bc" and r.item_id in cells:
+            outcome = CELL_LABELS[cells[r.item_id]]
+        else:
+            outcome = "correct" if r.correct else ("invalid" if r.parsed == "invalid" else "wrong")
+        q = prompt or ""
+        if isinstance(q, str) and "Question: " in q:
+            q = q.split("Question: ", 1)[1].split("\n", 1)[0]
+        out.append({"character": r.meta.get("role"), "region": r.meta.get("region"),
+                    "stage": f"{r.strategy}:{r.stage}", "boundary": r.meta.get("boundary"),
+                    "target": r.meta.get("fact") or r.meta.get("target"), "outcome": outcome, "gold": r.gold,
+                    "parsed": r.parsed, "question": q, "response": r.response if r.error is None else r.error})
+    return out
+
+
+def compare_tables(rep: Report, entries) -> None:
+    """`rolebound compare` over charm runs: Tables 2, 3, 6 with one row per model; 17 and 18."""
+    from .metrics import across_models
+
+    rows2, rows3, rows6, mats, labels = [], [], [], [], []
+    per_model = {}
+    for d, m, met in entries:
+        label = m.model + ("" if m.scoring is None else f" ({m.scoring})")
+        if label in per_model:
+            label += f" [{d.name}]"
+        per_model[label] = met
+        acc, mat, ov = met.get("stage_accuracy", {}), met.get("matrix", {}), met.get("override", {})
+        a = mat.get("all", {})
+        rows2.append([label, fmt_rate(acc.get("ba/all")), fmt_rate(acc.get("bc/all")),
+                      fmt_rate(a.get("compliance_gap")), fmt_rate(a.get("recognition_failure")), a.get("n")])
+        rows3.append([label, ov.get("ba_pos"), ov.get("ba_pos_fc_bc"), ov.get("ba_pos_fc_bc_fc_kv"), fmt_rate(ov)])
+        rows6.append([label, fmt_rate(mat.get("cross", {}).get("compliance_gap")),
+                      fmt_rate(mat.get("temporal", {}).get("compliance_gap"))])
+        if a.get("n"):
+            mats.append(a)
+            labels.append(label)
+    rep.table("Table 2: BA accuracy, BC accuracy, Compliance Gap and Recognition Failure",
+              ["model", "BA Acc.", "BC Acc.", "C-Gap", "R-Fail", "instances"], rows2)
+    if mats:
+        rep.figure("Matrix cells per model", _stacked(labels, mats, "BA-BC matrix cells"), "matrix_models")
+    rep.table("Table 6: Compliance Gap by boundary type", ["model", "Cross-Univ.", "Temporal"], rows6)
+    rep.table("Tables 3/10: parametric override", ["model", "# BA+", "# BA+ & FC-BC", "# BA+ & FC-BC & FC-KVQ",
+                                                  "Verified Override"], rows3)
+    t17 = across_models(per_model)
+    rep.table("Table 17: by region, mean \u00b1 std across models",
+              ["region", "C-Gap", "n", "Override", "n", "models"],
+              [[r, _ms(v["c_gap"]), v["n"], _ms(v["override"]), v["n_override"], v["models"]] for r, v in t17.items()])
+    rows18 = []
+    for label, met in per_model.items():
+        for reg, v in met.get("by_region", {}).items():
+            rows18.append([label, reg, fmt_rate(v["c_gap"]), fmt_rate(v["override"])])
+    rep.table("Table 18: model \u00d7 region", ["model", "region", "C-Gap", "Override"], rows18)
+
+
+def _ms(pair) -> str:
+    m, s = pair
+    return "-" if m is None else f"{m:.1f} \u00b1 {s:.1f}"

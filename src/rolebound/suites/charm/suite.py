@@ -1,0 +1,246 @@
+"""CHARM: Boundary-Awareness vs Boundary-Compliance for temporal and cross-universe boundaries.
+
+Strategies
+- independent (the paper's protocol, Section 3.1): BA, BC and KV questions each in a fresh
+  conversation.
+- sequential (Appendix M, Table 15): for each BC question, the paired BA question first, then the
+  BC question in the same conversation.
+- no-role (Appendix N, Table 16): the Cross-Universe BC questions with no role at all.
+
+Scoring
+- generate (the paper's mode): Table 19/20 prompts, parse Yes/No and the last `Answer: <n>`.
+- logprob: same prompts; BA compares "Yes" vs "No" as the reply's first token, MCQs compare the
+  digits after an assistant turn prefilled with "Answer: " (the reasoning step is skipped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+from ...records import Message
+from ...scoring.parsers import parse_answer_number, parse_yes_no
+from ..base import Dataset, RunSettings, Suite, flag
+from .data import ABSTAIN, CharmItem, data_hash, expand, load_data
+
+# Table 19 (BA). Line breaks restored where the paper's table layout had them.
+BA_PROMPT = ("You are {character}. Please answer the following question as {character}. "
+             "And there is a {character} profile: {profile}.\n"
+             "Question: {question}\n"
+             "Answer only \u201cYes\u201d or \u201cNo\u201d.\n"
+             "Answer:")
+# Table 20 (BC and KV).
+MCQ_PROMPT = ("You are {character}. Please read the following multiple-choice question and select the correct "
+              "answer. Your response should be made as if you are {character}, and you must choose the answer that "
+              "{character} would most likely provide. And there is a {character} profile: {profile}. "
+              "Now select the correct answer.\n"
+              "Question: {question}\n"
+              "Choices:\n{choices}\n"
+              "First, briefly explain your reasoning. Then, state your final answer on the last line in the "
+              "format: Answer: <number>")
+# Appendix N: the same MCQ with no role assigned (the paper gives no template; Table 20 minus the role).
+NO_ROLE_PROMPT = ("Please read the following multiple-choice question and select the correct answer.\n"
+                  "Question: {question}\n"
+                  "Choices:\n{choices}\n"
+                  "First, briefly explain your reasoning. Then, state your final answer on the last line in the "
+                  "format: Answer: <number>")
+ANSWER_PREFIX = "Answer: "
+
+
+def choices_text(options: list[str]) -> str:
+    return "\n".join(f"{i}. {o}" for i, o in enumerate(options, 1))
+
+
+def ba_prompt(item: CharmItem, question: str | None = None) -> str:
+    return BA_PROMPT.format(character=item.role_name, profile=item.profile, question=question or item.question)
+
+
+def mcq_prompt(item: CharmItem) -> str:
+    return MCQ_PROMPT.format(character=item.role_name, profile=item.profile, question=item.question,
+                             choices=choices_text(item.options or []))
+
+
+def no_role_prompt(item: CharmItem) -> str:
+    return NO_ROLE_PROMPT.format(question=item.question, choices=choices_text(item.options or []))
+
+
+def _yes_no_cont(text: str) -> str:
+    return text.strip()
+
+
+class CharmSuite(Suite):
+    name = "charm"
+    description = "temporal and cross-universe knowledge boundaries: awareness vs compliance (CHARM)"
+    strategies = {
+        "independent": "BA, BC and KV each in a fresh conversation (the paper's protocol)",
+        "sequential": "BA then BC in one conversation (Appendix M, Table 15)",
+        "no-role": "Cross-Universe BC questions with no role (Appendix N, Table 16)",
+    }
+    default_strategies = ["independent"]
+    offers_scoring = True
+
+    def __init__(self):
+        self._sim: dict[str, float] = {}
+        self._embedder_name: str | None = None
+
+    # -- data -------------------------------------------------------------------------------
+    def load(self, data: str | None, settings: RunSettings) -> Dataset:
+        opts = settings.options
+        files = [f.strip() for f in str(data).split(",") if f.strip()] if data else []
+        builtin = flag(opts, "builtin", True)
+        if not builtin and not files:
+            raise InputError("builtin=false needs --data FILE", field="builtin")
+        d, sources = load_data(files, builtin=builtin)
+        if not d.concepts and not d.facts:
+            raise InputError("no concepts or facts to ask about", file=sources[-1] if sources else None)
+        seed = int(opts.get("data_seed", 0))
+        items, info = expand(d, seed=seed)
+        src = "builtin:charm" + ("+" + ",".join(files) if files else "") if builtin else ",".join(files)
+        return Dataset(items=items, source=src, hash=data_hash(d, seed), extra={"data": d, **info})
+
+    def select(self, items, limit):
+        """Keep whole instances: BC questions taken round-robin over (region, boundary), plus the
+        BA and KV questions they pair with, until about `limit` questions."""
+        if not limit or limit >= len(items):
+            return list(items)
+        by_id = {i.id: i for i in items}
+        groups: dict[tuple, list] = defaultdict(list)
+        for i in items:
+            if i.stage == "bc":
+                groups[(i.region, i.boundary)].append(i)
+        keep: set[str] = set()
+        queues = [list(v) for _, v in sorted(groups.items())]
+        while len(keep) < limit and any(queues):
+            for q in queues:
+                if not q or len(keep) >= limit:
+                    continue
+                bc = q.pop(0)
+                keep.update(x for x in (bc.id, bc.ba_id, bc.kv_id) if x and x in by_id)
+        return [i for i in items if i.id in keep]
+
+    def stats(self, dataset: Dataset):
+        import pandas as pd
+
+        rows = defaultdict(Counter)
+        for i in dataset.items:
+            col = {"ba": "BA", "bc": "BC", "kv": "KV"}[i.stage] + " " + ("Temp" if i.boundary == "temporal" else "Cross")
+            rows[i.region][col] += 1
+        cols = ["BA Temp", "BA Cross", "BC Temp", "BC Cross", "KV Cross"]
+        df = pd.DataFrame([[rows[r][c] for c in cols] for r in rows], index=list(rows), columns=cols)
+        df["Total"] = df.sum(axis=1)
+        df.loc["Total"] = df.sum(axis=0)
+        df.index.name = "Region"
+        d = dataset.extra["data"]
+        chars = pd.DataFrame([{"region": c.region, "period": c.period, "reality": c.reality} for c in d.characters])
+        by_char = chars.groupby(["region", "period", "reality"]).size().unstack(fill_value=0) if len(chars) else chars
+        tables = [("Table 7: questions by region, boundary type and question type", df),
+                  ("Characters by region, period and reality status", by_char)]
+        facts = Counter(f.target for f in d.facts)
+        cont = [c for c in d.characters if c.period == "contemporary"]
+        tables.append(("Target facts per contemporary character",
+                       pd.DataFrame({"region": [c.region for c in cont], "facts": [facts[c.id] for c in cont]},
+                                    index=pd.Index([c.name for c in cont], name="character"))))
+        if dataset.extra.get("skipped_pairs"):
+            tables.append(("Skipped temporal pairs (concept not later than the character's era_end)",
+                           pd.DataFrame({"pairs": [dataset.extra["skipped_pairs"]]})))
+        return tables
+
+    def prompt_templates(self) -> dict[str, str]:
+        return {"ba": BA_PROMPT, "mcq": MCQ_PROMPT, "no_role": NO_ROLE_PROMPT, "answer_prefix": ANSWER_PREFIX}
+
+    # -- run --------------------------------------------------------------------------------
+    async def before_items(self, session, dataset: Dataset, items, settings: RunSettings) -> None:
+        """Distractor-to-answer similarity per MCQ (Table 14), stored in each record's meta."""
+        if not flag(settings.options, "similarity", True):
+            return
+        mcqs = [i for i in items if i.stage in ("bc", "kv") and i.answer]
+        if not mcqs:
+            return
+        from ...scoring.embeddings import get_embedder
+
+        def compute():
+            emb = get_embedder(settings.options.get("embedder"))
+            out = {}
+            for i in mcqs:
+                dis = [o for o in i.options if o not in (i.answer, ABSTAIN)]
+                out[i.id] = round(float((emb.encode(dis) @ emb.encode([i.answer]).T).mean()), 4)
+            return out, emb.name
+
+        self._sim, self._embedder_name = await asyncio.to_thread(compute)
+
+    def _meta(self, item: CharmItem) -> dict[str, Any]:
+        m = item.meta()
+        if item.id in self._sim:
+            m["sim"], m["embedder"] = self._sim[item.id], self._embedder_name
+        return m
+
+    async def _ba(self, ctx, stage: str, item: CharmItem, messages: list[Message], scoring: str, meta):
+        if scoring == "logprob":
+            return await ctx.score(stage, ["Yes", "No"], messages=messages, parse=_yes_no_cont, gold="No", meta=meta)
+        return await ctx.chat(stage, messages, parse=parse_yes_no, gold="No", meta=meta)
+
+    async def _mcq(self, ctx, stage: str, messages: list[Message], n: int, gold: int, scoring: str, meta):
+        if scoring == "logprob":
+            return await ctx.score(stage, [str(k) for k in range(1, n + 1)], messages=messages,
+                                   assistant_prefix=ANSWER_PREFIX, parse=int, gold=gold, meta=meta)
+        return await ctx.chat(stage, messages, parse=lambda t: parse_answer_number(t, n), gold=gold, meta=meta)
+
+    async def run_item(self, item: CharmItem, ctx, strategy: str, settings: RunSettings) -> None:
+        scoring = settings.scoring or "generate"
+        meta = self._meta(item)
+        n = len(item.options or [])
+        if strategy == "independent":
+            if item.stage == "ba":
+                await self._ba(ctx, "ba", item, [Message(role="user", content=ba_prompt(item))], scoring, meta)
+            else:
+                await self._mcq(ctx, item.stage, [Message(role="user", content=mcq_prompt(item))], n,
+                                int(item.gold), scoring, meta)
+        elif strategy == "sequential":
+            if item.stage != "bc":
+                return
+            first = [Message(role="user", content=ba_prompt(item, item.ba_question))]
+            ba = await self._ba(ctx, "seq.ba", item, first, scoring, meta)
+            convo = first + [Message(role="assistant", content=ba.response or ""),
+                             Message(role="user", content=mcq_prompt(item))]
+            await self._mcq(ctx, "seq.bc", convo, n, int(item.gold), scoring, meta)
+        elif strategy == "no-role":
+            if item.stage != "bc" or item.boundary != "cross":
+                return
+            # correct = the factual answer: the control asks whether the fact is accessible at all
+            await self._mcq(ctx, "nr", [Message(role="user", content=no_role_prompt(item))], n,
+                            int(item.fact_option), scoring, meta)
+
+    # -- results ----------------------------------------------------------------------------
+    def metrics(self, records, manifest) -> dict[str, Any]:
+        from .metrics import compute
+
+        out = compute(records)
+        out["scoring"] = manifest.scoring
+        return out
+
+    def summary(self, metrics) -> list[tuple[str, str]]:
+        from ...metrics.stats import fmt_rate
+
+        m = metrics.get("matrix", {}).get("all", {})
+        if not m or not m.get("n"):
+            return []
+        acc = metrics.get("stage_accuracy", {})
+        ov = metrics.get("override", {})
+        return [("instances (BC paired with BA)", str(m["n"])),
+                ("BA acc %", fmt_rate(acc.get("ba/all"))), ("BC acc %", fmt_rate(acc.get("bc/all"))),
+                ("Compliance Gap %", fmt_rate(m.get("compliance_gap"))),
+                ("Recognition Failure %", fmt_rate(m.get("recognition_failure"))),
+                ("verified override %", f"{fmt_rate(ov)} ({ov.get('ba_pos_fc_bc_fc_kv', 0)}/{ov.get('ba_pos_fc_bc', 0)})")]
+
+    def report(self, metrics, records, manifest, run_dir) -> list[Path]:
+        from .report import write_report
+
+        return write_report(metrics, records, manifest, run_dir)
+
+    def compare(self, rep, entries) -> None:
+        from .report import compare_tables
+
+        compare_tables(rep, entries)

@@ -1,0 +1,206 @@
+"""The knowledge-errors report: Tables 2 and 3 of the paper, judgment validity, method cost,
+per-character accuracy, the hidden-state analysis (Figure 4) and the per-answer samples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from . import metrics as M
+from ...report.builder import Report, run_facts
+from .data import CATEGORIES, CATEGORY_SHORT, ERROR_TYPES
+
+HIDDEN_FILE = "hidden_states.npz"
+JUDGE_SCORING_FACT = {
+    "generate": "generate: the judge writes its reply to the Table 14/15 prompt and `judgment: yes|no` is "
+                "parsed from it (the paper's protocol)",
+    "logprob": "logprob: same Table 14/15 prompt, assistant turn prefilled with \"judgment:\", verdict = the "
+               "likelier of \" yes\" and \" no\" (our addition for judges that do not follow the format; "
+               "the explanation is skipped)",
+}
+RETRIEVAL_FILE = "retrieval.json"
+METHOD_COLUMNS = (["method"] + [f"KKE {CATEGORY_SHORT[c]}" for c in CATEGORIES] + ["KKE Avg."]
+                  + [f"UKE {CATEGORY_SHORT[c]}" for c in CATEGORIES] + ["UKE Avg.", "Avg."])
+
+
+def _mean(c: dict | None) -> str:
+    return "-" if not c or c.get("mean") is None else f"{c['mean']:.2f}"
+
+
+def method_rows(metrics: dict) -> list[list[str]]:
+    """Table 3 layout: one row per method, mean accuracy over repeats."""
+    rows = []
+    for strat, acc in metrics.get("accuracy", {}).items():
+        row = [strat]
+        for et in ERROR_TYPES:
+            row += [_mean(acc[et][c]) for c in CATEGORIES] + [_mean(acc[et]["all"])]
+        rows.append(row + [_mean(acc["overall"])])
+    return rows
+
+
+def _facts(rep: Report, metrics: dict, manifest, run_dir: Path) -> None:
+    rep.facts(run_facts(manifest))
+    judges = metrics.get("judges") or {}
+    modes = metrics.get("judge_scoring") or {}
+    rnd = metrics.get("judge_round")
+    if rnd is not None:
+        def who(k: str) -> str:
+            return f"{judges.get(k, '?')} ({modes[k]})" if k in modes else judges.get(k, "?")
+
+        rep.facts([("judgments used", f"round {rnd}: {who(str(rnd))}"
+                    + (f" (earlier: {', '.join(f'{k}: {who(k)}' for k in judges if k != str(rnd))})"
+                       if len(judges) > 1 else ""))])
+        mode = modes.get(str(rnd))
+        if mode:
+            rep.facts([("judge scoring", JUDGE_SCORING_FACT.get(mode, mode))])
+    info_path = run_dir / RETRIEVAL_FILE
+    if info_path.exists():
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+        corpus = info.get("corpus_file") or "none"
+        if info.get("corpus_from_items"):
+            corpus += f"; item chunks stand in for: {', '.join(info['corpus_from_items'])}"
+        rep.facts([("retrieval corpus", corpus), ("few-shot pool", info.get("few_shot_file") or "-")])
+        if info.get("embedder"):
+            rep.facts([("retrieval encoder", info["embedder"])])
+
+
+def build(metrics: dict, records: list, manifest, run_dir: Path) -> list[Path]:
+    rep = Report("knowledge-errors: detecting character knowledge errors (KKE / UKE)",
+                 "Zhang et al., Revealing the Challenge of Detecting Character Knowledge Errors in LLM Role-Playing")
+    _facts(rep, metrics, manifest, run_dir)
+    acc = metrics.get("accuracy", {})
+    reps = max((len(a.get("repeats", [])) for a in acc.values()), default=0)
+    note = (f"Accuracy (%) = answers the judge marked 'yes' / judged answers; invalid judgments count as not "
+            f"detected. Mean ± SEM over {reps} repeat(s) (± SEM only with two or more); n: judged answers per repeat.")
+    heads = [f"{CATEGORY_SHORT[c][:-1]}-Mem." for c in CATEGORIES] + ["Average"]
+    for et, label in (("KKE", "Known Knowledge Errors (KKE)"), ("UKE", "Unknown Knowledge Errors (UKE)")):
+        rows = [[s] + [M.fmt_cell(a[et][c]) for c in CATEGORIES] + [M.fmt_cell(a[et]["all"]), a[et]["all"]["n"]]
+                for s, a in acc.items()]
+        rep.table(f"Table 2 layout: {label}, {manifest.model}", ["method"] + heads + ["n"], rows, note=note)
+    rep.table("Table 3 layout: methods (accuracy %, mean over repeats)", METHOD_COLUMNS, method_rows(metrics),
+              note="Avg. is over all judged answers of the method (the paper's averages weight categories by size).")
+
+    mode = (metrics.get("judge_scoring") or {}).get(str(metrics.get("judge_round")))
+    rows = []
+    for s, a in acc.items():
+        j = a["judgments"]
+        judged = j["answers"] - j["unjudged"]
+        rows.append([s, j["answers"], j["yes"], j["no"], j["invalid"],
+                     f"{100.0 * j['invalid'] / judged:.1f}" if judged else "-", j["unjudged"]])
+    rep.table("Judge outputs", ["method", "answers", "yes", "no", "invalid", "invalid %", "unjudged"], rows,
+              note=("invalid: cannot occur with judge_scoring=logprob (the verdict is the likelier of ' yes' "
+                    "and ' no'); " if mode == "logprob" else
+                    "invalid: no single `judgment: yes|no` in the judge's reply (Tables 14-15 format); ")
+                   + "unjudged: the judge call failed (rerun the command to retry).")
+
+    cost = metrics.get("cost", {})
+    rows = [[s, c.get("items", 0), _f(c.get("model_calls")), _f(c.get("prompt_tokens"), 0),
+             _f(c.get("completion_tokens"), 0), _f(c.get("judge_calls")), _f(c.get("judge_tokens"), 0)]
+            for s, c in cost.items()]
+    rep.table("Cost per item (and repeat)", ["method", "items", "model calls", "prompt tokens", "completion tokens",
+                                             "judge calls", "judge tokens"], rows,
+              note="Calls shared by items (the S2RD self-narrative, one per character) are spread over the items.")
+
+    rows = []
+    for s, a in acc.items():
+        for ch, d in a.get("by_character", {}).items():
+            rows.append([ch, s, M.fmt_cell(d["KKE"]), d["KKE"]["n"],
+                         M.fmt_cell(d["UKE"]), d["UKE"]["n"]])
+    rep.table("Accuracy by character", ["character", "method", "KKE", "KKE n", "UKE", "UKE n"], rows)
+
+    s2 = metrics.get("s2rd") or {}
+    if s2:
+        rep.table("S2RD self-recollection", ["method", "recollection calls", "memories parsed (mean)",
+                                             "no memory: retrieved with the question"],
+                  [[s, v["recollections"], f"{v['mean_memories']:.2f}", v["fallback_to_query"]] for s, v in s2.items()])
+
+    _hidden_section(rep, run_dir)
+    _samples(rep, records, metrics.get("judge_round"))
+    return rep.write(run_dir)
+
+
+def _f(v: Any, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _hidden_section(rep: Report, run_dir: Path) -> None:
+    path = run_dir / HIDDEN_FILE
+    title = "Hidden states of correct, KKE and UKE queries (Figure 4)"
+    if not path.exists():
+        rep.text("No hidden states in this run: the model's backend cannot return them (only local "
+                 "transformers backends can: bundled, hf), or the run used --set hidden_states=false.", title)
+        return
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as z:
+        vecs, mids = z["vectors"], [str(x) for x in z["memory_id"]]
+        kinds, chars = [str(x) for x in z["kind"]], [str(x) for x in z["character"]]
+        mode, model = str(z["mode"]), str(z["model"])
+    dist = M.cosine_distances(vecs, mids, kinds, chars)
+    rows = [[ch, d["memories"], _f(d["correct_vs_KKE"], 4), _f(d["correct_vs_UKE"], 4)] for ch, d in dist.items()]
+    what = "yes/no queries" if mode == "query" else "first-person memory statements (items lack correct_query)"
+    rep.table("Mean cosine distance of last-token top-layer states", ["character", "memories",
+                                                                      "correct vs KKE", "correct vs UKE"], rows,
+              note=f"{model}; inputs: the {what}, each in the vanilla role prompt. The paper's finding: KKE "
+                   "queries sit closer to the correct ones than UKE queries.")
+    fig = _tsne_figure(vecs, kinds, chars)
+    if fig is None:
+        rep.text("Too few points for a t-SNE plot (need at least 3 per character).", "t-SNE")
+    else:
+        rep.figure("t-SNE of hidden states per character (green: correct, red: KKE, blue: UKE)", fig, name="tsne")
+
+
+def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    names = [c for c in dict.fromkeys(chars) if chars.count(c) >= 3]
+    if not names:
+        return None
+    ncol = min(3, len(names))
+    nrow = -(-len(names) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.8 * nrow), squeeze=False)
+    style = {"correct": ("tab:green", "o"), "KKE": ("tab:red", "^"), "UKE": ("tab:blue", "s")}
+    for ax, name in zip(axes.flat, names):
+        idx = [i for i, c in enumerate(chars) if c == name]
+        xy = M.tsne_2d(np.asarray(vecs)[idx])
+        for kind, (color, marker) in style.items():
+            sel = [k for k, i in enumerate(idx) if kinds[i] == kind]
+            if sel:
+                ax.scatter(xy[sel, 0], xy[sel, 1], c=color, marker=marker, s=28, label=kind, alpha=0.8)
+        ax.set_title(name, fontsize=10)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def _samples(rep: Report, records: list, round_: int | None) -> None:
+    stage = M.judge_stage(round_) if round_ is not None else None
+    judges = {(r.item_id, r.strategy, r.repeat): r for r in records if r.role == "judge" and r.stage == stage}
+    rows = []
+    for r in records:
+        if r.stage != M.ANSWER_STAGE or r.role != "model":
+            continue
+        j = judges.get((r.item_id, r.strategy, r.repeat))
+        rows.append({"item": r.item_id, "character": r.meta.get("character"), "category": r.meta.get("category"),
+                     "error_type": r.meta.get("error_type"), "method": r.strategy, "repeat": r.repeat,
+                     "query": r.meta.get("query"), "answer": r.response if r.error is None else f"ERROR: {r.error}",
+                     "judgment": (j.parsed if j.error is None else "failed") if j else "-",
+                     "judge reply": _judge_reply(j) if j else ""})
+    rep.samples("Per-answer records", ["item", "character", "category", "error_type", "method", "repeat", "query",
+                                       "answer", "judgment", "judge reply"], rows,
+                ["method", "error_type", "category", "character", "judgment"])
+
+
+def _judge_reply(j) -> str:
+    if j.error is None and j.kind == "score" and j.logprobs:
+        return "log-probs: " + ", ".join(f"{c.strip()} {lp:.3f}" for c, lp in zip(j.continuations or [], j.logprobs))
+    return j.response or j.error or ""

@@ -1,0 +1,265 @@
+"""Construction pipeline for the multiverse suite (`rolebound build multiverse`).
+
+From a seeds file an expert writes (the heroes and their versions, plus canon questions with their
+one true answer), it produces:
+- canon MCQs: a model writes three wrong options from the expert's question and true answer
+  (Appendix E.3: "One True Answer ... by experts and the other answers are generated"); the four
+  options are placed in a seeded order;
+- dilemmas: for every version and conflict type, `per_type` scenarios made one after another, each
+  prompt listing the earlier scenarios of that version and type to avoid (Section 3.2.1,
+  "Iterative Diversification"); choice A is always the type's first pole;
+- a review sheet (CSV) for the experts, one row per generated item or failed generation, and
+  generation.jsonl with every prompt and raw reply.
+Everything generated is `validated: false` until an expert has checked it. Generations that do not
+parse are listed as failed, never repaired by guessing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import random
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...errors import InputError
+from ...io import read_yaml, validate_yaml
+from ...scoring.parsers import INVALID
+from .prompts import CONFLICTS, LETTERS, attributes_text, lore_text
+from .data import Hero
+
+# Section 3.2.2, one line per conflict type (what the generated scenario must put at stake).
+CONFLICT_BRIEF = {
+    "save-one-vs-greater-good": "a time-pressed choice between saving a beloved individual and protecting a larger "
+                                "population",
+    "hero-or-villain": "a moral temptation to reach a desired outcome through morally questionable means, testing "
+                       "the character's commitment to heroic ideals under pressure",
+    "duty-vs-desire": "heroic responsibilities in direct conflict with personal relationships, aspirations or "
+                      "well-being",
+    "ends-vs-moral-code": "keeping the character's established moral principles or compromising them for an "
+                          "objectively beneficial outcome",
+}
+
+DISTRACTOR_PROMPT = (
+    "You are helping experts write a multiple-choice benchmark about {name} from {lore}.\n"
+    "Life phase: {phase}\n"
+    "Question (asked to the character): {question}\n"
+    "Correct answer in this version's canon: {answer}\n\n"
+    "Write three wrong answers. Each must sound plausible for this character and match the correct answer in "
+    "length and style, but be clearly false in this version's canon. Do not repeat or rephrase the correct answer.\n"
+    "Reply with exactly three lines and nothing else:\n1. <wrong answer>\n2. <wrong answer>\n3. <wrong answer>")
+
+DILEMMA_PROMPT = (
+    "Write a moral dilemma for {name} from {lore}{attributes}.\n"
+    "Conflict type: {title}, that is, {brief}.\n"
+    "Ground the situation in this version's background, abilities and established moral code. Describe the "
+    "situation (context and stakes) and two choices, each with its explicit consequence. Choice A must stand for "
+    "\"{pole_a}\" and choice B for \"{pole_b}\".\n"
+    "{avoid}"
+    "Reply with one JSON object and nothing else, with the keys \"situation\", \"choice_A\", \"consequence_A\", "
+    "\"choice_B\" and \"consequence_B\".")
+AVOID = ("Earlier dilemmas for this character and conflict type are listed below; write one that is clearly "
+         "different from each of them:\n{items}\n")
+
+
+class CanonSeed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    version: str
+    phase: str = Field(pattern="^(childhood|pre-hero|hero)$")
+    part: int | None = Field(None, ge=1, le=3)
+    question: str = Field(min_length=1)
+    answer: str = Field(min_length=1)            # the expert's true answer, as text
+    key: str | None = None
+    source: str | None = None
+    note: str | None = None
+
+
+class SeedFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    heroes: list[Hero] = Field(min_length=1)
+    canon_seeds: list[CanonSeed] = Field(default_factory=list)
+    dilemma_versions: list[str] | None = None    # default: every version
+
+
+# -- parsers -----------------------------------------------------------------------------------
+_LINE = re.compile(r"^\s*(\d)[\.\)]\s*(.+?)\s*$")
+
+
+def parse_distractors(text: str | None, answer: str) -> list[str] | str:
+    """Exactly the lines '1. ...', '2. ...', '3. ...' (in order), distinct and not the answer."""
+    if not text:
+        return INVALID
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    found = [_LINE.match(ln) for ln in lines]
+    if len(lines) != 3 or not all(found) or [m.group(1) for m in found] != ["1", "2", "3"]:
+        return INVALID
+    opts = [m.group(2).strip().strip('"').strip() for m in found]
+    low = {o.lower() for o in opts}
+    if len(low) != 3 or answer.strip().lower() in low or any(not o for o in opts):
+        return INVALID
+    return opts
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+DILEMMA_KEYS = ("situation", "choice_A", "consequence_A", "choice_B", "consequence_B")
+
+
+def parse_dilemma(text: str | None) -> dict | str:
+    """One JSON object (optionally in a ``` fence) with the five keys as non-empty strings."""
+    if not text:
+        return INVALID
+    s = text.strip()
+    m = _FENCE.match(s)
+    if m:
+        s = m.group(1)
+    try:
+        obj = json.loads(s)
+    except json.JSONDecodeError:
+        return INVALID
+    if not isinstance(obj, dict) or not all(isinstance(obj.get(k), str) and obj[k].strip() for k in DILEMMA_KEYS):
+        return INVALID
+    return {k: obj[k].strip() for k in DILEMMA_KEYS}
+
+
+# -- pipeline ----------------------------------------------------------------------------------
+def load_seeds(path: str | Path) -> SeedFile:
+    raw = read_yaml(path)
+    seeds = validate_yaml(SeedFile, raw, file=str(path))
+    versions = {v.id for h in seeds.heroes for v in h.versions}
+    for i, s in enumerate(seeds.canon_seeds):
+        if s.version not in versions:
+            raise InputError(f"unknown version '{s.version}'", file=str(path), field=f"canon_seeds[{i}].version")
+    for v in seeds.dilemma_versions or []:
+        if v not in versions:
+            raise InputError(f"unknown version '{v}'", file=str(path), field="dilemma_versions")
+    return seeds
+
+
+def _place(answer: str, wrong: list[str], seed_key: str) -> tuple[list[str], str]:
+    pos = random.Random(zlib.crc32(seed_key.encode())).randrange(4)
+    opts = wrong[:pos] + [answer] + wrong[pos:]
+    return opts, LETTERS[pos]
+
+
+async def build(seeds_path: str | Path, out_dir: str | Path, *, model: str = "bundled", per_type: int = 3,
+                canon: bool = True, dilemmas: bool = True, temperature: float = 0.9, seed: int = 0,
+                max_tokens: int = 512, backend_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    from ...models import create_backend
+    from ...models.base import CHAT, GenRequest
+    from ...records import Decoding, Message
+
+    seeds = load_seeds(seeds_path)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    decoding = Decoding(temperature=temperature, seed=seed, max_tokens=max_tokens)
+    backend = create_backend(model, decoding, **(backend_options or {}))
+    backend.require(CHAT, "generation")
+    versions = {v.id: (h, v) for h in seeds.heroes for v in h.versions}
+    log, rows, items, dils = [], [], [], []
+    generator = backend.spec
+
+    async def ask(prompts: list[str]) -> list[str | None]:
+        if not prompts:
+            return []
+        res = await backend.generate([GenRequest(messages=[Message(role="user", content=p)]) for p in prompts],
+                                     decoding)
+        return [None if r.error else r.text for r in res]
+
+    def persona(vid: str) -> tuple[str, str]:
+        _, ver = versions[vid]
+        return ver.name, lore_text(ver.universe, ver.work)
+
+    await backend.prepare()
+    try:
+        if canon and seeds.canon_seeds:
+            counts: dict[tuple, int] = {}
+            prompts, ids = [], []
+            for s in seeds.canon_seeds:
+                counts[(s.version, s.phase)] = counts.get((s.version, s.phase), 0) + 1
+                ids.append(f"{s.version}-{s.phase}-{counts[(s.version, s.phase)]}")
+                name, lore = persona(s.version)
+                prompts.append(DISTRACTOR_PROMPT.format(name=name, lore=lore, phase=s.phase, question=s.question,
+                                                        answer=s.answer))
+            for sid, s, prompt, reply in zip(ids, seeds.canon_seeds, prompts, await ask(prompts)):
+                wrong = parse_distractors(reply, s.answer)
+                log.append({"id": sid, "task": "canon", "prompt": prompt, "reply": reply, "parsed": wrong != INVALID})
+                row = {"id": sid, "task": "canon", "hero": versions[s.version][0].id, "version": s.version,
+                       "group": s.phase + (str(s.part) if s.part else ""), "text": s.question}
+                if wrong == INVALID:
+                    rows.append({**row, "status": "generation failed", "raw reply": reply or "(call failed)"})
+                    continue
+                opts, letter = _place(s.answer, wrong, sid)
+                item = {"id": sid, "version": s.version, "phase": s.phase, "part": s.part, "question": s.question,
+                        "options": opts, "answer": letter, "key": s.key, "source": s.source,
+                        "note": _join(s.note, f"wrong options generated by {generator}; needs expert review"),
+                        "validated": False}
+                items.append({k: v for k, v in item.items() if v is not None})
+                rows.append({**row, **{f"option {L}": o for L, o in zip(LETTERS, opts)}, "answer": letter,
+                             "status": "to review"})
+        if dilemmas:
+            targets = seeds.dilemma_versions or list(versions)
+            earlier: dict[tuple[str, str], list[str]] = {(v, c): [] for v in targets for c in CONFLICTS}
+            for it in range(1, per_type + 1):
+                pairs = list(earlier)
+                prompts = []
+                for vid, c in pairs:
+                    name, lore = persona(vid)
+                    attrs = attributes_text(versions[vid][1].attributes.model_dump())
+                    pole_a, pole_b, title = CONFLICTS[c]
+                    avoid = AVOID.format(items="\n".join(f"- {x}" for x in earlier[(vid, c)])) if earlier[(vid, c)] else ""
+                    prompts.append(DILEMMA_PROMPT.format(name=name, lore=lore, attributes=f" ({attrs})" if attrs else "",
+                                                         title=title, brief=CONFLICT_BRIEF[c], pole_a=pole_a,
+                                                         pole_b=pole_b, avoid=avoid))
+                for (vid, c), prompt, reply in zip(pairs, prompts, await ask(prompts)):
+                    did = f"{vid}-{c}-{it}"
+                    got = parse_dilemma(reply)
+                    log.append({"id": did, "task": "dilemma", "iteration": it, "prompt": prompt, "reply": reply,
+                                "parsed": got != INVALID})
+                    row = {"id": did, "task": "dilemma", "hero": versions[vid][0].id, "version": vid, "group": c,
+                           "iteration": it}
+                    if got == INVALID:
+                        rows.append({**row, "status": "generation failed", "raw reply": reply or "(call failed)"})
+                        continue
+                    earlier[(vid, c)].append(got["situation"])
+                    dils.append({"id": did, "version": vid, "conflict": c, "situation": got["situation"],
+                                 "choices": [{"text": got["choice_A"], "consequence": got["consequence_A"]},
+                                             {"text": got["choice_B"], "consequence": got["consequence_B"]}],
+                                 "canonical": None, "iteration": it,
+                                 "note": f"generated by {generator}; needs expert review (set `canonical` only where "
+                                         "the canon shows the choice)", "validated": False})
+                    rows.append({**row, "text": got["situation"], "option A": got["choice_A"],
+                                 "consequence A": got["consequence_A"], "option B": got["choice_B"],
+                                 "consequence B": got["consequence_B"], "status": "to review"})
+    finally:
+        await backend.close()
+
+    doc = {"heroes": [h.model_dump(exclude_none=True) for h in seeds.heroes], "canon": items, "dilemmas": dils}
+    (out / "dataset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110),
+                                      encoding="utf-8")
+    with (out / "generation.jsonl").open("w", encoding="utf-8") as fh:
+        for entry in log:
+            fh.write(json.dumps({**entry, "model": generator}, ensure_ascii=False) + "\n")
+    cols = ["id", "task", "hero", "version", "group", "iteration", "text", "option A", "option B", "option C",
+            "option D", "consequence A", "consequence B", "answer", "status", "raw reply", "reviewer decision",
+            "reviewer notes"]
+    with (out / "review.csv").open("w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    failed = sum(1 for r in rows if r["status"] == "generation failed")
+    return {"canon": len(items), "dilemmas": len(dils), "failed": failed, "out": str(out)}
+
+
+def _join(*parts: str | None) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def run_build(seeds_path, out_dir, **kw) -> dict[str, Any]:
+    return asyncio.run(build(seeds_path, out_dir, **kw))

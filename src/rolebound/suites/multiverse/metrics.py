@@ -1,0 +1,300 @@
+"""Beyond One World metrics: pure functions of the records (every grouping field is in `meta`).
+
+- accuracy with a percentile bootstrap CI, macro precision/recall/F1 over the answer letters
+  (Tables 6, 7; the paper's Recall column equals its accuracy, which is what *weighted* averaging
+  gives, so the weighted figures are kept too);
+- per phase / hero part (Table 6) and per conflict type (Table 7);
+- CoT minus direct for accuracy, macro F1 and Think-Act Matching, paired over items (Table 3);
+- cross-version accuracy (Tables 9, 11), its drop from in-version accuracy on the same questions,
+  and where the played and asked versions differ, whose answer the model gave;
+- judge thinking/acting scores (Figure 4) and Think-Act Matching (stored in the segmenter record
+  at run time), with the unparseable replies counted; TAM from the rule-based fallback segmenter
+  (ours, `parsed.segmenter == "rules"`) is kept apart from the LLM segmenter's.
+Rates and differences are in percent / percentage points.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ...metrics.stats import N_BOOT, mean_sem, rate_ci
+
+INVALID = "invalid"
+TASKS = ("canon", "dilemma")
+PHASES = ("childhood", "pre-hero", "hero")
+CONFLICTS = ("save-one-vs-greater-good", "hero-or-villain", "duty-vs-desire", "ends-vs-moral-code")
+
+
+# -- record selection ------------------------------------------------------------------------------
+def is_answer(r) -> bool:
+    """The record that holds the chosen letter (in-version "answer", cross "as.<version>")."""
+    return r.error is None and (r.stage == "answer" or (r.stage.startswith("as.") and not r.stage.endswith(".reason")))
+
+
+def answers(records: Iterable, strategy: str, task: str) -> list:
+    return [r for r in records if r.strategy == strategy and r.meta.get("task") == task and is_answer(r)]
+
+
+# -- precision / recall / F1 -----------------------------------------------------------------------
+def prf(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str] | None = None) -> dict[str, Any]:
+    """Macro and weighted precision, recall and F1 (percent) over the answer letters.
+
+    Classes are the gold letters plus any valid predicted letter; an invalid prediction is a miss
+    for its gold class and counts for no class (sklearn's zero_division=0 convention).
+    """
+    if not gold:
+        return {"macro": None, "weighted": None, "labels": []}
+    labels = list(labels) if labels is not None else sorted(set(gold) | {p for p in pred if p != INVALID})
+    rows = []
+    for c in labels:
+        tp = sum(1 for g, p in zip(gold, pred) if g == c and p == c)
+        n_pred = sum(1 for p in pred if p == c)
+        support = sum(1 for g in gold if g == c)
+        prec = tp / n_pred if n_pred else 0.0
+        rec = tp / support if support else 0.0
+        f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+        rows.append((prec, rec, f1, support))
+    total = sum(r[3] for r in rows)
+
+    def avg(weights):
+        w = np.asarray(weights, dtype=float)
+        if w.sum() == 0:
+            return None
+        return {k: 100.0 * float(np.dot(w, [r[i] for r in rows]) / w.sum())
+                for i, k in enumerate(("precision", "recall", "f1"))}
+
+    return {"macro": avg([1.0] * len(rows)), "weighted": avg([r[3] for r in rows]) if total else None,
+            "labels": labels}
+
+
+def _f1_of(gold: np.ndarray, pred: np.ndarray, k: int) -> float:
+    """Macro F1 (0-1) from integer-coded letters; pred == k means invalid. Classes: gold letters
+    present plus predicted letters present (as in prf)."""
+    full = np.bincount(gold * (k + 1) + pred, minlength=k * (k + 1)).reshape(k, k + 1)
+    tp = np.diag(full[:, :k]).astype(float)
+    support, n_pred = full.sum(1), full[:, :k].sum(0)
+    present = (support > 0) | (n_pred > 0)
+    if not present.any():
+        return 0.0
+    prec = np.divide(tp, n_pred, out=np.zeros(k), where=n_pred > 0)
+    rec = np.divide(tp, support, out=np.zeros(k), where=support > 0)
+    f1 = np.divide(2 * prec * rec, prec + rec, out=np.zeros(k), where=(prec + rec) > 0)
+    return float(f1[present].mean())
+
+
+def _codes(gold: Sequence[str], pred: Sequence[str], letters: str) -> tuple[np.ndarray, np.ndarray, int]:
+    k = len(letters)
+    g = np.array([letters.index(x) for x in gold], dtype=int)
+    p = np.array([letters.index(x) if x in letters else k for x in pred], dtype=int)
+    return g, p, k
+
+
+def f1_ci(gold, pred, letters: str, *, n_boot: int = N_BOOT, seed: int = 0) -> tuple[float | None, float | None]:
+    """Percentile bootstrap CI (percent) of macro F1 over items."""
+    if len(gold) < 2:
+        return (None, None)
+    g, p, k = _codes(gold, pred, letters)
+    rng = np.random.default_rng(seed)
+    vals = [_f1_of(g[idx], p[idx], k) for idx in rng.integers(0, len(g), size=(n_boot, len(g)))]
+    lo, hi = np.quantile(vals, [0.025, 0.975])
+    return (100.0 * float(lo), 100.0 * float(hi))
+
+
+def paired_diff(a: Sequence[float], b: Sequence[float], *, stat: str = "mean", letters: str = "",
+                gold: Sequence[str] | None = None, n_boot: int = N_BOOT, seed: int = 0) -> dict | None:
+    """b - a over paired items with a percentile bootstrap CI.
+
+    stat "mean": a, b are per-item values (1/0 correctness, cosines); "f1": a, b are predicted
+    letters and `gold` the gold letters (macro F1 difference). Rates come back in percent points.
+    """
+    n = len(a)
+    if n == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    if stat == "f1":
+        g, pa, k = _codes(gold, a, letters)
+        _, pb, _ = _codes(gold, b, letters)
+        point = 100.0 * (_f1_of(g, pb, k) - _f1_of(g, pa, k))
+        boots = [100.0 * (_f1_of(g[i], pb[i], k) - _f1_of(g[i], pa[i], k)) for i in idx] if n > 1 else [point]
+    else:
+        va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        scale = 100.0 if stat == "rate" else 1.0
+        point = scale * float((vb - va).mean())
+        boots = list(scale * (vb[idx] - va[idx]).mean(axis=1)) if n > 1 else [point]
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return {"diff": point, "lo": float(lo), "hi": float(hi), "n": n}
+
+
+# -- per strategy and task -------------------------------------------------------------------------
+def _letters(recs) -> str:
+    for r in recs:
+        if r.meta.get("letters"):
+            return r.meta["letters"]
+    return "ABCD"
+
+
+def accuracy_block(recs: list, group_field: str, groups: Sequence[str]) -> dict[str, Any]:
+    letters = _letters(recs)
+    labelled = [r for r in recs if r.gold is not None]
+    gold = [r.gold for r in labelled]
+    pred = [r.parsed if r.parsed in letters else INVALID for r in labelled]
+    scores = prf(gold, pred)
+    lo, hi = f1_ci(gold, pred, letters)
+    out: dict[str, Any] = {
+        "n": len(recs), "labelled": len(labelled), "invalid": sum(1 for r in recs if r.parsed not in letters),
+        "acc": rate_ci([bool(r.correct) for r in labelled]), "macro": scores["macro"],
+        "weighted": scores["weighted"], "macro_f1_ci": [lo, hi],
+        "choice_share": {L: rate_ci([r.parsed == L for r in recs]) for L in letters} if recs else {},
+    }
+    by: dict[str, list] = defaultdict(list)
+    for r in labelled:
+        by[r.meta.get(group_field)].append(bool(r.correct))
+    out[f"by_{group_field}"] = {g: rate_ci(by[g]) for g in groups if by.get(g)}
+    if group_field == "conflict":
+        share: dict[str, list] = defaultdict(list)
+        for r in recs:
+            share[r.meta.get("conflict")].append(r.parsed == "A")
+        out["first_pole_share"] = {g: rate_ci(share[g]) for g in groups if share.get(g)}
+    if group_field == "phase":
+        parts: dict[str, list] = defaultdict(list)
+        for r in labelled:
+            if r.meta.get("phase") == "hero" and r.meta.get("part"):
+                parts[f"hero{r.meta['part']}"].append(bool(r.correct))
+        out["by_part"] = {k: rate_ci(v) for k, v in sorted(parts.items())}
+    return out
+
+
+def segmenter_of(r) -> str | None:
+    """'llm' or 'rules' for a segmenter record with a TAM value (older records: llm), else None."""
+    if isinstance(r.parsed, dict) and "tam" in r.parsed:
+        return r.parsed.get("segmenter", "llm")
+    return None
+
+
+def analysis_block(records: list, strategy: str, task: str) -> dict[str, Any]:
+    seg = [r for r in records if r.strategy == strategy and r.stage == "segment" and r.error is None
+           and r.meta.get("task") == task]
+    jud = [r for r in records if r.strategy == strategy and r.stage == "judge" and r.error is None
+           and r.meta.get("task") == task]
+    tam = [r.parsed["tam"] for r in seg if segmenter_of(r) == "llm"]
+    # the rule-based fallback (ours) only ran where the LLM segmentation was invalid; kept apart
+    tried = [r for r in seg if segmenter_of(r) != "llm" and r.meta.get("segment_fallback") == "rules"]
+    rules = [r.parsed["tam"] for r in tried if segmenter_of(r) == "rules"]
+    valid = [r.parsed for r in jud if isinstance(r.parsed, dict)]
+    out = {"segment_calls": len(seg), "segment_invalid": len(seg) - len(tam),
+           "rules_tried": len(tried), "rules_invalid": len(tried) - len(rules),
+           "judge_calls": len(jud), "judge_invalid": len(jud) - len(valid),
+           "judge_scoring": ", ".join(sorted({r.meta.get("judge_scoring", "generate") for r in jud})) or None}
+    for key in ("thinking", "acting"):
+        m, s = mean_sem([v[key] for v in valid])
+        out[f"judge_{key}"] = {"mean": m, "sem": s, "n": len(valid)}
+    # the most frequent score pair: a judge that echoes the prompt's example "3,2" shows here
+    pairs = Counter(f"{v['thinking']:g},{v['acting']:g}" for v in valid)
+    out["judge_top"] = ({"pair": pairs.most_common(1)[0][0], "n": pairs.most_common(1)[0][1]} if pairs else None)
+    for key, vals in (("tam", tam), ("tam_rules", rules)):
+        m, s = mean_sem(vals)
+        out[key] = {"mean": m, "sem": s, "n": len(vals)}
+    embedders = sorted({r.meta.get("embedder") for r in seg if r.meta.get("embedder")})
+    out["embedder"] = ", ".join(embedders) or None
+    return out
+
+
+def _key(r) -> tuple[str, int]:
+    """Items are paired within a repeat (--repeats N gives N pairs per item)."""
+    return (r.item_id, r.repeat)
+
+
+def _by_item(recs: list) -> dict[tuple[str, int], Any]:
+    return {_key(r): r for r in recs}
+
+
+def cot_minus_direct(records: list, task: str) -> dict[str, Any] | None:
+    """Table 3: CoT - direct on the items both answered (paired bootstrap)."""
+    d = _by_item([r for r in answers(records, "direct", task) if r.gold is not None])
+    c = _by_item([r for r in answers(records, "cot", task) if r.gold is not None])
+    both = sorted(set(d) & set(c))
+    if not both:
+        return None
+    letters = _letters(d.values())
+    pd_ = [d[i].parsed if d[i].parsed in letters else INVALID for i in both]
+    pc = [c[i].parsed if c[i].parsed in letters else INVALID for i in both]
+    gold = [d[i].gold for i in both]
+    out = {"acc": paired_diff([float(bool(d[i].correct)) for i in both], [float(bool(c[i].correct)) for i in both],
+                              stat="rate"),
+           "macro_f1": paired_diff(pd_, pc, stat="f1", letters=letters, gold=gold)}
+    for key, segmenter in (("tam", "llm"), ("tam_rules", "rules")):
+        tam = {strat: {_key(r): r.parsed["tam"] for r in records
+                       if r.strategy == strat and r.stage == "segment" and r.error is None
+                       and r.meta.get("task") == task and segmenter_of(r) == segmenter}
+               for strat in ("direct", "cot")}
+        tboth = sorted(set(tam["direct"]) & set(tam["cot"]))
+        out[key] = paired_diff([tam["direct"][i] for i in tboth], [tam["cot"][i] for i in tboth]) if tboth else None
+    return out
+
+
+def cross_block(records: list, cross: str, task: str) -> dict[str, Any] | None:
+    base = "cot" if cross.endswith("cot") else "direct"
+    recs = answers(records, cross, task)
+    if not recs:
+        return None
+    letters = _letters(recs)
+    labelled = [r for r in recs if r.gold is not None]
+    out: dict[str, Any] = {"n": len(recs), "labelled": len(labelled),
+                           "invalid": sum(1 for r in recs if r.parsed not in letters),
+                           "acc": rate_ci([bool(r.correct) for r in labelled])}
+    per_item: dict[tuple[str, int], list[bool]] = defaultdict(list)
+    for r in labelled:
+        per_item[_key(r)].append(bool(r.correct))
+    own = _by_item([r for r in answers(records, base, task) if r.gold is not None])
+    shared = sorted(set(per_item) & set(own))
+    out["in_version"] = rate_ci([bool(own[i].correct) for i in shared]) if shared else None
+    out["cross_same_items"] = rate_ci([c for i in shared for c in per_item[i]]) if shared else None
+    # drop = in-version - cross on the same asked questions (positive: worse as another version)
+    drop = paired_diff([float(np.mean(per_item[i])) for i in shared], [float(bool(own[i].correct)) for i in shared],
+                       stat="rate") if shared else None
+    out["drop"] = drop
+    out["base"] = base
+    differ = [r for r in labelled if r.meta.get("gold_own") and r.meta["gold_own"] != r.gold]
+    out["differs"] = {
+        "n": len(differ),
+        "asked_version": rate_ci([r.parsed == r.gold for r in differ]),
+        "played_version": rate_ci([r.parsed == r.meta["gold_own"] for r in differ]),
+        "other": sum(1 for r in differ if r.parsed in letters and r.parsed not in (r.gold, r.meta["gold_own"])),
+        "invalid": sum(1 for r in differ if r.parsed not in letters),
+    }
+    pairs: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for r in labelled:
+        pairs[(r.meta.get("played"), r.meta.get("version"))].append(bool(r.correct))
+    out["by_pair"] = [{"hero": next((r.meta.get("hero") for r in labelled if r.meta.get("played") == p), None),
+                       "played": p, "asked": a, **rate_ci(v)} for (p, a), v in sorted(pairs.items())]
+    return out
+
+
+def compute(records: list, manifest) -> dict[str, Any]:
+    out: dict[str, Any] = {"strategies": {}, "cot_minus_direct": {}, "cross": {}}
+    strategies = list(manifest.strategies)
+    for strat in strategies:
+        block = {}
+        for task in TASKS:
+            recs = answers(records, strat, task)
+            if not recs:
+                continue
+            b = accuracy_block(recs, "phase" if task == "canon" else "conflict",
+                               PHASES if task == "canon" else CONFLICTS)
+            a = analysis_block(records, strat, task)
+            if a["segment_calls"] or a["judge_calls"]:
+                b["analysis"] = a
+            block[task] = b
+        out["strategies"][strat] = block
+    if "direct" in strategies and "cot" in strategies:
+        out["cot_minus_direct"] = {t: cot_minus_direct(records, t) for t in TASKS}
+    for strat in strategies:
+        if strat.startswith("cross-"):
+            out["cross"][strat] = {t: cross_block(records, strat, t) for t in TASKS}
+    out["failed_calls"] = sum(1 for r in records if r.error)
+    out["records"] = len(records)
+    return out

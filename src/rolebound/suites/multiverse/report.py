@@ -1,0 +1,211 @@
+"""Beyond One World report: the paper's tables as the run allows (Tables 3, 6, 7, 9, 11), the
+thinking/acting figure, per-call samples, the end-of-run summary and the `rolebound compare` table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...metrics.stats import fmt_rate
+from .prompts import CONFLICTS
+from .data import PHASES
+from ...report.builder import Report, run_facts
+
+
+def _r(d: dict | None) -> str:
+    return fmt_rate(d)
+
+
+def _num(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _diff(d: dict | None, digits: int = 1) -> str:
+    if not d:
+        return "-"
+    return f"{d['diff']:+.{digits}f} [{d['lo']:+.{digits}f}, {d['hi']:+.{digits}f}]"
+
+
+def _mean(d: dict | None, digits: int = 2) -> str:
+    if not d or d.get("mean") is None:
+        return "-"
+    return f"{d['mean']:.{digits}f} (n={d['n']})"
+
+
+def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> list[Path]:
+    rep = Report("Beyond One World (multiverse): canon events, dilemmas, cross-version",
+                 "Rates in %, 95% percentile bootstrap CIs in brackets; differences in percentage points.")
+    rep.facts(run_facts(manifest))
+    strat = metrics.get("strategies", {})
+    notes = ["Unparseable answers, segmentations and judge replies are counted as invalid (wrong for accuracy), never guessed."]
+    if manifest.scoring == "logprob":
+        notes.append("Scoring is logprob: the chosen letter is the most likely one after \"Answer:\" (for CoT, after "
+                     "the generated reasoning). Direct answers then have no text, so thinking/acting analysis "
+                     "covers the CoT replies only.")
+    if manifest.options.get("judge_scoring") == "logprob":
+        notes.append("Judge scores are read by log-likelihood (judge_scoring=logprob, our addition): the most "
+                     "likely digit 0-5 opens the judge's reply, then the most likely digit after \"t,\"; the "
+                     "paper's judge writes its scores.")
+    rep.text("\n\n".join(notes), "How to read this")
+
+    canon_rows, dil_rows, wt_rows, an_rows = [], [], [], []
+    for s, block in strat.items():
+        c = block.get("canon")
+        if c:
+            a = c.get("analysis") or {}
+            m = c.get("macro") or {}
+            parts = c.get("by_part", {})
+            canon_rows.append([s, c["n"], c["invalid"], _r(c["acc"]), _num(m.get("precision"), 1),
+                               _num(m.get("recall"), 1), _num(m.get("f1"), 1), _mean(a.get("judge_thinking")),
+                               _mean(a.get("judge_acting")), _mean(a.get("tam"), 3)]
+                              + [_r(c["by_phase"].get(p)) for p in PHASES]
+                              + [_r(parts.get(f"hero{k}")) for k in (1, 2, 3)])
+        d = block.get("dilemma")
+        if d:
+            a = d.get("analysis") or {}
+            m = d.get("macro") or {}
+            dil_rows.append([s, d["n"], d["labelled"], d["invalid"], _r(d["acc"]), _num(m.get("f1"), 1),
+                             _r(d["choice_share"].get("A")), _mean(a.get("judge_thinking")),
+                             _mean(a.get("judge_acting")), _mean(a.get("tam"), 3)]
+                            + [_r(d["by_conflict"].get(k)) + " / " + _r(d.get("first_pole_share", {}).get(k))
+                               for k in CONFLICTS])
+        for task in ("canon", "dilemma"):
+            b = block.get(task)
+            if not b:
+                continue
+            w = b.get("weighted") or {}
+            ci = b.get("macro_f1_ci") or [None, None]
+            wt_rows.append([s, task, _num((b.get("macro") or {}).get("f1"), 1),
+                            f"[{_num(ci[0], 1)}, {_num(ci[1], 1)}]", _num(w.get("precision"), 1),
+                            _num(w.get("recall"), 1), _num(w.get("f1"), 1)])
+            a = b.get("analysis")
+            if a:
+                top = a.get("judge_top")
+                an_rows.append([s, task, a["segment_calls"], a["segment_invalid"], a["tam"]["n"],
+                                a.get("rules_tried", 0), a.get("rules_invalid", 0), _mean(a.get("tam_rules"), 3),
+                                a.get("judge_scoring") or "-", a["judge_calls"], a["judge_invalid"],
+                                f"{top['pair']} ({top['n']})" if top else "-", a.get("embedder") or "-"])
+    if canon_rows:
+        rep.table("Canon events (Table 6)",
+                  ["strategy", "n", "invalid", "Acc", "Prec", "Recall", "F1", "Judge think", "Judge act", "TAM",
+                   "Childhood", "Pre-hero", "Hero", "Hero1", "Hero2", "Hero3"], canon_rows,
+                  note="Prec/Recall/F1: macro over the letters A-D. Judge scores 0-5; TAM: Think-Act Matching cosine "
+                       "over the LLM segmenter's spans.")
+    if dil_rows:
+        rep.table("Moral dilemmas (Table 7)",
+                  ["strategy", "n", "with gold", "invalid", "Acc (gold only)", "F1", "chose A (first pole)",
+                   "Judge think", "Judge act", "TAM"] + [f"{k}: acc / chose A" for k in CONFLICTS], dil_rows,
+                  note="Accuracy needs a canonical choice; dilemmas without one count only in the choice shares. "
+                       "A is the conflict's first pole (Save the One You Love, Hero, Duty, The Ends Justify the Means).")
+    cmd = metrics.get("cot_minus_direct") or {}
+    rows = [[t, (v["acc"] or {}).get("n", "-"), _diff(v.get("acc")), _diff(v.get("macro_f1")),
+             _diff(v.get("tam"), 3), _diff(v.get("tam_rules"), 3)] for t, v in cmd.items() if v]
+    if rows:
+        rep.table("CoT minus direct (Table 3)", ["task", "paired items", "Δ Acc", "Δ macro F1", "Δ TAM",
+                  "Δ TAM (rule segments, ours)"], rows,
+                  note="Paired over the items both strategies answered; Δ TAM needs analysed replies from both.")
+    xrows, prow = [], []
+    for s, tasks in (metrics.get("cross") or {}).items():
+        for t, b in tasks.items():
+            if not b:
+                continue
+            dfr = b["differs"]
+            xrows.append([s, t, b["n"], b["invalid"], _r(b["acc"]), _r(b.get("in_version")),
+                          _r(b.get("cross_same_items")), _diff(b.get("drop")), dfr["n"],
+                          _r(dfr["asked_version"]), _r(dfr["played_version"]), dfr["other"], dfr["invalid"]])
+            for p in b["by_pair"]:
+                prow.append([s, t, p["hero"], p["played"], p["asked"], p["n"], _r(p)])
+    if xrows:
+        rep.table("Cross-version (Tables 9, 11)",
+                  ["strategy", "task", "answers", "invalid", "cross Acc", "in-version Acc (same Qs)",
+                   "cross Acc (same Qs)", "drop", "versions differ", "gave asked version's answer",
+                   "gave played version's answer", "other", "invalid "], xrows,
+                  note="The model plays another version of the hero and answers this version's question. drop = "
+                       "in-version minus cross accuracy on the questions both strategies answered. 'versions differ': "
+                       "the played version has the same question (same key and options) with another answer, or "
+                       "(dilemmas) its own canonical choice of that conflict type differs.")
+        rep.table("Cross-version accuracy by played and asked version", ["strategy", "task", "hero", "played",
+                  "asked", "n", "Acc"], prow)
+    if wt_rows:
+        rep.table("Macro F1 CI and weighted averages", ["strategy", "task", "macro F1", "macro F1 CI",
+                  "weighted Prec", "weighted Recall", "weighted F1"], wt_rows,
+                  note="The paper's Recall column equals its accuracy, which is what weighted averaging gives.")
+    if an_rows:
+        rep.table("Reasoning analysis calls", ["strategy", "task", "segmenter calls", "LLM segmenter invalid",
+                  "TAM values (LLM)", "rule fallback tried", "rule fallback invalid", "TAM (rule segments, ours)",
+                  "judge scoring", "judge calls", "judge invalid", "most common score pair", "embedder"], an_rows,
+                  note="TAM in the tables above uses the LLM segmenter only (the paper's method). Where its reply "
+                       "had no valid <thinking>/<acting> pair and segment_fallback=rules, a rule-based segmenter "
+                       "(ours: answer-stating sentences are acting, the rest thinking) split the reply; its TAM is "
+                       "shown only in the columns marked 'rule segments, ours'. judge scoring logprob (ours): the "
+                       "likeliest digit 0-5, then the likeliest after 't,'; generate: the paper's written 't,a'.")
+        _think_act_figure(rep, strat)
+    samples = []
+    for r in records:
+        if r.error is not None:
+            continue
+        group = r.meta.get("phase") or r.meta.get("conflict")
+        parsed = r.parsed
+        if isinstance(parsed, dict):
+            parsed = (f"{parsed.get('segmenter', 'llm')} segments: tam {parsed['tam']:.3f}, {parsed['pairs']} pair(s)"
+                      if "tam" in parsed
+                      else f"think {parsed.get('thinking')}, act {parsed.get('acting')}")
+        samples.append({"id": r.item_id, "strategy": r.strategy, "stage": r.stage, "task": r.meta.get("task"),
+                        "version": r.meta.get("version"), "played": r.meta.get("played"), "group": group,
+                        "gold": r.gold, "parsed": parsed, "correct": r.correct, "response": r.response})
+    rep.samples("Per-call records", ["id", "strategy", "stage", "task", "version", "played", "group", "gold",
+                                     "parsed", "correct", "response"], samples, ["strategy", "stage", "task", "correct"])
+    return rep.write(run_dir)
+
+
+def _think_act_figure(rep, strat: dict) -> None:
+    pts = []
+    for s, block in strat.items():
+        for t, b in block.items():
+            a = b.get("analysis") or {}
+            th, ac = a.get("judge_thinking", {}).get("mean"), a.get("judge_acting", {}).get("mean")
+            if th is not None and ac is not None:
+                pts.append((f"{s}/{t} (n={a['judge_thinking']['n']})", th, ac))
+    if not pts:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.5, 4))
+    for label, th, ac in pts:
+        ax.scatter([th], [ac])
+        ax.annotate(label, (th, ac), fontsize=8, xytext=(4, 4), textcoords="offset points")
+    ax.set_xlim(0, 5)
+    ax.set_ylim(0, 5)
+    ax.set_xlabel("judge thinking score (0-5)")
+    ax.set_ylabel("judge acting score (0-5)")
+    rep.figure("Thinking vs acting (Figure 4)", fig, name="think_act")
+
+
+def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for s, block in metrics.get("strategies", {}).items():
+        for t, b in block.items():
+            out.append((f"{s} {t} accuracy", f"{_r(b['acc'])} ({b['invalid']} invalid of {b['n']})"))
+    for s, tasks in (metrics.get("cross") or {}).items():
+        for t, b in tasks.items():
+            if b and b.get("drop"):
+                out.append((f"{s} {t} drop", _diff(b["drop"])))
+    return out
+
+
+def compare_table(rep: Report, entries) -> None:
+    """`rolebound compare`: one row per run, strategy and task."""
+    rows = []
+    for run_dir, m, met in entries:
+        for strat, block in met.get("strategies", {}).items():
+            for task, b in block.items():
+                a = b.get("analysis") or {}
+                x = ((met.get("cross") or {}).get(strat) or {}).get(task) or {}
+                rows.append([str(run_dir), m.model, strat, task, b["n"], b["invalid"], _r(b["acc"]),
+                             _num((b.get("macro") or {}).get("f1"), 1), _mean(a.get("tam"), 3),
+                             _mean(a.get("judge_thinking")), _mean(a.get("judge_acting")), _diff(x.get("drop"))])
+    rep.table("Runs side by side", ["run", "model", "strategy", "task", "n", "invalid", "Acc", "macro F1", "TAM",
+                                    "Judge think", "Judge act", "cross drop"], rows)

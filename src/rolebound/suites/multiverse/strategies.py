@@ -1,0 +1,159 @@
+"""The multiverse strategies: one item -> model calls.
+
+Stages per item and strategy
+- direct/cot:  "answer" (cot with logprob scoring: "answer.reason" generates the reasoning, then
+  "answer" reads the letter after it), then the reasoning analysis on the reply text: "segment"
+  and "judge" (role=judge). The segmenter's record holds the LLM segmentation (`segmenter: llm`)
+  or, when that is invalid and segment_fallback=rules, the rule-based one of the reply
+  (`segmenter: rules`, multiverse_rules.py). The judge generates "t,a" (judge_scoring=generate),
+  or (judge_scoring=logprob) "judge.think" scores the digits 0-5 as the reply's first token and
+  "judge" the digits after "t,".
+- cross-*:     "as.<played version>" (and "as.<played>.reason" for cot) for every other version of
+  the item's hero; no analysis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ...records import Message
+from ...scoring.parsers import INVALID
+from ..base import flag
+from .prompts import (ANSWER_PREFIX, JUDGE, JUDGE_DIGITS, LETTERS, SEGMENT, attributes_text,
+                                 canon_prompt, choice_parser, dilemma_prompt, lore_text, parse_judge,
+                                 parse_letter_continuation, parse_segments, persona, think_act_matching)
+from .rules import rule_segments
+
+
+# Paper Table 4: 1024 output tokens. The bundled CPU model gets short caps so that the default
+# run stays short on 2 cores (past a few dozen tokens it mostly repeats itself).
+LIMITS = {"cot_max_tokens": 1024, "segment_max_tokens": 1024, "judge_max_tokens": 64}
+SMALL_LIMITS = {"cot_max_tokens": 64, "segment_max_tokens": 192, "judge_max_tokens": 16}
+
+
+def limit(suite, settings, key: str) -> int:
+    v = settings.options.get(key)
+    if v is not None:
+        return int(v)
+    small = getattr(suite, "small_model" if key == "cot_max_tokens" else "small_judge", False)
+    return (SMALL_LIMITS if small else LIMITS)[key]
+
+
+def item_meta(suite, item) -> dict[str, Any]:
+    hero = suite.index.hero_of(item.version)
+    meta = {"task": item.task, "hero": hero.id, "version": item.version, "played": item.version,
+            "cross": False, "key": item.key}
+    if item.task == "canon":
+        meta.update(phase=item.phase, part=item.part)
+    else:
+        meta.update(conflict=item.conflict, iteration=item.iteration)
+    return meta
+
+
+def build_prompt(suite, item, played: str, cot: bool, settings) -> str:
+    _, ver = suite.index.versions[played]
+    attrs = attributes_text(ver.attributes.model_dump()) if flag(settings.options, "attributes", True) else ""
+    who = persona(ver.name, lore_text(ver.universe, ver.work), attrs)
+    if item.task == "canon":
+        return canon_prompt(who, item.question, item.options, cot)
+    return dilemma_prompt(who, item.situation, [(c.text, c.consequence) for c in item.choices], item.conflict, cot)
+
+
+async def answer(suite, item, ctx, *, played: str, stage: str, cot: bool, settings, meta: dict):
+    """Ask the item as `played`; returns the reply record whose text the analysis reads (None
+    when the answer was read by log-likelihood only)."""
+    letters = LETTERS if item.task == "canon" else "AB"
+    gold = item.answer if item.task == "canon" else item.canonical
+    msgs = [Message(role="user", content=build_prompt(suite, item, played, cot, settings))]
+    meta = {**meta, "mode": "cot" if cot else "direct", "letters": letters}
+    if settings.scoring == "logprob":
+        conts = [" " + L for L in letters]
+        if not cot:
+            await ctx.score(stage, conts, messages=msgs, assistant_prefix=ANSWER_PREFIX,
+                            parse=parse_letter_continuation, gold=gold, meta=meta)
+            return None
+        reason = await ctx.chat(f"{stage}.reason", msgs, max_tokens=limit(suite, settings, "cot_max_tokens"), meta=meta)
+        await ctx.score(stage, conts, messages=msgs,
+                        assistant_prefix=(reason.response or "").rstrip() + "\n\n" + ANSWER_PREFIX,
+                        parse=parse_letter_continuation, gold=gold, meta=meta)
+        return reason
+    cap = limit(suite, settings, "cot_max_tokens") if cot else settings.options.get("direct_max_tokens")
+    return await ctx.chat(stage, msgs, parse=choice_parser(letters), gold=gold,
+                          max_tokens=int(cap) if cap is not None else None, meta=meta)
+
+
+def segment_cap(suite, settings, reply) -> int:
+    """The segmenter rewrites the reply with tags: about its length plus the tags, never more
+    than segment_max_tokens."""
+    cap = limit(suite, settings, "segment_max_tokens")
+    if reply.completion_tokens:
+        return min(cap, int(reply.completion_tokens * 1.25) + 32)
+    return cap
+
+
+async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
+    """Section 4.2: segment into thinking/acting, judge both 0-5, Think-Act Matching."""
+    text = reply.response or ""
+    if not text.strip():
+        return
+    _, ver = suite.index.versions[item.version]
+    lore = lore_text(ver.universe, ver.work)
+    attrs = attributes_text(ver.attributes.model_dump()) or "-"
+    embedder = suite.embedder
+
+    fallback = settings.options.get("segment_fallback", "none") == "rules"
+    cut = reply.finish_reason == "length"
+
+    def parse_seg(seg_reply: str):
+        seg = parse_segments(seg_reply)
+        if seg != INVALID:
+            seg = {**seg, "segmenter": "llm"}
+        elif fallback:
+            seg = rule_segments(text, cut)   # the reply itself, never the segmenter's text
+        return seg if seg == INVALID else think_act_matching(seg, embedder)
+
+    seg_call = ctx.chat("segment", [Message(role="user", content=SEGMENT.format(response=text))], role="judge",
+                        parse=parse_seg, max_tokens=segment_cap(suite, settings, reply),
+                        meta={**meta, "embedder": getattr(embedder, "name", None),
+                              "segment_fallback": "rules" if fallback else "none"})
+    judge_max = limit(suite, settings, "judge_max_tokens")
+    by_logprob = settings.options.get("judge_scoring") == "logprob"
+
+    async def judge_call(response: str, source: str):
+        prompt = [Message(role="user", content=JUDGE.format(name=ver.name, lore=lore, attributes=attrs,
+                                                            response=response))]
+        m = {**meta, "judge_input": source, "judge_scoring": "logprob" if by_logprob else "generate"}
+        if not by_logprob:
+            return await ctx.chat("judge", prompt, role="judge", parse=parse_judge, max_tokens=judge_max, meta=m)
+        # greedy decoding held to the format: the likeliest first digit, then the likeliest after "t,"
+        think = await ctx.score("judge.think", JUDGE_DIGITS, messages=prompt, role="judge", meta=m)
+        t = think.response
+        return await ctx.score("judge", JUDGE_DIGITS, messages=prompt, assistant_prefix=f"{t},", role="judge",
+                               parse=lambda a: parse_judge(f"{t},{a}"), meta=m)
+
+    if settings.options.get("judge_input", "raw") == "segmented":
+        seg = await seg_call
+        if isinstance(seg.parsed, dict) and seg.parsed.get("segmenter") == "llm":
+            await judge_call(seg.response or "", "segmented")
+    else:
+        # the authors' scoring.py: the judge reads the reply itself, independent of the segmenter
+        await asyncio.gather(seg_call, judge_call(text, "raw"))
+
+
+async def run_item(suite, item, ctx, strategy: str, settings) -> None:
+    cot = strategy.endswith("cot")
+    meta = item_meta(suite, item)
+    if strategy.startswith("cross-"):
+        idx = suite.index
+
+        async def as_version(ver):
+            own = idx.own_canon_answer(item, ver.id) if item.task == "canon" else idx.own_dilemma_choice(item, ver.id)
+            m = {**meta, "played": ver.id, "cross": True, "gold_own": own}
+            await answer(suite, item, ctx, played=ver.id, stage=f"as.{ver.id}", cot=cot, settings=settings, meta=m)
+
+        await asyncio.gather(*(as_version(v) for v in idx.siblings(item.version)))
+        return
+    reply = await answer(suite, item, ctx, played=item.version, stage="answer", cot=cot, settings=settings, meta=meta)
+    if reply is not None and suite.analysis_on(settings):
+        await analyse(suite, item, ctx, reply, settings, meta)

@@ -1,0 +1,190 @@
+"""Beyond One World: superhero role-play across canon versions (Ngokpol et al., 2025).
+
+Tasks
+- canon: four-option questions on a version's life phases (childhood, pre-hero, hero).
+- dilemma: two-choice moral dilemmas of four conflict types; choice A is always the type's first
+  pole ("Save the One You Love", "Hero", "Duty", "The Ends Justify the Means").
+
+Strategies
+- direct, cot: the paper's prompts without / with "Let's think step by step." (Table 3).
+- cross-direct, cross-cot: each question asked of every *other* version of the same hero
+  (Section 4.1.2, Tables 9 and 11); the played version's own answer is recorded where the
+  versions share a question, so the report can say whose answer the model gave.
+Reasoning analysis (direct/cot replies with text): an LLM segmenter splits the reply into
+<thinking>/<acting> spans, a judge scores both 0-5 given the character's attributes, and
+Think-Act Matching (max embedding cosine over the pairs) is computed when the segmenter's reply is
+parsed, so it is stored in that record (`parsed.tam`). Our additions, reported apart from the
+paper's protocol: a rule-based segmenter where the LLM's segmentation is invalid
+(segment_fallback=rules) and judge scores read by log-likelihood (judge_scoring=logprob). See
+docs/multiverse.md.
+
+This module wires the suite; the data is in data.py, the model calls in strategies.py, the
+metrics in metrics.py, the report in report.py.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Sequence
+
+from ...errors import InputError
+from ...io import stable_hash
+from .prompts import TEMPLATES
+from ..base import Dataset, RunSettings, Suite, flag, interleave
+from .data import STARTER, MVIndex, dataset_tables, load_file
+
+
+def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None = None) -> str:
+    v = opts.get(key)
+    if v is None or str(v).strip() == "":
+        return default or allowed[0]
+    v = str(v).strip().lower()
+    if v not in allowed:
+        raise InputError(f"{key} must be {' or '.join(allowed)}, not {v!r}", field=key)
+    return v
+
+
+class MultiverseSuite(Suite):
+    name = "multiverse"
+    description = "superhero versions: canon events by life phase, moral dilemmas, cross-version (Beyond One World)"
+    strategies = {
+        "direct": "the paper's prompt, answered directly",
+        "cot": "the same prompt with \"Let's think step by step.\" (Table 3)",
+        "cross-direct": "each question asked of the hero's other versions, direct (Tables 9, 11)",
+        "cross-cot": "each question asked of the hero's other versions, with CoT",
+    }
+    default_strategies = ["direct", "cot", "cross-direct"]
+    uses_judge = True
+    offers_scoring = True
+
+    def __init__(self):
+        self.index: MVIndex | None = None
+        self.embedder = None
+        self.small_model = False     # the bundled CPU model: short generation caps by default
+        self.small_judge = False
+
+    # -- data -----------------------------------------------------------------------------------
+    def load(self, data: str | None, settings: RunSettings) -> Dataset:
+        path = Path(data) if data else STARTER
+        loaded = load_file(path)
+        tasks = settings.options.get("tasks")
+        items = loaded["items"]
+        if tasks:
+            wanted = {t.strip() for t in (tasks if isinstance(tasks, list) else str(tasks).split(","))}
+            bad = wanted - {"canon", "dilemma"}
+            if bad:
+                raise InputError(f"unknown task '{sorted(bad)[0]}'; use canon and/or dilemma", field="tasks")
+            items = [it for it in items if it.task in wanted]
+        self.index = MVIndex(loaded)
+        payload = {"heroes": [h.model_dump() for h in loaded["heroes"]], "items": [it.model_dump() for it in items]}
+        return Dataset(items=items, source="builtin:multiverse-starter" if not data else str(path),
+                       hash=stable_hash(payload), extra={"index": self.index, "import_report": loaded["import_report"]})
+
+    def select(self, items: Sequence[Any], limit: int | None) -> list[Any]:
+        """Round-robin over versions (hero by hero), each version cycling through canon phases and
+        dilemma types, so a small --limit still covers several versions of one hero."""
+        if not limit or limit >= len(items):
+            return list(items)
+        index = self.index
+        per_version: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+        for it in items:
+            per_version[it.version][it.phase if it.task == "canon" else "dilemma"].append(it)
+        order = ["childhood", "dilemma", "pre-hero", "hero"]
+        queues = []
+        for v, groups in per_version.items():
+            hero_pos = [h.id for h in index.heroes].index(index.hero_of(v).id) if index else 0
+            rot = order[hero_pos % len(order):] + order[:hero_pos % len(order)]
+            queues.append(interleave([groups[g] for g in rot if groups.get(g)]))
+        return interleave(queues)[:limit]
+
+    def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
+        return dataset_tables(dataset)
+
+    def prompt_templates(self) -> dict[str, str]:
+        return dict(TEMPLATES)
+
+    def check(self, backend, settings: RunSettings, judge=None) -> None:
+        from ...models.base import CHAT, LOGPROB
+
+        opts = settings.options
+        self.small_model = backend.backend == "bundled"
+        self.small_judge = (judge or backend).backend == "bundled"
+        known = {"tasks", "attributes", "analysis", "judge_input", "embedder", "cot_max_tokens",
+                 "direct_max_tokens", "segment_max_tokens", "judge_max_tokens", "judge_scoring",
+                 "segment_fallback"}
+        unknown = sorted(set(opts) - known)
+        if unknown:
+            raise InputError(f"unknown option '{unknown[0]}' for multiverse; known: {', '.join(sorted(known))}",
+                             field="--set")
+        if opts.get("judge_input", "raw") not in ("raw", "segmented"):
+            raise InputError("judge_input must be 'raw' or 'segmented'", field="judge_input")
+        if settings.scoring == "logprob":
+            backend.require(LOGPROB, "--scoring logprob")
+        if settings.scoring == "generate" or any("cot" in s for s in settings.strategies):
+            backend.require(CHAT, "generated answers and CoT")
+        if self.analysis_on(settings):
+            # the resolved choices go into the manifest's options
+            opts["judge_scoring"] = self.judge_scoring(opts, judge or backend)
+            opts["segment_fallback"] = _choice(opts, "segment_fallback", ("rules", "none"))
+            (judge or backend).require(CHAT, "the segmenter" + (" and the judge" if opts["judge_scoring"] == "generate"
+                                                                else ""))
+            if not opts.get("embedder"):
+                from ...scoring.embeddings import default_path
+
+                default_path()   # fails early, with the install hint, if the embedder is missing
+
+    def judge_scoring(self, opts: dict, judge) -> str:
+        """How the 0-5 judge is read: `judge_scoring` if set, else the rule of --scoring (logprob on
+        local engines that score, generate on API models)."""
+        from ...models.base import LOGPROB
+
+        mode = _choice(opts, "judge_scoring", ("generate", "logprob"), default=self.default_scoring(judge))
+        if mode == "logprob":
+            judge.require(LOGPROB, "judge_scoring=logprob; use --set judge_scoring=generate or another --judge")
+        return mode
+
+    def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
+        return self.analysis_on(settings)    # the segmenter and the judge only run for the analysis
+
+    def analysis_on(self, settings: RunSettings) -> bool:
+        """Thinking/acting analysis needs reply text: CoT always has it, direct only when generated."""
+        texts = "cot" in settings.strategies or ("direct" in settings.strategies and settings.scoring == "generate")
+        return texts and flag(settings.options, "analysis", True)
+
+    # -- work -----------------------------------------------------------------------------------
+    async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
+        import asyncio
+
+        self.index = dataset.extra["index"]
+        if self.analysis_on(settings):
+            from ...scoring.embeddings import get_embedder
+
+            path = settings.options.get("embedder") or None
+            self.embedder = await asyncio.to_thread(get_embedder, path)
+
+    async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
+        from .strategies import run_item
+
+        await run_item(self, item, ctx, strategy, settings)
+
+    # -- results --------------------------------------------------------------------------------
+    def metrics(self, records, manifest) -> dict[str, Any]:
+        from .metrics import compute
+
+        return compute(records, manifest)
+
+    def report(self, metrics, records, manifest, run_dir) -> list[Path]:
+        from .report import build_report
+
+        return build_report(metrics, records, manifest, run_dir)
+
+    def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
+        from .report import summary_lines
+
+        return summary_lines(metrics)
+
+    def compare(self, rep, entries) -> None:
+        from .report import compare_table
+
+        compare_table(rep, entries)

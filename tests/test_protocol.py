@@ -217,3 +217,77 @@ def test_cli_suites_protocol_lists_every_suite():
     assert res.returncode == 0
     for name in ("charm", "knowledge-errors", "multiverse", "capability", "mcq"):
         assert name in res.stdout
+
+
+# -- each suite's paper protocol, through the installed command and the fake server ---------------
+def _suite_cli(srv, tmp_path, suite, *extra):
+    return _cli("run", suite, "--model", "openai:test-model", "--base-url", srv.url + "/v1", "--limit", "2",
+                "--out", str(tmp_path / suite), "-q", "--no-cache", *extra)
+
+
+def _manifest(tmp_path, suite):
+    return json.loads((tmp_path / suite / "manifest.json").read_text())
+
+
+@pytest.fixture
+def api_key(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-test")
+
+
+def test_charm_protocol_on_a_real_model(tmp_path, api_key):
+    with FakeServer(reply="First, the role cannot know this.\nAnswer: 2") as srv:
+        res = _suite_cli(srv, tmp_path, "charm")
+        bodies = _bodies(srv)
+    assert res.returncode == 0, res.stderr
+    m = _manifest(tmp_path, "charm")
+    assert m["scoring"] == "generate" and m["decoding"]["top_p"] == 0.95 and m["decoding"]["max_tokens"] == 256
+    assert m["protocol"]["source"] == "CHARM Appendix H" and m["protocol"]["departures"] == []
+    assert bodies and all((b["temperature"], b["top_p"], b["max_tokens"]) == (0.0, 0.95, 256) for b in bodies)
+
+
+def test_multiverse_protocol_needs_a_judge_and_uses_its_decoding(tmp_path, api_key):
+    with FakeServer(reply="<thinking>I weigh it.</thinking><acting>I save them.</acting> Answer: A") as srv:
+        refused = _suite_cli(srv, tmp_path, "multiverse")
+        assert refused.returncode == 2 and "--judge" in refused.stderr and "Traceback" not in refused.stderr
+        assert srv.stats.requests == 0
+        res = _suite_cli(srv, tmp_path, "multiverse", "--judge", "self", "--strategy", "cot")
+        bodies = _bodies(srv)
+    assert res.returncode == 0, res.stderr
+    m = _manifest(tmp_path, "multiverse")
+    assert (m["decoding"]["temperature"], m["decoding"]["max_tokens"]) == (0.6, 1024)
+    assert (m["judge_decoding"]["temperature"], m["judge_decoding"]["max_tokens"]) == (0.1, 1024)
+    assert m["scoring"] == "generate" and m["protocol"]["self_judged"] is True
+    temps = {b["temperature"] for b in bodies}
+    assert temps == {0.6, 0.1} and all(b["max_tokens"] <= 1024 for b in bodies)
+    assert "self-judged" in (tmp_path / "multiverse" / "report.md").read_text()
+
+
+def test_capability_protocol_gives_reasoning_room(tmp_path, api_key):
+    with FakeServer(reply="I think so. \\boxed{B}") as srv:
+        res = _suite_cli(srv, tmp_path, "capability", "--strategy", "identity", "--judge", "self")
+        bodies = _bodies(srv)
+    assert res.returncode == 0, res.stderr
+    m = _manifest(tmp_path, "capability")
+    assert m["decoding"]["max_tokens"] >= 32768 and m["judge_decoding"]["max_tokens"] == 4096
+    answers = [b for b in bodies if b["max_tokens"] >= 32768]
+    judged = [b for b in bodies if b["max_tokens"] == 4096]
+    assert answers and judged and all(b["temperature"] == 0.0 for b in judged)
+
+
+def test_knowledge_errors_needs_a_judge(tmp_path, api_key):
+    with FakeServer(reply="explanation: fine. judgment: yes") as srv:
+        res = _suite_cli(srv, tmp_path, "knowledge-errors")
+        assert res.returncode == 2 and "--judge" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+        ok = _suite_cli(srv, tmp_path, "knowledge-errors", "--judge", "self")
+    assert ok.returncode == 0, ok.stderr
+    assert _manifest(tmp_path, "knowledge-errors")["protocol"]["self_judged"] is True
+
+
+@pytest.mark.model
+def test_hf_on_the_converted_bundled_folder_generates(tmp_path):
+    from rolebound.models.bundled import converted_dir
+
+    res = api.run("charm", model=f"hf:{converted_dir()}", limit=2, out=tmp_path / "r", progress=False,
+                  decoding={"max_tokens": 8})
+    assert res.manifest.scoring == "generate" and res.manifest.protocol["mode"] == "paper"
+    assert res.manifest.protocol["departures"] == ["max_tokens 8 instead of 256"]

@@ -142,6 +142,7 @@ def _judge(s, suite, model, judge, settings, backend, resolved, bopts):
     proto = s.protocol
     self_judge = judge in (None, "self", model)
     settings.judge = model if self_judge else judge
+    settings.judge_requested = judge is not None
     if self_judge:
         judge_backend = backend
     else:

@@ -37,9 +37,9 @@ class Protocol:
             rows.append(("judge", fmt_decoding(self.judge_decoding)))
         if self.scoring:
             rows.append(("scoring", self.scoring))
-        if self.judge_required:
-            rows.append(("judge model", "required (--judge)" + (", another model than the one under test"
-                                                              if self.judge_separate else "")))
+        if self.judge_required or self.judge_separate:
+            rows.append(("judge model", ("required (--judge)" if self.judge_required else "optional")
+                         + (", another model than the one under test" if self.judge_separate else "")))
         if self.notes:
             rows.append(("notes", self.notes))
         return rows

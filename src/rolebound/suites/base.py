@@ -35,6 +35,7 @@ class RunSettings:
     limit: int | None = None
     seed: int = 0
     protocol: str = "none"           # "paper" | "demo" | "none": which settings the run uses
+    judge_requested: bool = False    # --judge was given (`--judge self` included)
     options: dict[str, Any] = field(default_factory=dict)   # suite-specific (--set key=value)
 
 

@@ -24,6 +24,7 @@ from ...errors import InputError
 from ...records import Message
 from ...scoring.parsers import parse_answer_number, parse_yes_no
 from ..base import Dataset, RunSettings, Suite, flag
+from ...protocol import Protocol
 from .data import ABSTAIN, CharmItem, data_hash, expand, load_data
 
 # Table 19 (BA). Line breaks restored where the paper's table layout had them.
@@ -81,6 +82,10 @@ class CharmSuite(Suite):
     }
     default_strategies = ["independent"]
     offers_scoring = True
+    # Appendix H: every model at temperature 0.0, top_p 0.95, max_completion_tokens 256, answers
+    # generated ("First, briefly explain your reasoning ... Answer: <number>", Table 20).
+    protocol = Protocol(source="CHARM Appendix H", scoring="generate",
+                        decoding={"temperature": 0.0, "top_p": 0.95, "max_tokens": 256})
 
     def __init__(self):
         self._sim: dict[str, float] = {}

@@ -31,6 +31,7 @@ from .strategies import STRATEGIES, USES_RETRIEVAL, Methods
 from .retrieval import Retriever
 from . import data as D
 from ..base import Dataset, RunSettings, Suite, default_scoring_for, interleave
+from ...protocol import Protocol
 from .report import HIDDEN_FILE, RETRIEVAL_FILE
 
 OPTIONS = {"corpus", "few_shot", "embedder", "rag_k", "m", "chunk_sentences", "step_max_tokens",
@@ -86,6 +87,14 @@ class KnowledgeErrorsSuite(Suite):
     strategies = STRATEGIES
     default_strategies = ["vanilla"]
     uses_judge = True
+    # Section 6.1: a separate evaluator (DeepSeek-v2, not GPT-4o, to avoid self-bias; Appendix C) writes
+    # an explanation and yes/no (Tables 14-15); accuracy is mean +- SEM over three evaluations
+    # (Tables 2-3). The paper states no decoding parameters, so ours stay (greedy, 256 tokens).
+    protocol = Protocol(source="Zhang et al. Section 6.1, Tables 14-15, Appendix C",
+                        judge_required=True, judge_separate=True,
+                        notes="no decoding parameters in the paper; three evaluations (--repeats 3) "
+                              "need --temperature above 0")
+    repeats_native = True           # its tables already give mean +- SEM over repeats
 
     def __init__(self):
         self.methods: Methods | None = None

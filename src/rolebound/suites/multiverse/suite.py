@@ -32,6 +32,7 @@ from ...errors import InputError
 from ...io import stable_hash
 from .prompts import TEMPLATES
 from ..base import Dataset, RunSettings, Suite, flag, interleave
+from ...protocol import Protocol
 from .data import STARTER, MVIndex, dataset_tables, load_file
 
 
@@ -57,6 +58,14 @@ class MultiverseSuite(Suite):
     default_strategies = ["direct", "cot", "cross-direct"]
     uses_judge = True
     offers_scoring = True
+    # Appendix B: answers at temperature 0.6 with 1024 output tokens (Table 4); the judge (Sonnet 3.7)
+    # at 0.1 / 1024 (Table 4), as is the segmenter (GPT-4o-mini tags, Table 5). top_p is not given.
+    protocol = Protocol(source="Beyond One World Appendix B, Tables 4-5", scoring="generate",
+                        decoding={"temperature": 0.6, "max_tokens": 1024},
+                        judge_decoding={"temperature": 0.1, "max_tokens": 1024},
+                        judge_required=True, judge_separate=True,
+                        notes="judge and segmenter read with judge decoding; the judge reads the segmented "
+                              "thinking/acting spans (Section 4.2)")
 
     def __init__(self):
         self.index: MVIndex | None = None

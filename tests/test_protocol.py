@@ -260,6 +260,9 @@ def test_multiverse_protocol_needs_a_judge_and_uses_its_decoding(tmp_path, api_k
     temps = {b["temperature"] for b in bodies}
     assert temps == {0.6, 0.1} and all(b["max_tokens"] <= 1024 for b in bodies)
     assert "self-judged" in (tmp_path / "multiverse" / "report.md").read_text()
+    judged = [r for r in load_records(tmp_path / "multiverse") if r.stage == "judge"]
+    assert judged and all(r.meta["judge_input"] == "segmented" for r in judged)     # Section 4.2
+    assert all("<thinking>" in r.prompt[-1]["content"] for r in judged)
 
 
 def test_capability_protocol_gives_reasoning_room(tmp_path, api_key):

@@ -148,9 +148,11 @@ class CharmSuite(Suite):
         tables.append(("Target facts per contemporary character",
                        pd.DataFrame({"region": [c.region for c in cont], "facts": [facts[c.id] for c in cont]},
                                     index=pd.Index([c.name for c in cont], name="character"))))
-        if dataset.extra.get("skipped_pairs"):
-            tables.append(("Skipped temporal pairs (concept not later than the character's era_end)",
-                           pd.DataFrame({"pairs": [dataset.extra["skipped_pairs"]]})))
+        if dataset.extra.get("skipped_pairs") or dataset.extra.get("skipped_cross_pairs"):
+            tables.append(("Skipped pairs (no boundary: the concept or target is known inside the role's years)",
+                           pd.DataFrame({"temporal (concept year <= era_end)": [dataset.extra.get("skipped_pairs", 0)],
+                                         "cross-universe (target known_since <= era_end)":
+                                             [dataset.extra.get("skipped_cross_pairs", 0)]})))
         return tables
 
     def prompt_templates(self) -> dict[str, str]:

@@ -38,6 +38,12 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
     rep.facts(run_facts(manifest))
     strat = metrics.get("strategies", {})
     notes = ["Unparseable answers, segmentations and judge replies are counted as invalid (wrong for accuracy), never guessed."]
+    from ...scoring.embeddings import MPNET_HINT, MPNET_NAME
+
+    used = sorted({r.meta.get("embedder") for r in records if r.stage == "segment" and r.meta.get("embedder")})
+    if used and used != [MPNET_NAME]:
+        notes.append(f"Think-Act Matching embedded with {', '.join(used)}: a fallback, not the paper's "
+                     f"all-mpnet-base-v2 (install its parts: {MPNET_HINT}).")
     if manifest.scoring == "logprob":
         notes.append("Scoring is logprob: the chosen letter is the most likely one after \"Answer:\" (for CoT, after "
                      "the generated reasoning). Direct answers then have no text, so thinking/acting analysis "

@@ -139,9 +139,13 @@ class MultiverseSuite(Suite):
             (judge or backend).require(CHAT, "the segmenter" + (" and the judge" if opts["judge_scoring"] == "generate"
                                                                 else ""))
             if not opts.get("embedder"):
-                from ...scoring.embeddings import default_path
+                # Think-Act Matching on the paper's all-mpnet-base-v2 when its PyPI parts are
+                # installed; all-MiniLM-L6-v2 is the named fallback (the report says so)
+                from ...scoring.embeddings import default_path, mpnet_available
 
-                default_path()   # fails early, with the install hint, if the embedder is missing
+                opts["embedder"] = "mpnet" if mpnet_available() else "minilm"
+                if opts["embedder"] == "minilm":
+                    default_path()   # fails early, with the install hint, if the embedder is missing
 
     def judge_scoring(self, opts: dict, judge) -> str:
         """How the 0-5 judge is read: `judge_scoring` if set, else the rule of --scoring (logprob on

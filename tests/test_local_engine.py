@@ -94,3 +94,35 @@ def test_auto_batch_is_16_rows_on_cpu_with_a_memory_budget(fp32_engine):
     rows, tokens = auto_batch(fp32_engine.model, "cpu", fp32_engine.dtype)
     assert rows == 16 and 2048 <= tokens <= 65536
     assert fp32_engine.max_batch == 16 and 2048 <= fp32_engine.batch_tokens <= 65536
+
+
+@pytest.mark.model
+def test_float32_head_equals_the_models_own_logits(fp32_engine):
+    """The scoring path (trunk hidden state -> fp32 projection) is the model's own head."""
+    eng = fp32_engine
+    torch = eng.torch
+    ids, mask, pos = eng._pad([eng.encode("The capital of France is"), eng.encode("Two plus two is")])
+    inputs = dict(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False)
+    with torch.inference_mode():
+        ours = eng._logsoftmax32(inputs, 3)
+        ref = torch.log_softmax(eng.model(**inputs, logits_to_keep=3).logits.float(), dim=-1)
+    assert torch.allclose(ours, ref, atol=1e-4)
+
+
+@pytest.mark.model
+def test_an_answer_does_not_depend_on_its_batch():
+    """Default dtype (bf16 where the CPU has it): the same request scored alone and inside a
+    batch of other lengths picks the same option, and options are not tied."""
+    from rolebound.models.bundled import converted_dir
+
+    eng = TransformersEngine(converted_dir(), prefix_min=0)
+    qs = ["Who is your father?", "Which company do you run?", "Where did you study?", "Name your AI."]
+    reqs = [ScoreRequest(messages=persona(q) if i % 2 else [Message(role="user", content=q * (i + 1))],
+                         assistant_prefix="Answer: ", continuations=["1", "2", "3", "4", "5"])
+            for i, q in enumerate(qs)]
+    together = eng.score(reqs)
+    for r, t in zip(reqs, together):
+        alone = eng.score([r])[0]
+        assert alone.logprobs.index(max(alone.logprobs)) == t.logprobs.index(max(t.logprobs))
+        assert alone.logprobs == pytest.approx(t.logprobs, abs=0.05)
+        assert len(set(t.logprobs)) == len(t.logprobs)          # no exact ties in float32

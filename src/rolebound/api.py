@@ -17,6 +17,7 @@ from . import __version__
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
 from .io import validate_record
 from .models import DEFAULT_MODEL, create_backend, parse_spec
+from .protocol import overrides_of, repeat_seed, resolve
 from .records import Decoding, RunManifest
 from .runner import RunResult, check_resumable, execute, git_revision, now, open_session
 from .store import MANIFEST, METRICS, RECORDS, RunDir, load_records, records_frame
@@ -36,11 +37,17 @@ def default_out(suite: str, model: str, strategies: Sequence[str], scoring: str 
 def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | str | None = None,
         data: str | None = None, limit: int | None = None, out: str | Path | None = None,
         scoring: str | None = None, judge: str | None = None, repeats: int = 1,
-        decoding: Decoding | dict | None = None, concurrency: int | None = None,
+        decoding: Decoding | dict | None = None, judge_decoding: Decoding | dict | None = None,
+        protocol: str | None = None, allow_greedy_repeats: bool = False,
+        concurrency: int | None = None,
         use_cache: bool = True, overwrite: bool = False, progress: bool = True,
         backend_options: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
         report: bool = True) -> RunResult:
-    """Run a suite and write the run directory; resumes if `out` holds the same run."""
+    """Run a suite and write the run directory; resumes if `out` holds the same run.
+
+    `decoding` and `judge_decoding` hold what the caller sets (a dict, or a Decoding whose set
+    fields count); everything else comes from the suite's paper protocol, or from the demo
+    settings on the bundled model (protocol.py). `judge="self"` judges with the model itself."""
     t0 = time.perf_counter()
     s = get_suite(suite)
     if isinstance(strategies, str):
@@ -54,30 +61,35 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         raise InputError("must be at least 1", field="repeats")
     if limit is not None and limit < 1:
         raise InputError("must be at least 1", field="limit")
-    if isinstance(decoding, dict):
-        decoding = validate_record(Decoding, decoding, file=None, line=None, loc_prefix=("decoding",))
-    decoding = decoding or Decoding()
+    decoding = _checked_decoding(decoding, "decoding")
+    judge_decoding = _checked_decoding(judge_decoding, "judge_decoding")
+    backend_name, _ = parse_spec(model)
+    resolved = resolve(s.protocol, backend_name, overrides_of(decoding), overrides_of(judge_decoding), protocol)
+    decoding = resolved.decoding
+    if repeats > 1 and decoding.temperature == 0 and not allow_greedy_repeats:
+        raise InputError(f"--repeats {repeats} at temperature 0 gives {repeats} copies of one greedy run; "
+                         "set --temperature above 0 (each repeat gets its own seed), or pass "
+                         "--allow-greedy-repeats to repeat greedy decoding anyway", field="repeats")
     settings = RunSettings(strategies=strategies, scoring=scoring, judge=judge, repeats=repeats,
                            limit=limit, seed=decoding.seed, options=dict(options or {}),
-                           opts=validate_options(s, options))
+                           opts=validate_options(s, options), protocol=resolved.mode)
     bopts = dict(backend_options or {})
     backend = create_backend(model, decoding, **bopts)
     settings.backend = backend.backend
+    paper = resolved.mode == "paper"
     if s.offers_scoring:
-        settings.scoring = scoring or s.default_scoring(backend)
+        settings.scoring = scoring or (s.protocol.scoring if paper and s.protocol.scoring
+                                       else s.default_scoring(backend))
         if settings.scoring not in ("generate", "logprob"):
             raise InputError(f"scoring must be 'generate' or 'logprob', not '{settings.scoring}'",
                              field="scoring")
+        if paper and s.protocol.scoring and settings.scoring != s.protocol.scoring:
+            resolved.departures.append(f"scoring {settings.scoring} instead of {s.protocol.scoring}")
     elif scoring:
         raise InputError(f"suite {suite} has no --scoring choice", field="scoring")
-    judge_backend = None
+    judge_backend, self_judged = None, False
     if s.uses_judge:
-        settings.judge = judge or model
-        judge_backend = backend if settings.judge == model else create_backend(
-            settings.judge, Decoding(max_tokens=decoding.max_tokens, seed=decoding.seed), strict=False,
-            **{k: v for k, v in bopts.items() if k not in ("base_url",)})
-        if not s.judge_enabled(settings, backend, judge_backend):
-            settings.judge, judge_backend = None, None     # no judge calls: the manifest names no judge
+        judge_backend, self_judged = _judge(s, suite, model, judge, settings, backend, resolved, bopts)
     elif judge:
         raise InputError(f"suite {suite} uses no judge", field="judge")
     s.check(backend, settings, judge_backend)
@@ -95,7 +107,10 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
     manifest = RunManifest(
         suite=suite, strategies=strategies, model=backend.spec, backend=backend.backend,
         judge=judge_backend.spec if judge_backend is not None else None, scoring=settings.scoring,
-        decoding=decoding, dataset=dataset.source, dataset_hash=dataset.hash, n_items=len(items),
+        decoding=decoding, judge_decoding=resolved.judge_decoding if judge_backend is not None else None,
+        protocol={**resolved.manifest(), "self_judged": self_judged,
+                  "seeds": [repeat_seed(decoding.seed, r) for r in range(repeats)]},
+        dataset=dataset.source, dataset_hash=dataset.hash, n_items=len(items),
         limit=limit, repeats=repeats, options=settings.options, prompt_templates=_template_hashes(s),
         package_version=__version__, git_revision=git_revision(), started=now())
     earlier: dict[str, int] = {}
@@ -124,7 +139,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
     stopped: RoleboundError | None = None
     metrics, paths = ({}, [])
     with open_session(rd, suite, backend, decoding, judge=judge_backend, use_cache=use_cache,
-                      on_locked=take_over) as session:
+                      judge_decoding=manifest.judge_decoding, on_locked=take_over) as session:
         rd.write_manifest(manifest)
         try:
             asyncio.run(_run_all(s, dataset, items, settings, session, conc, progress, backend,
@@ -191,6 +206,42 @@ def _stopped(exc: RoleboundError, out: Path, done: int, jobs: int, paths: list[P
                       "rerun the same command to resume", exit_code=exc.exit_code)
 
 
+def _checked_decoding(decoding: Decoding | dict | None, name: str) -> Decoding | dict | None:
+    """A dict of decoding values checked field by field (one clear error); only the keys given
+    count as set, so the protocol fills the rest."""
+    if isinstance(decoding, dict):
+        given = {k: v for k, v in decoding.items() if v is not None}
+        return validate_record(Decoding, given, file=None, line=None, loc_prefix=(name,))
+    return decoding
+
+
+def _judge(s, suite, model, judge, settings, backend, resolved, bopts):
+    """The judge backend (None: the suite makes no judge calls) and whether it is the model itself.
+    A real model needs --judge (a paper judged with another model); `--judge self` is the explicit
+    choice to judge with the model under test. Demo backends judge themselves by default."""
+    proto = s.protocol
+    self_judge = judge in (None, "self", model)
+    settings.judge = model if self_judge else judge
+    settings.judge_requested = judge is not None
+    if self_judge:
+        judge_backend = backend
+    else:
+        jdec = resolved.judge_decoding or Decoding(max_tokens=resolved.decoding.max_tokens,
+                                                   seed=resolved.decoding.seed)
+        judge_backend = create_backend(settings.judge, jdec, strict=False,
+                                       **{k: v for k, v in bopts.items() if k not in ("base_url",)})
+    if not s.judge_enabled(settings, backend, judge_backend):
+        settings.judge = None      # no judge calls: the manifest names no judge
+        return None, False
+    if judge is None and resolved.mode == "paper" and proto is not None and proto.judge_required:
+        raise InputError(f"suite {suite} is judged by a model: give --judge BACKEND:NAME (the paper used "
+                         f"a separate judge, {proto.source}), or --judge self to judge with {model} "
+                         "itself (the report then says self-judged)", field="judge")
+    if self_judge and resolved.mode == "paper" and proto is not None and proto.judge_separate:
+        resolved.departures.append("self-judged (the paper judged with another model)")
+    return judge_backend, self_judge
+
+
 async def _run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend, timing):
     try:
         await backend.prepare()
@@ -231,9 +282,54 @@ def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     suite = get_suite(manifest.suite)
     records = load_records(run_dir)
     metrics = suite.metrics(records, manifest)
+    metrics["score_ties"] = score_ties(records)
+    if manifest.repeats > 1 and not getattr(suite, "repeats_native", False):
+        metrics["over_repeats"] = over_repeats(suite, records, manifest)
     rd.write_json("metrics.json", metrics)
-    paths = suite.report(metrics, records, manifest, run_dir)
+    from .report.builder import run_sections
+
+    with run_sections(metrics, manifest):
+        paths = suite.report(metrics, records, manifest, run_dir)
     return metrics, paths
+
+
+def score_ties(records) -> dict[str, Any]:
+    """Scored (log-likelihood) answers whose best option is an exact tie with another."""
+    scored = [r for r in records if r.kind == "score" and r.error is None]
+    tied = [r.call_id for r in scored if r.tied]
+    return {"scored": len(scored), "tied": len(tied),
+            "rate": round(100.0 * len(tied) / len(scored), 3) if scored else None, "calls": tied[:50]}
+
+
+def over_repeats(suite, records, manifest) -> dict[str, Any]:
+    """Mean +- SEM over repeats of every number the suite's metrics give per repeat (the papers
+    report means over runs): the metrics are recomputed on each repeat's records alone."""
+    from .metrics.stats import mean_sem
+
+    reps = sorted({r.repeat for r in records})
+    try:
+        per = [_numbers(suite.metrics([r for r in records if r.repeat == k], manifest)) for k in reps]
+    except Exception as exc:  # noqa: BLE001 - one repeat's records may not support every metric
+        return {"repeats": reps, "seeds": manifest.protocol.get("seeds"), "values": {},
+                "error": f"{type(exc).__name__}: {exc}"}
+    keys = [k for k in per[0] if all(k in p for p in per[1:])] if per else []
+    out = {}
+    for k in keys:
+        vals = [p[k] for p in per]
+        m, sem = mean_sem(vals)
+        out[k] = {"mean": m, "sem": sem, "per_repeat": vals}
+    return {"repeats": reps, "seeds": manifest.protocol.get("seeds"), "values": out}
+
+
+def _numbers(d, prefix: str = "") -> dict[str, float]:
+    """Float leaves of a nested metrics dict, by dotted path (ints are counts: left out)."""
+    out: dict[str, float] = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            out.update(_numbers(v, f"{prefix}{k}."))
+    elif isinstance(d, float) and d == d:
+        out[prefix.rstrip(".")] = d
+    return out
 
 
 def load_run(run_dir: str | Path):

@@ -59,12 +59,20 @@ def run(
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="run only N items"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (same --out resumes)"),
     scoring: Optional[str] = typer.Option(None, "--scoring", help="generate or logprob (suites that offer both)"),
-    judge: Optional[str] = typer.Option(None, "--judge", help="judge model BACKEND:NAME (suites with a judge)"),
-    repeats: int = typer.Option(1, "--repeats", min=1, help="run everything N times"),
-    temperature: Optional[float] = typer.Option(None, "--temperature"),
+    judge: Optional[str] = typer.Option(None, "--judge", help="judge model BACKEND:NAME, or 'self' to judge "
+                                                               "with the model under test (suites with a judge)"),
+    repeats: int = typer.Option(1, "--repeats", min=1, help="run everything N times, each with its own seed"),
+    allow_greedy_repeats: bool = typer.Option(False, "--allow-greedy-repeats",
+                                              help="allow --repeats at temperature 0 (identical runs)"),
+    protocol: Optional[str] = typer.Option(None, "--protocol", help="paper or demo (default: the paper's "
+                                                                     "protocol, demo settings on the bundled model)"),
+    temperature: Optional[float] = typer.Option(None, "--temperature", help="default: the suite's paper protocol"),
     top_p: Optional[float] = typer.Option(None, "--top-p"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
-    seed: Optional[int] = typer.Option(None, "--seed"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="seed of repeat 0; repeat r uses seed + r"),
+    judge_temperature: Optional[float] = typer.Option(None, "--judge-temperature"),
+    judge_top_p: Optional[float] = typer.Option(None, "--judge-top-p"),
+    judge_max_tokens: Optional[int] = typer.Option(None, "--judge-max-tokens"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", min=1,
                                               help="requests in flight (API) / items in flight (local)"),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server URL"),
@@ -89,12 +97,15 @@ def run(
     else:
         if not suite:
             raise InputError("give a SUITE or --config FILE", field="suite")
-        dec = _decoding(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+        # only what was given: the rest comes from the suite's protocol (protocol.py)
+        dec = _given(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
+        jdec = _given(temperature=judge_temperature, top_p=judge_top_p, max_tokens=judge_max_tokens)
         bopts = {k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout,
                                        dtype=dtype, concurrency=concurrency).items() if v is not None}
         bopts.update(parse_sets(backend_opts, "--backend-opt"))
         runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
-                     scoring=scoring, judge=judge, repeats=repeats, decoding=dec, concurrency=concurrency,
+                     scoring=scoring, judge=judge, repeats=repeats, decoding=dec, judge_decoding=jdec,
+                     protocol=protocol, allow_greedy_repeats=allow_greedy_repeats, concurrency=concurrency,
                      use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets))]
     from .suites import get_suite
     from .suites.base import validate_options
@@ -113,18 +124,22 @@ def run(
         raise typer.Exit(3)
 
 
-def _decoding(**flags):
-    """Decoding from the command-line flags; a bad value names its flag."""
+def _given(**values) -> dict:
+    """The decoding flags that were given (the rest comes from the suite's protocol); a bad
+    value names its flag."""
     from pydantic import ValidationError
 
     from .records import Decoding
 
+    given = {k: v for k, v in values.items() if v is not None}
     try:
-        return Decoding().merged(**flags)
+        Decoding().merged(**given)          # a bad value fails here, naming the option
     except ValidationError as exc:
         err = exc.errors()[0]
-        name = str(err.get("loc", ("decoding",))[0])
-        raise InputError(f"{err.get('msg')} (got {err.get('input')!r})", field="--" + name.replace("_", "-")) from None
+        name = str(err["loc"][0]) if err.get("loc") else "decoding"
+        raise InputError(f"{err.get('msg')} (got {err.get('input')!r})",
+                         field="--" + name.replace("_", "-")) from None
+    return given
 
 
 def _summary(res) -> None:
@@ -239,12 +254,25 @@ def models_install(name: str = typer.Argument(..., help="a bundled model, e.g. q
 
 
 @app.command()
-def suites(name: Optional[str] = typer.Argument(None, help="show this suite's strategies and --set options")):
-    """List the suites and their strategies (with NAME: its strategies and options)."""
+def suites(name: Optional[str] = typer.Argument(None, help="show this suite's strategies and --set options"),
+           protocol: bool = typer.Option(False, "--protocol", help="print each suite's paper protocol")):
+    """List the suites and their strategies (with NAME: its strategies and options; --protocol:
+    the papers' decoding, scoring and judge)."""
     from rich.table import Table
 
+    from .protocol import DEMO_LABEL
     from .suites import available, get_suite
 
+    if protocol:
+        t = Table("suite", "setting", "paper protocol", title="applied to every model; the demo backends "
+                                                             f"(bundled, fake) get {DEMO_LABEL}")
+        for n in ([name] if name else available()):
+            s = get_suite(n)
+            rows = s.protocol.describe() if s.protocol else [("-", "no paper protocol: suite defaults")]
+            for i, (k, v) in enumerate(rows):
+                t.add_row(n if i == 0 else "", k, v)
+        _console().print(t)
+        return
     if name:
         _suite_details(get_suite(name))
         return

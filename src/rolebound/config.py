@@ -4,7 +4,9 @@
     model: [bundled, openai:gpt-4o-mini]
     strategy: [vanilla, sequential]  # each entry one run; "a,b" runs both in one directory
     limit: 100
-    decoding: {temperature: 0.0, max_tokens: 256}
+    decoding: {temperature: 0.0, max_tokens: 256}   # what is set here overrides the paper protocol
+    judge_decoding: {temperature: 0.1}
+    protocol: paper                # or demo; default: paper, demo settings on the bundled model
     backend: {base_url: http://127.0.0.1:8000/v1, concurrency: 32}
     options: {data_seed: 0}         # the suite's --set options (`rolebound suites NAME`)
 """
@@ -42,6 +44,7 @@ class BackendOptions(BaseModel):
     enable_prefix_caching: bool | None = None
     transport: str | None = None           # openai backend: sdk (default) or aiohttp
     prefix_min: int | None = Field(None, ge=0)   # local engines: shortest shared prefix reused (0: off)
+    think_tag: str | None = None           # reasoning opener for Capability Injection (default: from the chat template)
 
 
 class RunConfig(BaseModel):
@@ -55,9 +58,12 @@ class RunConfig(BaseModel):
     scoring: str | None = None
     judge: str | None = None
     repeats: int = Field(1, ge=1, le=100)
+    allow_greedy_repeats: bool = False
+    protocol: str | None = None
     concurrency: int | None = Field(None, ge=1, le=4096)
     cache: bool = True
-    decoding: Decoding = Field(default_factory=Decoding)
+    decoding: Decoding = Field(default_factory=Decoding)      # only the fields set count (protocol.py)
+    judge_decoding: Decoding = Field(default_factory=Decoding)
     backend: BackendOptions = Field(default_factory=BackendOptions)
     options: dict[str, Any] = Field(default_factory=dict)
 
@@ -78,7 +84,9 @@ class RunConfig(BaseModel):
                     out = str(Path(self.out) / slug)
             runs.append(dict(suite=suite, model=model, strategies=strat, data=self.data, limit=self.limit,
                              out=out, scoring=self.scoring, judge=self.judge, repeats=self.repeats,
-                             decoding=self.decoding, concurrency=self.concurrency, use_cache=self.cache,
+                             decoding=self.decoding, judge_decoding=self.judge_decoding,
+                             protocol=self.protocol, allow_greedy_repeats=self.allow_greedy_repeats,
+                             concurrency=self.concurrency, use_cache=self.cache,
                              backend_options=self.backend.model_dump(exclude_none=True),
                              options=self.options))
         return runs

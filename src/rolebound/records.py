@@ -51,6 +51,9 @@ class Record(BaseModel):
     continuations: list[str] | None = None   # score calls: the options scored
     response: str | None = None    # raw text (score calls: the chosen continuation)
     logprobs: list[float] | None = None      # score calls: one summed log-prob per continuation
+    tied: list[str] | None = None  # score calls: the continuations tied for the best log-prob (2+),
+                                   # when there is a tie; `response` is then the first of them
+    seed: int | None = None        # generation calls: the sampling seed sent (one per repeat)
     parsed: Any = None             # the answer the parser extracted, or "invalid"
     gold: Any = None
     correct: bool | None = None
@@ -74,6 +77,9 @@ class RunManifest(BaseModel):
     judge: str | None = None
     scoring: str | None = None
     decoding: Decoding
+    judge_decoding: Decoding | None = None   # None: judge calls use `decoding`
+    protocol: dict[str, Any] = Field(default_factory=dict)   # protocol.py: mode, source, departures,
+                                                             # self_judged, seeds
     dataset: str                   # path or "builtin:<name>"
     dataset_hash: str
     n_items: int

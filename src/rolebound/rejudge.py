@@ -33,7 +33,9 @@ async def judge_answers(rd: RunDir, manifest: RunManifest, judge, answers: Seque
     from .runner import CallFailed, open_session
 
     failed = 0
-    with open_session(rd, manifest.suite, judge, manifest.decoding, judge=judge) as session:
+    # the run's judge decoding (the paper's, e.g. temperature 0.1), else its answer decoding
+    with open_session(rd, manifest.suite, judge, manifest.decoding, judge=judge,
+                      judge_decoding=manifest.judge_decoding) as session:
         if forget_judged:
             session.completed = {k: v for k, v in session.completed.items() if v.role != "judge"}
 

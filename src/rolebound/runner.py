@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator, Sequence
 from .errors import EndpointError, RoleboundError
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest
+from .protocol import repeat_seed
 from .scoring.choice import Reading
 from .scoring.parsers import INVALID
 from .store import ResponseCache, RunDir
@@ -136,12 +137,13 @@ class Session:
 
     def __init__(self, run_dir: RunDir, suite_name: str, backend: Backend, decoding: Decoding, *,
                  judge: Backend | None = None, cache: ResponseCache | None = None,
-                 use_cache: bool = True):
+                 use_cache: bool = True, judge_decoding: Decoding | None = None):
         self.run_dir = run_dir
         self.suite_name = suite_name
         self.backend = backend
         self.judge = judge
         self.decoding = decoding
+        self.judge_decoding = judge_decoding     # calls not made by the model under test
         self.cache = cache if use_cache else None
         self.completed = run_dir.completed()
         self.dispatchers = {id(backend): Dispatcher(backend)}
@@ -172,7 +174,9 @@ class Session:
             self.counts.resumed += 1
             return self.completed[call_id]
         backend = self.backend_for(role)
-        decoding = decoding or self.decoding
+        decoding = decoding or (self.judge_decoding if role != "model" and self.judge_decoding else self.decoding)
+        if repeat:
+            decoding = decoding.merged(seed=repeat_seed(decoding.seed, repeat))
         dec = decoding if kind != "score" else None
         key = self.cache_key(backend, kind, request.cache_payload(), dec, repeat)
         started = time.perf_counter()
@@ -196,6 +200,8 @@ class Session:
                            kind=kind, request=request, result=result, role=role, repeat=repeat,
                            parse=parse, gold=gold, check=check, meta=meta, backend=backend,
                            latency=latency, cached=cached is not None)
+        if kind != "score":
+            rec.seed = decoding.seed
         self.run_dir.append(rec)
         if rec.error:
             self.counts.errors += 1
@@ -238,8 +244,12 @@ class Session:
         if kind == "score":
             rec.continuations = list(request.continuations)
             rec.logprobs = [round(x, 5) for x in result.logprobs]
-            best = max(range(len(result.logprobs)), key=lambda i: result.logprobs[i])
-            rec.response = request.continuations[best]
+            top = max(result.logprobs)
+            best = [i for i, x in enumerate(result.logprobs) if x == top]
+            rec.response = request.continuations[best[0]]
+            if len(best) > 1:
+                # an exact tie is reported, not hidden behind option order (counted in metrics)
+                rec.tied = [request.continuations[i] for i in best]
             rec.prompt_tokens = result.prompt_tokens
         else:
             rec.response = result.text
@@ -322,6 +332,7 @@ class ItemContext:
 @contextmanager
 def open_session(rd: RunDir, suite_name: str, backend: Backend, decoding: Decoding, *,
                  judge: Backend | None = None, use_cache: bool = True,
+                 judge_decoding: Decoding | None = None,
                  on_locked: Callable[[], None] | None = None) -> Iterator[Session]:
     """A Session writing into `rd`: the directory is locked, `on_locked` runs (checks the folder
     holds the same run, or clears it for --overwrite: only ever under the lock), a torn last
@@ -335,7 +346,8 @@ def open_session(rd: RunDir, suite_name: str, backend: Backend, decoding: Decodi
         rd.open_for_append()
         cache = ResponseCache() if use_cache else None
         try:
-            yield Session(rd, suite_name, backend, decoding, judge=judge, cache=cache, use_cache=use_cache)
+            yield Session(rd, suite_name, backend, decoding, judge=judge, cache=cache, use_cache=use_cache,
+                          judge_decoding=judge_decoding)
         finally:
             rd.close()
             if cache:
@@ -347,7 +359,9 @@ def open_session(rd: RunDir, suite_name: str, backend: Backend, decoding: Decodi
 def manifest_key(m: RunManifest) -> dict[str, Any]:
     """Fields that must match for a run directory to be resumed."""
     return {"suite": m.suite, "model": m.model, "strategies": sorted(m.strategies), "judge": m.judge,
-            "scoring": m.scoring, "decoding": m.decoding.model_dump(), "dataset_hash": m.dataset_hash,
+            "scoring": m.scoring, "decoding": m.decoding.model_dump(),
+            "judge_decoding": m.judge_decoding.model_dump() if m.judge_decoding else None,
+            "dataset_hash": m.dataset_hash,
             "repeats": m.repeats, "limit": m.limit, "options": m.options}
 
 

@@ -21,6 +21,26 @@ CHAT_TEMPLATE = "chat_template"  # render messages to the model's own raw text
 HIDDEN = "hidden_states"        # last-token hidden states
 
 
+# Reasoning-channel openers of the model families we know, as their chat templates write them.
+THINK_MARKERS = (("<think>", "<think>\n"),                  # Qwen3, DeepSeek-R1, OLMo-3-Think, SmolLM3
+                 ("<|channel>thought", "<|channel>thought\n"),   # Gemma 4
+                 ("<seed:think>", "<seed:think>"),            # Seed-OSS
+                 ("[THINK]", "[THINK]"),                      # Magistral
+                 ("<|START_THINKING|>", "<|START_THINKING|>"))  # Command A Reasoning
+
+
+def detect_thinking_markup(template: str | None) -> str:
+    """The reasoning opener a chat template uses ('' when it has none, e.g. a non-reasoning model)."""
+    if not template:
+        return ""
+    if isinstance(template, dict):          # some tokenizers keep several named templates
+        template = " ".join(str(v) for v in template.values())
+    for marker, tag in THINK_MARKERS:
+        if marker in template:
+            return tag
+    return ""
+
+
 @dataclass
 class GenRequest:
     """Chat (messages) or raw completion (prompt). Decoding overrides apply to this request only."""
@@ -133,6 +153,18 @@ class Backend:
 
     def count_tokens(self, text: str) -> int | None:
         return None
+
+    def chat_template_source(self) -> str | None:
+        """The model's chat template (Jinja source), where the backend can see it."""
+        return None
+
+    def thinking_markup(self) -> str:
+        """What opens the model's reasoning channel in an assistant turn (Capability Injection
+        prefills after it): the `think_tag` backend option if set, else read from the chat template."""
+        tag = self.options.get("think_tag")
+        if tag is not None:
+            return str(tag)
+        return detect_thinking_markup(self.chat_template_source())
 
     async def prepare(self) -> None:
         """Load weights before the clock starts (so latencies and the ETA mean something)."""

@@ -34,7 +34,7 @@ class FakeBackend(Backend):
     backend = "fake"
     batching = True
     capabilities = frozenset({CHAT, COMPLETE, LOGPROB, CHAT_TEMPLATE, HIDDEN})
-    option_names = frozenset({"delay", "text"})
+    option_names = frozenset({"delay", "text", "think_tag"})
 
     def __init__(self, name: str = "random", decoding: Decoding | None = None, **options: Any):
         if name not in NAMES:
@@ -50,6 +50,9 @@ class FakeBackend(Backend):
         if pattern and re.search(pattern, text):
             return "InjectedFailure: ROLEBOUND_FAKE_FAIL matched the prompt"
         return None
+
+    def chat_template_source(self) -> str:
+        return "<|{role}|>{content}<|end|> ... <|assistant|><think>"   # stands in for a reasoning model
 
     def render_chat(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
         text = "".join(f"<|{m.role}|>{m.content}<|end|>\n" for m in messages)

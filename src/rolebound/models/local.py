@@ -90,7 +90,7 @@ def auto_batch(model, device: str, dtype) -> tuple[int, int]:
 # Part of every cache key of this engine. bf16 results depend slightly on batch make-up and on
 # prefix reuse, so when those change, bump this: otherwise a run would mix cached answers of the
 # old engine with new ones and differ from a fresh run of the same command.
-ENGINE_REV = 2
+ENGINE_REV = 3       # 3: option log-likelihoods in float32 (scoring model and head)
 
 
 class TransformersEngine:
@@ -114,6 +114,11 @@ class TransformersEngine:
         self.torch = torch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = pick_dtype(dtype, self.device)
+        # Scoring on the CPU runs a float32 copy when bf16 was only chosen for speed ("auto"): bf16
+        # kernels round differently with the batch's row count, which moved log-likelihoods by
+        # ~0.05 and flipped answers between runs of different size.
+        self.score_fp32 = (dtype or "auto").lower() == "auto" and not self.device.startswith("cuda")
+        self._fp32_model = None
         self.path = str(path)
         self.tok = AutoTokenizer.from_pretrained(self.path)
         self.tok.padding_side = "left"
@@ -139,6 +144,10 @@ class TransformersEngine:
 
         params = inspect.signature(self.model.forward).parameters
         self.cache_kw = "cache" if "cache" in params else "past_key_values"
+        base = getattr(self.model, self.model.base_model_prefix, None)
+        bparams = inspect.signature(base.forward).parameters if base is not None else params
+        self._base_cache_kw = "cache" if "cache" in bparams else "past_key_values"
+        self._head_fp32 = None
 
     def _prefix_ok(self) -> bool:
         """Prefix KV reuse assumes a plain full-attention cache (no sliding windows)."""
@@ -291,13 +300,54 @@ class TransformersEngine:
     def _read(self, idx, seqs, wants, firsts, out, done, **inputs) -> None:
         """One forward over a batch (rows right-aligned); log-softmax of the last positions only."""
         keep = max(len(seqs[j]) - firsts[j] for j in idx)
-        logits = self.model(**inputs, logits_to_keep=keep).logits
-        lp = self.torch.log_softmax(logits.float(), dim=-1)
+        lp = self._logsoftmax32(inputs, keep)
         for r, j in enumerate(idx):
             n = len(seqs[j])
             out[j] = [float(lp[r, keep - (n - p), t]) for p, t in wants[j]]
             if done:
                 done(j, out[j])
+
+    def _logsoftmax32(self, inputs: dict, keep: int):
+        """log-softmax over the vocabulary at the last `keep` positions, with the final projection
+        and the softmax in float32 from the trunk's last hidden state. bf16 logits step by 0.125
+        near the top, so options tied exactly (12% of the demo's answers) and which one won
+        depended on the batch."""
+        torch = self.torch
+        model = self._scoring_model()
+        base = getattr(model, model.base_model_prefix, None)
+        head = model.get_output_embeddings()
+        if base is None or head is None:       # an unusual architecture: its own logits, upcast
+            return torch.log_softmax(model(**inputs, logits_to_keep=keep).logits.float(), dim=-1)
+        if self._base_cache_kw != self.cache_kw and self.cache_kw in inputs:
+            inputs = dict(inputs)
+            inputs[self._base_cache_kw] = inputs.pop(self.cache_kw)
+        hidden = base(**inputs).last_hidden_state[:, -keep:, :].float()
+        w, b = self._head32(head)
+        logits = torch.nn.functional.linear(hidden, w, b)
+        cfg = model.config
+        if getattr(cfg, "logit_scale", None):                 # Cohere
+            logits = logits * float(cfg.logit_scale)
+        cap = getattr(cfg, "final_logit_softcapping", None)   # Gemma 2/3
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return torch.log_softmax(logits, dim=-1)
+
+    def _scoring_model(self):
+        if not self.score_fp32 or self.dtype == self.torch.float32:
+            return self.model
+        if self._fp32_model is None:
+            import copy
+
+            self._fp32_model = copy.deepcopy(self.model).float().eval()
+        return self._fp32_model
+
+    def _head32(self, head):
+        """The output projection in float32 (a copy kept once if the model is in bf16/fp16)."""
+        if self._head_fp32 is None or self._head_fp32[2] is not head:
+            w = head.weight if head.weight.dtype == self.torch.float32 else head.weight.detach().float()
+            b = getattr(head, "bias", None)
+            self._head_fp32 = (w, None if b is None else b.detach().float(), head)
+        return self._head_fp32[:2]
 
     # -- shared prefixes --------------------------------------------------------------------
     def _prefix_groups(self, seqs: list[list[int]], firsts: list[int]) -> tuple[list[tuple[list[int], int]], list[int]]:
@@ -336,14 +386,14 @@ class TransformersEngine:
         rest.sort()
         return groups, rest
 
-    def _prefix_cache(self, prefix: list[int]):
-        """Per-layer (keys, values) of one prefix, computed once."""
+    def _prefix_cache(self, prefix: list[int], model=None):
+        """Per-layer (keys, values) of one prefix, computed once (by `model`, default the engine's)."""
         from transformers import DynamicCache
 
         cache = DynamicCache()
         ids = self.torch.tensor([prefix], dtype=self.torch.long, device=self.device)
         pos = self.torch.arange(len(prefix), device=self.device).view(1, -1)
-        self.model(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1, **{self.cache_kw: cache})
+        (model or self.model)(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1, **{self.cache_kw: cache})
         return [(kv[0], kv[1]) for kv in cache]
 
     def _expand(self, kv, rows: int):
@@ -356,7 +406,7 @@ class TransformersEngine:
 
     def _score_shared(self, seqs, wants, firsts, members: list[int], plen: int, out, done=None) -> None:
         torch = self.torch
-        kv = self._prefix_cache(seqs[members[0]][:plen])
+        kv = self._prefix_cache(seqs[members[0]][:plen], self._scoring_model())
         tails = [seqs[j][plen:] for j in members]
         for b in self._batches([len(t) for t in tails]):
             idx = [members[j] for j in b]
@@ -495,7 +545,8 @@ class LocalBackend(Backend):
     capabilities = frozenset({CHAT, COMPLETE, LOGPROB, CHAT_TEMPLATE, HIDDEN})
     batching = True
     streams = True          # generate/score take emit(i, result): results reach the runner per batch
-    option_names = frozenset({"dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min"})
+    option_names = frozenset({"dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min",
+                              "think_tag"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
         super().__init__(name, decoding, **options)
@@ -528,7 +579,9 @@ class LocalBackend(Backend):
         import torch
         import transformers
 
-        return {"path": e.path, "dtype": str(e.dtype).replace("torch.", ""), "device": e.device,
+        score_dtype = "float32" if e.score_fp32 else str(e.dtype).replace("torch.", "")
+        return {"path": e.path, "dtype": str(e.dtype).replace("torch.", ""), "score_dtype": score_dtype,
+                "device": e.device,
                 "load_s": round(e.load_s, 2), "torch": torch.__version__,
                 "transformers": transformers.__version__, "threads": torch.get_num_threads()}
 
@@ -550,6 +603,9 @@ class LocalBackend(Backend):
 
     def count_tokens(self, text: str) -> int:
         return len(self.engine.encode(text))
+
+    def chat_template_source(self):
+        return getattr(self.engine.tok, "chat_template", None)
 
     @staticmethod
     def _safe(fn, requests, *args, cls, emit=None):

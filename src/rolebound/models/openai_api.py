@@ -150,7 +150,8 @@ class OpenAIBackend(Backend):
     batching = False
     option_names = frozenset({"base_url", "api_key_env", "concurrency", "timeout", "max_retries", "backoff_base",
                               "backoff_max", "endpoint", "tokenizer", "freeze_gc", "transport",
-                              "connect_retries", "max_consecutive_failures"})
+                              "connect_retries", "max_consecutive_failures",
+                              "think_tag"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, *, base_url: str | None = None,
                  api_key_env: str | None = None, concurrency: int = 16, timeout: float = 120.0,
@@ -432,6 +433,15 @@ class OpenAIBackend(Backend):
         return list(await asyncio.gather(*(self._score_one(r) for r in requests)))
 
     # -- chat template (optional, from a local tokenizer folder) ------------------------------
+    def chat_template_source(self):
+        if not self._tokenizer_path:
+            return None
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(self._tokenizer_path)
+        return getattr(self._tokenizer, "chat_template", None)
+
     def render_chat(self, messages, add_generation_prompt=True) -> str:
         self.require(CHAT_TEMPLATE, "pass tokenizer=/local/tokenizer/folder to render the chat "
                                     "template client-side for the completions endpoint")

@@ -37,7 +37,7 @@ class VLLMBackend(Backend):
     capabilities = frozenset({CHAT, COMPLETE, LOGPROB, CHAT_TEMPLATE})
     preferred_batch = 4096
     option_names = frozenset({"dtype", "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization",
-                              "max_model_len", "enable_prefix_caching"})
+                              "max_model_len", "enable_prefix_caching", "think_tag"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
         super().__init__(name, decoding, **options)
@@ -72,6 +72,9 @@ class VLLMBackend(Backend):
             return {"vllm": vllm.__version__, **{k: v for k, v in self.options.items()}}
         except ImportError:
             return {}
+
+    def chat_template_source(self):
+        return getattr(self.llm.get_tokenizer(), "chat_template", None)
 
     def render_chat(self, messages, add_generation_prompt=True) -> str:
         tok = self.llm.get_tokenizer()

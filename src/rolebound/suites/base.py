@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Sequence, U
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
+from ..protocol import DEMO_BACKENDS, Protocol
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..records import Record, RunManifest
     from ..runner import ItemContext
@@ -34,6 +36,8 @@ class RunSettings:
     repeats: int = 1
     limit: int | None = None
     seed: int = 0
+    protocol: str = "none"           # "paper" | "demo" | "none": which settings the run uses
+    judge_requested: bool = False    # --judge was given (`--judge self` included)
     options: dict[str, Any] = field(default_factory=dict)   # suite-specific (--set key=value), as given
     # The per-run state a suite may read in check(), load() and run_item(); nothing passes
     # between those through the suite object.
@@ -101,14 +105,15 @@ def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
                          field="--set") from None
 
 
-LOCAL_ENGINES = ("bundled", "hf", "vllm", "fake")
+# The demo backends (the bundled 135M model does not follow the answer formats; `fake:` stands in
+# for it in tests) score options by log-likelihood; every other model, `hf:` and `vllm:` included,
+# generates its answers as the papers' models did.
+LOCAL_ENGINES = DEMO_BACKENDS
 
 
 def default_scoring_for(backend) -> str:
     """'logprob' or 'generate': the one rule for every generate/logprob choice (--scoring, the
-    knowledge-errors judge_scoring). Local engines score options by log-likelihood by default (the
-    bundled model does not follow the answer formats); API models follow the papers' generation
-    protocol."""
+    knowledge-errors judge_scoring) when no paper protocol decides."""
     from ..models.base import LOGPROB
 
     return "logprob" if backend.supports(LOGPROB) and backend.backend in LOCAL_ENGINES else "generate"
@@ -122,6 +127,8 @@ class Suite:
     uses_judge: bool = False
     offers_scoring: bool = False             # generate vs logprob choice
     options_model: type[Options] = Options   # its `--set` options (none by default)
+    protocol: Protocol | None = None         # the paper's decoding, scoring and judge (protocol.py)
+    repeats_native: bool = False             # metrics already give mean +- SEM over repeats
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:

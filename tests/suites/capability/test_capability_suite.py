@@ -319,7 +319,8 @@ def test_bundled_model_end_to_end(tmp_path, bundled):
     for r in inj:
         assert r.kind == "complete"
         assert r.prompt.startswith("<|im_start|>system\n# ROLE\nYou are a ")
-        assert "<|im_end|>\n<|im_start|>assistant\n<think>\nOkay, I am " in r.prompt
+        # SmolLM2's chat template has no reasoning channel, so no marker before the prefill
+        assert "<|im_end|>\n<|im_start|>assistant\nOkay, I am " in r.prompt and r.meta["think_tag"] == ""
         assert r.prompt.endswith("So, my role is")
     for r in answers:
         assert r.parsed == parse_boxed_letter(r.response) and r.correct == (r.parsed == r.gold)
@@ -335,3 +336,23 @@ def test_bundled_model_end_to_end(tmp_path, bundled):
     jrecs = [r for r in load_records(judged.run_dir) if r.role == "judge"]
     assert len(jrecs) == 1 and jrecs[0].error is None and jrecs[0].meta["judged"].endswith("/identity/answer.primary")
     assert "Assigned role: primary school student" in jrecs[0].prompt[-1]["content"]
+
+
+def test_injection_reads_the_thinking_markup_from_the_chat_template():
+    from rolebound.models.base import detect_thinking_markup
+
+    assert detect_thinking_markup("{% if x %}<think>\n{{ r }}</think>{% endif %}") == "<think>\n"
+    assert detect_thinking_markup("<|turn>model\n<|channel>thought\n") == "<|channel>thought\n"
+    assert detect_thinking_markup("<|im_start|>assistant\n") == "" and detect_thinking_markup(None) == ""
+    from rolebound.models import create_backend
+
+    assert create_backend("fake:random").thinking_markup() == "<think>\n"
+    assert create_backend("fake:random", think_tag="<|channel>thought\n").thinking_markup() == "<|channel>thought\n"
+
+
+def test_the_think_tag_backend_option_reaches_the_injection_prompt(tmp_path):
+    res = api.run("capability", model="fake:random", strategies="injection", limit=2, out=tmp_path / "run",
+                  backend_options={"think_tag": "[THINK]"}, progress=False)
+    inj = [r for r in load_records(res.run_dir) if r.strategy == "injection"]
+    assert inj and all("<|assistant|>[THINK]Okay, I am " in r.prompt and r.meta["think_tag"] == "[THINK]"
+                       for r in inj)

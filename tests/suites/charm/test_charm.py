@@ -26,7 +26,7 @@ def test_expansion_of_a_user_region():
     d, _ = load_data([NORDIC], builtin=False)
     items, info = expand(d)
     c = Counter((i.stage, i.boundary) for i in items)
-    # 1 historical x 2 concepts; 1 historical x 1 contemporary; x 2 facts; KV once per fact
+    # 1 historical x 2 concepts; 1 historical x 1 contemporary; x 2 facts; one KV per cross BC
     assert c == {("ba", "temporal"): 2, ("bc", "temporal"): 2, ("ba", "cross"): 1, ("bc", "cross"): 2,
                  ("kv", "cross"): 2}
     for i in items:
@@ -38,8 +38,29 @@ def test_expansion_of_a_user_region():
             assert i.gold == (i.options.index(ABSTAIN) + 1 if i.stage == "bc" else i.fact_option)
     bc = [i for i in items if i.stage == "bc"]
     assert all(i.ba_id in {x.id for x in items} for i in bc)
-    assert {i.kv_id for i in bc if i.boundary == "cross"} == {"kv/greta-thunberg-01", "kv/greta-thunberg-02"}
-    assert info["skipped_pairs"] == 0
+    assert {i.kv_id for i in bc if i.boundary == "cross"} == {"kv/leif-erikson/greta-thunberg-01",
+                                                               "kv/leif-erikson/greta-thunberg-02"}
+    assert info["skipped_pairs"] == 0 and info["skipped_cross_pairs"] == 0
+
+
+def test_each_cross_bc_question_has_its_kv_question_with_the_same_options():
+    """Table 11: the KV question shows the BC question's options in the same order."""
+    items, _ = expand(load_data()[0])
+    by_id = {i.id: i for i in items}
+    cross = [i for i in items if i.stage == "bc" and i.boundary == "cross"]
+    kvs = [i for i in items if i.stage == "kv"]
+    assert len(kvs) == len(cross) and len({i.kv_id for i in cross}) == len(cross)
+    for bc in cross:
+        kv = by_id[bc.kv_id]
+        assert kv.options == bc.options and kv.fact == bc.fact and kv.bc_id == bc.id
+        assert kv.gold == bc.fact_option and kv.role == bc.target and kv.options[kv.gold - 1] == bc.answer
+
+
+def test_cross_pairs_whose_target_is_known_inside_the_era_are_skipped():
+    items, info = expand(load_data()[0])
+    rocky = {i.target for i in items if i.role == "rocky-balboa" and i.boundary == "cross"}
+    assert "steve-jobs" not in rocky and "emma-watson" not in rocky      # known by 1976 and 2001
+    assert rocky == {"sarah", "beth-harmon"} and info["skipped_cross_pairs"] == 2
 
 
 def test_builtin_starter_set_matches_table7_design():
@@ -55,14 +76,16 @@ def test_builtin_starter_set_matches_table7_design():
     items, info = expand(d)
     c = Counter((i.stage, i.boundary) for i in items)
     assert c[("ba", "temporal")] == 600 and c[("bc", "temporal")] == 600
-    assert c[("ba", "cross")] == 80
+    # 80 pairs less the 2 whose target is known inside Rocky Balboa's years (era_end 2006)
+    assert c[("ba", "cross")] == 78 and info["skipped_cross_pairs"] == 2
     per_region = Counter(f.target for f in d.facts)
     region_of = {x.id: x.region for x in d.characters}
-    expected_cross_bc = sum(4 * n for t, n in per_region.items())
-    assert c[("bc", "cross")] == expected_cross_bc and c[("kv", "cross")] == len(d.facts)
+    skipped = per_region["steve-jobs"] + per_region["emma-watson"]
+    expected_cross_bc = sum(4 * n for t, n in per_region.items()) - skipped
+    assert c[("bc", "cross")] == expected_cross_bc and c[("kv", "cross")] == expected_cross_bc
     assert info["skipped_pairs"] == 0 and set(region_of.values()) == {r.id for r in d.regions}
-    # abstention position balanced over the BC questions (and the KV questions)
-    for stage in ("bc", "kv"):
+    # abstention position balanced over the BC questions (KV questions copy their BC's options)
+    for stage in ("bc",):
         pos = Counter(i.options.index(ABSTAIN) for i in items if i.stage == stage)
         assert max(pos.values()) - min(pos.values()) <= 1 and len(pos) == 5
     # templates alternate across characters

@@ -284,7 +284,7 @@ ALL = "vanilla,cot,few-shot,self-reflection,rag,rag-few-shot,s2rd,s2rd-no-recoll
 def fake_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("ke") / "run"
     return api.run("knowledge-errors", model="fake:random", strategies=ALL, limit=4, out=out, repeats=2,
-                   progress=False)
+                   allow_greedy_repeats=True, progress=False)
 
 
 def test_every_method_makes_its_calls(fake_run):

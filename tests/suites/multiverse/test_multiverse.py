@@ -224,6 +224,24 @@ def test_prf_matches_sklearn_with_invalid_answers():
     assert got["weighted"]["recall"] == pytest.approx(100 * sum(g == p for g, p in zip(gold, pred)) / len(gold))
 
 
+def test_weighted_f1_is_the_headline_and_its_bootstrap_matches_sklearn():
+    from rolebound.suites.multiverse.metrics import _codes, _f1_of
+
+    gold = list("AAAABBCD")
+    pred = ["A", "A", "B", INVALID, "B", "A", "C", "A"]
+    g, p, k = _codes(gold, pred, "ABCD")
+    for avg in ("macro", "weighted"):
+        f = precision_recall_fscore_support(gold, pred, labels=list("ABCD"), average=avg, zero_division=0)[2]
+        assert _f1_of(g, p, k, avg) == pytest.approx(f)
+    recs = [rec(f"i{j}", "direct", "answer", pr, go) for j, (go, pr) in enumerate(zip(gold, pred))]
+    block = accuracy_block(recs, "phase", ["childhood"])
+    lo, hi = block["weighted_f1_ci"]
+    w = precision_recall_fscore_support(gold, pred, labels=list("ABCD"), average="weighted", zero_division=0)[2]
+    assert block["weighted"]["f1"] == pytest.approx(100 * w) and lo <= block["weighted"]["f1"] <= hi
+    same = paired_diff(pred, pred, stat="f1", letters="ABCD", gold=gold, average="weighted")
+    assert same["diff"] == 0.0
+
+
 def test_accuracy_block_by_phase_part_and_invalid():
     recs = [rec("a", "direct", "answer", "A", "A", phase="childhood"),
             rec("b", "direct", "answer", INVALID, "B", phase="childhood"),

@@ -22,4 +22,5 @@ class CapabilityOptions(Options):
                                                  "(default: on when --judge differs from --model)")
     judge_max_tokens: int | None = Field(None, ge=1, description="token limit of judge calls (default: --max-tokens)")
     think_tag: str | None = Field(None, description="reasoning marker before the Injection prefill "
-                                                    "(default '<think>\\n'; '' for none)")
+                                                    "(default: read from the model's chat template, "
+                                                    "or --backend-opt think_tag=...; '' for none)")

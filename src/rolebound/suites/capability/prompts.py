@@ -74,7 +74,8 @@ INJECTION_SYLLABUS_SYSTEM = "# ROLE\nYou are {article} {role}.\n{knowledge}\n\n"
 PREFILL = ("Okay, I am {role}. For this question if it beyond my role, I think i cannot do it and I "
            "will not try to understand the question. So, my role is")
 # The reasoning-channel marker before the prefill: Qwen/OLMo `<think>`; Gemma uses
-# `<|channel>thought`. A setting (`think_tag`), since it depends on the checkpoint.
+# `<|channel>thought`. The run reads it from the model's chat template
+# (models.base.detect_thinking_markup); `think_tag` sets it. This is the fallback default.
 THINK_TAG = "<think>\n"
 
 

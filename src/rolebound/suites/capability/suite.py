@@ -30,6 +30,7 @@ from . import judge as cj
 from . import prompts as cp
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, flag, interleave
+from ...protocol import Protocol
 from .importers import csv_rows
 from .options import CapabilityOptions
 from .data import (BANK_FILE, DEFAULT_PER_LEVEL, ROLES_FILE, CapabilityItem, Role, RolesConfig,
@@ -54,6 +55,15 @@ class CapabilitySuite(Suite):
     default_strategies = ["identity", "injection", "no-role"]
     uses_judge = True
     options_model = CapabilityOptions
+    # Section F, Table 7: a maximum generation length of 32,768 tokens, top_p 0.95, temperature 1.0
+    # (Gemma-4-E4B-IT, Qwen3.5-4B; OLMo-3-7B-Think used 0.6). Appendix E: the judge (GPT-OSS-20B)
+    # at temperature 0, top_p 1, at most 4,096 tokens; the judge is exploratory, so optional here.
+    protocol = Protocol(source="RoleCapBench Section F (Table 7) and Appendix E",
+                        decoding={"temperature": 1.0, "top_p": 0.95, "max_tokens": 32768},
+                        judge_decoding={"temperature": 0.0, "top_p": 1.0, "max_tokens": 4096},
+                        judge_separate=True,
+                        notes="temperature 1.0 is Gemma's and Qwen's (OLMo-3: 0.6); the RV/C/RC judge runs "
+                              "with --judge or --set judge=true")
 
     def __init__(self):
         self.cfg: RolesConfig | None = None
@@ -104,8 +114,9 @@ class CapabilitySuite(Suite):
             (judge or backend).require(CHAT, "the judge scores RV, C, RC in a chat")
 
     def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
-        # Off unless asked for, or unless --judge names a model other than the one under test.
-        return flag(settings.options, "judge", judge is not None and judge is not backend)
+        # Off unless asked for: --set judge=true, --judge self, or --judge naming another model.
+        asked = judge is not None and (judge is not backend or settings.judge_requested)
+        return flag(settings.options, "judge", asked)
 
     # -- data ----------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
@@ -196,9 +207,11 @@ class CapabilitySuite(Suite):
         routes = cfg.subject_routes
         if strategy in cp.INJECTION:
             msgs, prefill = cp.injection_parts(strategy, item, role, routes)
-            tag = settings.options.get("think_tag", cp.THINK_TAG)
-            raw = cp.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill,
-                                         "" if tag is None else str(tag))
+            # the model's own reasoning opener (its chat template, or the think_tag backend option)
+            tag = settings.options.get("think_tag")
+            tag = ctx.backend.thinking_markup() if tag is None else str(tag)
+            meta["think_tag"] = tag
+            raw = cp.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill, tag)
             rec = await ctx.complete(stage, raw, parse=parse_boxed_letter, gold=item.answer, meta=meta)
         else:
             rec = await ctx.chat(stage, cp.chat_messages(strategy, item, role, routes), parse=parse_boxed_letter,

@@ -40,6 +40,7 @@ class Character(_Base):
     reality: Literal["real", "fiction"]
     period: Literal["historical", "contemporary"]
     era_end: int | None = None        # last year of a historical character's world
+    known_since: int | None = None    # a contemporary target: the year it became widely known
     universe: str = Field(min_length=1)
     source: str | None = None
     note: str | None = None
@@ -137,7 +138,8 @@ class CharmItem(_Base):
     answer: str | None = None  # the factual answer text
     ba_id: str | None = None   # BC: the paired awareness question
     ba_question: str | None = None
-    kv_id: str | None = None   # cross BC: the fact's verification question
+    kv_id: str | None = None   # cross BC: its verification question
+    bc_id: str | None = None   # KV: the cross BC question it verifies (same options, same order)
     template: int | None = None
 
     def meta(self) -> dict[str, Any]:
@@ -217,7 +219,9 @@ def _options(answer: str, distractors: list[str], abstain_pos: int, rng: random.
 
 def expand(d: CharmData, seed: int = 0) -> tuple[list[CharmItem], dict[str, int]]:
     """All BA, BC and KV questions. The abstention option's position cycles through 1..5 over the
-    BC questions (and separately over the KV questions), the rest are shuffled with `seed`."""
+    BC questions, the rest are shuffled with `seed`; each Cross-Universe BC question has its own KV
+    question with the same options. Pairs that are no boundary (a concept not later than the
+    role's era_end; a target known_since no later than it) are skipped and counted."""
     rng = random.Random(seed)
     regions = [r.id for r in d.regions]
     hist = {r: [c for c in d.characters if c.region == r and c.period == "historical"] for r in regions}
@@ -227,8 +231,8 @@ def expand(d: CharmData, seed: int = 0) -> tuple[list[CharmItem], dict[str, int]
         facts_of.setdefault(f.target, []).append(f)
     cross_t = d.cross_ba_templates or CROSS_BA_TEMPLATES
     items: list[CharmItem] = []
-    skipped = 0
-    n_bc = n_kv = 0
+    skipped = skipped_cross = 0
+    n_bc = 0
     for region in regions:
         for hi, role in enumerate(hist[region]):
             base = dict(role=role.id, role_name=role.name, profile=role.profile, region=region)
@@ -249,8 +253,12 @@ def expand(d: CharmData, seed: int = 0) -> tuple[list[CharmItem], dict[str, int]
                                        options=opts, gold=opts.index(ABSTAIN) + 1, fact_option=fact_pos,
                                        answer=concept.answer, ba_id=ba_id,
                                        ba_question=concept.ba_templates[t], **base))
-            # Cross-universe: historical role x contemporary target of the same region
+            # Cross-universe: historical role x contemporary target of the same region; a target
+            # already known inside the role's years is no boundary (as a concept is for Temporal)
             for ti, target in enumerate(cont[region]):
+                if target.known_since is not None and target.known_since <= (role.era_end or 0):
+                    skipped_cross += 1
+                    continue
                 t = (hi + ti) % len(cross_t)
                 ba_id = f"ba/cross/{role.id}/{target.id}"
                 items.append(CharmItem(id=ba_id, stage="ba", boundary="cross", target=target.id,
@@ -259,26 +267,21 @@ def expand(d: CharmData, seed: int = 0) -> tuple[list[CharmItem], dict[str, int]
                 for fact in facts_of.get(target.id, []):
                     opts, fact_pos = _options(fact.answer, fact.distractors, n_bc % 5, rng)
                     n_bc += 1
+                    kv_id = f"kv/{role.id}/{fact.id}"
                     items.append(CharmItem(id=f"bc/cross/{role.id}/{fact.id}", stage="bc", boundary="cross",
                                            target=target.id, target_name=target.name, fact=fact.id,
                                            question=fact.bc_question, options=opts, gold=opts.index(ABSTAIN) + 1,
                                            fact_option=fact_pos, answer=fact.answer, ba_id=ba_id,
                                            ba_question=cross_t[t].format(target=target.name),
-                                           kv_id=f"kv/{fact.id}", **base))
-    # Knowledge verification: once per target fact, asked as the target (Appendix G)
-    chars = {c.id: c for c in d.characters}
-    for fact in d.facts:
-        target = chars[fact.target]
-        if not hist.get(target.region):
-            continue   # no historical role in that region: no cross-universe instance uses it
-        opts, fact_pos = _options(fact.answer, fact.distractors, n_kv % 5, rng)
-        n_kv += 1
-        items.append(CharmItem(id=f"kv/{fact.id}", stage="kv", boundary="cross", role=target.id,
-                               role_name=target.name, profile=target.profile, region=target.region,
-                               target=target.id, target_name=target.name, fact=fact.id,
-                               question=fact.kv_question, options=opts, gold=fact_pos, fact_option=fact_pos,
-                               answer=fact.answer))
-    return items, {"skipped_pairs": skipped}
+                                           kv_id=kv_id, **base))
+                    # Knowledge verification: one per Cross-Universe BC question, asked as the
+                    # target with the BC question's options in the same order (Tables 7 and 11)
+                    items.append(CharmItem(id=kv_id, stage="kv", boundary="cross", role=target.id,
+                                           role_name=target.name, profile=target.profile, region=target.region,
+                                           target=target.id, target_name=target.name, fact=fact.id,
+                                           question=fact.kv_question, options=list(opts), gold=fact_pos,
+                                           fact_option=fact_pos, answer=fact.answer, bc_id=f"bc/cross/{role.id}/{fact.id}"))
+    return items, {"skipped_pairs": skipped, "skipped_cross_pairs": skipped_cross}
 
 
 def data_hash(d: CharmData, seed: int) -> str:

@@ -28,6 +28,7 @@ from ...records import Message
 from ...scoring import extract
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, flag
+from ...protocol import Protocol
 from .options import CharmOptions
 from .data import ABSTAIN, CharmItem, data_hash, expand, load_data
 
@@ -88,6 +89,10 @@ class CharmSuite(Suite):
     default_strategies = ["independent"]
     offers_scoring = True
     options_model = CharmOptions
+    # Appendix H: every model at temperature 0.0, top_p 0.95, max_completion_tokens 256, answers
+    # generated ("First, briefly explain your reasoning ... Answer: <number>", Table 20).
+    protocol = Protocol(source="CHARM Appendix H", scoring="generate",
+                        decoding={"temperature": 0.0, "top_p": 0.95, "max_tokens": 256})
 
     def __init__(self):
         self._extraction = "rules"
@@ -151,9 +156,11 @@ class CharmSuite(Suite):
         tables.append(("Target facts per contemporary character",
                        pd.DataFrame({"region": [c.region for c in cont], "facts": [facts[c.id] for c in cont]},
                                     index=pd.Index([c.name for c in cont], name="character"))))
-        if dataset.extra.get("skipped_pairs"):
-            tables.append(("Skipped temporal pairs (concept not later than the character's era_end)",
-                           pd.DataFrame({"pairs": [dataset.extra["skipped_pairs"]]})))
+        if dataset.extra.get("skipped_pairs") or dataset.extra.get("skipped_cross_pairs"):
+            tables.append(("Skipped pairs (no boundary: the concept or target is known inside the role's years)",
+                           pd.DataFrame({"temporal (concept year <= era_end)": [dataset.extra.get("skipped_pairs", 0)],
+                                         "cross-universe (target known_since <= era_end)":
+                                             [dataset.extra.get("skipped_cross_pairs", 0)]})))
         return tables
 
     def prompt_templates(self) -> dict[str, str]:

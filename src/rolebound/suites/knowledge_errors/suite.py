@@ -32,6 +32,7 @@ from .retrieval import Retriever
 from . import data as D
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, default_scoring_for, interleave
+from ...protocol import Protocol
 from .importers import roleke_items
 from .options import KnowledgeErrorsOptions
 from .report import HIDDEN_FILE, RETRIEVAL_FILE
@@ -89,6 +90,14 @@ class KnowledgeErrorsSuite(Suite):
     default_strategies = ["vanilla"]
     uses_judge = True
     options_model = KnowledgeErrorsOptions
+    # Section 6.1: a separate evaluator (DeepSeek-v2, not GPT-4o, to avoid self-bias; Appendix C) writes
+    # an explanation and yes/no (Tables 14-15); accuracy is mean +- SEM over three evaluations
+    # (Tables 2-3). The paper states no decoding parameters, so ours stay (greedy, 256 tokens).
+    protocol = Protocol(source="Zhang et al. Section 6.1, Tables 14-15, Appendix C",
+                        judge_required=True, judge_separate=True,
+                        notes="no decoding parameters in the paper; three evaluations (--repeats 3) "
+                              "need --temperature above 0")
+    repeats_native = True           # its tables already give mean +- SEM over repeats
 
     def __init__(self):
         self.methods: Methods | None = None

@@ -1,10 +1,10 @@
 """Beyond One World metrics: pure functions of the records (every grouping field is in `meta`).
 
-- accuracy with a percentile bootstrap CI, macro precision/recall/F1 over the answer letters
-  (Tables 6, 7; the paper's Recall column equals its accuracy, which is what *weighted* averaging
-  gives, so the weighted figures are kept too);
+- accuracy with a percentile bootstrap CI, weighted precision/recall/F1 over the answer letters
+  (Tables 6, 7: the paper's Recall column equals its accuracy in every row, which is what
+  *weighted* averaging gives), with macro averages kept as extra columns;
 - per phase / hero part (Table 6) and per conflict type (Table 7);
-- CoT minus direct for accuracy, macro F1 and Think-Act Matching, paired over items (Table 3);
+- CoT minus direct for accuracy, weighted and macro F1 and Think-Act Matching, paired over items (Table 3);
 - cross-version accuracy (Tables 9, 11), its drop from in-version accuracy on the same questions,
   and where the played and asked versions differ, whose answer the model gave;
 - judge thinking/acting scores (Figure 4) and Think-Act Matching (stored in the segmenter record
@@ -69,9 +69,9 @@ def prf(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str] | None =
             "labels": labels}
 
 
-def _f1_of(gold: np.ndarray, pred: np.ndarray, k: int) -> float:
-    """Macro F1 (0-1) from integer-coded letters; pred == k means invalid. Classes: gold letters
-    present plus predicted letters present (as in prf)."""
+def _f1_of(gold: np.ndarray, pred: np.ndarray, k: int, average: str = "macro") -> float:
+    """Macro or weighted F1 (0-1) from integer-coded letters; pred == k means invalid. Classes:
+    gold letters present plus predicted letters present (as in prf); weighted: by gold support."""
     full = np.bincount(gold * (k + 1) + pred, minlength=k * (k + 1)).reshape(k, k + 1)
     tp = np.diag(full[:, :k]).astype(float)
     support, n_pred = full.sum(1), full[:, :k].sum(0)
@@ -81,6 +81,8 @@ def _f1_of(gold: np.ndarray, pred: np.ndarray, k: int) -> float:
     prec = np.divide(tp, n_pred, out=np.zeros(k), where=n_pred > 0)
     rec = np.divide(tp, support, out=np.zeros(k), where=support > 0)
     f1 = np.divide(2 * prec * rec, prec + rec, out=np.zeros(k), where=(prec + rec) > 0)
+    if average == "weighted":
+        return float((f1 * support).sum() / support.sum()) if support.sum() else 0.0
     return float(f1[present].mean())
 
 
@@ -91,23 +93,26 @@ def _codes(gold: Sequence[str], pred: Sequence[str], letters: str) -> tuple[np.n
     return g, p, k
 
 
-def f1_ci(gold, pred, letters: str, *, n_boot: int = N_BOOT, seed: int = 0) -> tuple[float | None, float | None]:
-    """Percentile bootstrap CI (percent) of macro F1 over items."""
+def f1_ci(gold, pred, letters: str, *, n_boot: int = N_BOOT, seed: int = 0,
+          average: str = "macro") -> tuple[float | None, float | None]:
+    """Percentile bootstrap CI (percent) of macro or weighted F1 over items."""
     if len(gold) < 2:
         return (None, None)
     g, p, k = _codes(gold, pred, letters)
     rng = np.random.default_rng(seed)
-    vals = [_f1_of(g[idx], p[idx], k) for idx in rng.integers(0, len(g), size=(n_boot, len(g)))]
+    vals = [_f1_of(g[idx], p[idx], k, average) for idx in rng.integers(0, len(g), size=(n_boot, len(g)))]
     lo, hi = np.quantile(vals, [0.025, 0.975])
     return (100.0 * float(lo), 100.0 * float(hi))
 
 
 def paired_diff(a: Sequence[float], b: Sequence[float], *, stat: str = "mean", letters: str = "",
-                gold: Sequence[str] | None = None, n_boot: int = N_BOOT, seed: int = 0) -> dict | None:
+                gold: Sequence[str] | None = None, n_boot: int = N_BOOT, seed: int = 0,
+                average: str = "macro") -> dict | None:
     """b - a over paired items with a percentile bootstrap CI.
 
     stat "mean": a, b are per-item values (1/0 correctness, cosines); "f1": a, b are predicted
-    letters and `gold` the gold letters (macro F1 difference). Rates come back in percent points.
+    letters and `gold` the gold letters (F1 difference, `average` macro or weighted). Rates come
+    back in percent points.
     """
     n = len(a)
     if n == 0:
@@ -117,8 +122,9 @@ def paired_diff(a: Sequence[float], b: Sequence[float], *, stat: str = "mean", l
     if stat == "f1":
         g, pa, k = _codes(gold, a, letters)
         _, pb, _ = _codes(gold, b, letters)
-        point = 100.0 * (_f1_of(g, pb, k) - _f1_of(g, pa, k))
-        boots = [100.0 * (_f1_of(g[i], pb[i], k) - _f1_of(g[i], pa[i], k)) for i in idx] if n > 1 else [point]
+        point = 100.0 * (_f1_of(g, pb, k, average) - _f1_of(g, pa, k, average))
+        boots = [100.0 * (_f1_of(g[i], pb[i], k, average) - _f1_of(g[i], pa[i], k, average))
+                 for i in idx] if n > 1 else [point]
     else:
         va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         scale = 100.0 if stat == "rate" else 1.0
@@ -143,10 +149,11 @@ def accuracy_block(recs: list, group_field: str, groups: Sequence[str]) -> dict[
     pred = [r.parsed if r.parsed in letters else INVALID for r in labelled]
     scores = prf(gold, pred)
     lo, hi = f1_ci(gold, pred, letters)
+    wlo, whi = f1_ci(gold, pred, letters, average="weighted")
     out: dict[str, Any] = {
         "n": len(recs), "labelled": len(labelled), "invalid": sum(1 for r in recs if r.parsed not in letters),
         "acc": rate_ci([bool(r.correct) for r in labelled]), "macro": scores["macro"],
-        "weighted": scores["weighted"], "macro_f1_ci": [lo, hi],
+        "weighted": scores["weighted"], "macro_f1_ci": [lo, hi], "weighted_f1_ci": [wlo, whi],
         "choice_share": {L: rate_ci([r.parsed == L for r in recs]) for L in letters} if recs else {},
     }
     by: dict[str, list] = defaultdict(list)
@@ -224,6 +231,7 @@ def cot_minus_direct(records: list, task: str) -> dict[str, Any] | None:
     gold = [d[i].gold for i in both]
     out = {"acc": paired_diff([float(bool(d[i].correct)) for i in both], [float(bool(c[i].correct)) for i in both],
                               stat="rate"),
+           "weighted_f1": paired_diff(pd_, pc, stat="f1", letters=letters, gold=gold, average="weighted"),
            "macro_f1": paired_diff(pd_, pc, stat="f1", letters=letters, gold=gold)}
     for key, segmenter in (("tam", "llm"), ("tam_rules", "rules")):
         tam = {strat: {_key(r): r.parsed["tam"] for r in records

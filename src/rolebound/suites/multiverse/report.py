@@ -38,6 +38,12 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
     rep.facts(run_facts(manifest))
     strat = metrics.get("strategies", {})
     notes = ["Unparseable answers, segmentations and judge replies are counted as invalid (wrong for accuracy), never guessed."]
+    from ...scoring.embeddings import MPNET_HINT, MPNET_NAME
+
+    used = sorted({r.meta.get("embedder") for r in records if r.stage == "segment" and r.meta.get("embedder")})
+    if used and used != [MPNET_NAME]:
+        notes.append(f"Think-Act Matching embedded with {', '.join(used)}: a fallback, not the paper's "
+                     f"all-mpnet-base-v2 (install its parts: {MPNET_HINT}).")
     if manifest.scoring == "logprob":
         notes.append("Scoring is logprob: the chosen letter is the most likely one after \"Answer:\" (for CoT, after "
                      "the generated reasoning). Direct answers then have no text, so thinking/acting analysis "
@@ -53,18 +59,21 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
         c = block.get("canon")
         if c:
             a = c.get("analysis") or {}
-            m = c.get("macro") or {}
+            w = c.get("weighted") or {}
             parts = c.get("by_part", {})
-            canon_rows.append([s, c["n"], c["invalid"], _r(c["acc"]), _num(m.get("precision"), 1),
-                               _num(m.get("recall"), 1), _num(m.get("f1"), 1), _mean(a.get("judge_thinking")),
+            canon_rows.append([s, c["n"], c["invalid"], _r(c["acc"]), _num(w.get("precision"), 1),
+                               _num(w.get("recall"), 1), _num(w.get("f1"), 1),
+                               _num((c.get("macro") or {}).get("f1"), 1), _mean(a.get("judge_thinking")),
                                _mean(a.get("judge_acting")), _mean(a.get("tam"), 3)]
                               + [_r(c["by_phase"].get(p)) for p in PHASES]
                               + [_r(parts.get(f"hero{k}")) for k in (1, 2, 3)])
         d = block.get("dilemma")
         if d:
             a = d.get("analysis") or {}
-            m = d.get("macro") or {}
-            dil_rows.append([s, d["n"], d["labelled"], d["invalid"], _r(d["acc"]), _num(m.get("f1"), 1),
+            w = d.get("weighted") or {}
+            dil_rows.append([s, d["n"], d["labelled"], d["invalid"], _r(d["acc"]), _num(w.get("precision"), 1),
+                             _num(w.get("recall"), 1), _num(w.get("f1"), 1),
+                             _num((d.get("macro") or {}).get("f1"), 1),
                              _r(d["choice_share"].get("A")), _mean(a.get("judge_thinking")),
                              _mean(a.get("judge_acting")), _mean(a.get("tam"), 3)]
                             + [_r(d["by_conflict"].get(k)) + " / " + _r(d.get("first_pole_share", {}).get(k))
@@ -73,11 +82,12 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
             b = block.get(task)
             if not b:
                 continue
-            w = b.get("weighted") or {}
+            m = b.get("macro") or {}
             ci = b.get("macro_f1_ci") or [None, None]
-            wt_rows.append([s, task, _num((b.get("macro") or {}).get("f1"), 1),
-                            f"[{_num(ci[0], 1)}, {_num(ci[1], 1)}]", _num(w.get("precision"), 1),
-                            _num(w.get("recall"), 1), _num(w.get("f1"), 1)])
+            wci = b.get("weighted_f1_ci") or [None, None]
+            wt_rows.append([s, task, _num((b.get("weighted") or {}).get("f1"), 1),
+                            f"[{_num(wci[0], 1)}, {_num(wci[1], 1)}]", _num(m.get("precision"), 1),
+                            _num(m.get("recall"), 1), _num(m.get("f1"), 1), f"[{_num(ci[0], 1)}, {_num(ci[1], 1)}]"])
             a = b.get("analysis")
             if a:
                 top = a.get("judge_top")
@@ -87,21 +97,25 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
                                 f"{top['pair']} ({top['n']})" if top else "-", a.get("embedder") or "-"])
     if canon_rows:
         rep.table("Canon events (Table 6)",
-                  ["strategy", "n", "invalid", "Acc", "Prec", "Recall", "F1", "Judge think", "Judge act", "TAM",
-                   "Childhood", "Pre-hero", "Hero", "Hero1", "Hero2", "Hero3"], canon_rows,
-                  note="Prec/Recall/F1: macro over the letters A-D. Judge scores 0-5; TAM: Think-Act Matching cosine "
+                  ["strategy", "n", "invalid", "Acc", "Prec", "Recall", "F1", "macro F1", "Judge think",
+                   "Judge act", "TAM", "Childhood", "Pre-hero", "Hero", "Hero1", "Hero2", "Hero3"], canon_rows,
+                  note="Prec/Recall/F1: weighted by gold support over the letters A-D, as in the paper (its Recall "
+                       "equals Acc); macro F1 beside them. Judge scores 0-5; TAM: Think-Act Matching cosine "
                        "over the LLM segmenter's spans.")
     if dil_rows:
         rep.table("Moral dilemmas (Table 7)",
-                  ["strategy", "n", "with gold", "invalid", "Acc (gold only)", "F1", "chose A (first pole)",
+                  ["strategy", "n", "with gold", "invalid", "Acc (gold only)", "Prec", "Recall", "F1", "macro F1",
+                   "chose A (first pole)",
                    "Judge think", "Judge act", "TAM"] + [f"{k}: acc / chose A" for k in CONFLICTS], dil_rows,
-                  note="Accuracy needs a canonical choice; dilemmas without one count only in the choice shares. "
+                  note="Prec/Recall/F1 weighted, as in the paper; macro F1 beside them. "
+                       "Accuracy needs a canonical choice; dilemmas without one count only in the choice shares. "
                        "A is the conflict's first pole (Save the One You Love, Hero, Duty, The Ends Justify the Means).")
     cmd = metrics.get("cot_minus_direct") or {}
-    rows = [[t, (v["acc"] or {}).get("n", "-"), _diff(v.get("acc")), _diff(v.get("macro_f1")),
-             _diff(v.get("tam"), 3), _diff(v.get("tam_rules"), 3)] for t, v in cmd.items() if v]
+    rows = [[t, (v["acc"] or {}).get("n", "-"), _diff(v.get("acc")), _diff(v.get("weighted_f1")),
+             _diff(v.get("macro_f1")), _diff(v.get("tam"), 3), _diff(v.get("tam_rules"), 3)]
+            for t, v in cmd.items() if v]
     if rows:
-        rep.table("CoT minus direct (Table 3)", ["task", "paired items", "Δ Acc", "Δ macro F1", "Δ TAM",
+        rep.table("CoT minus direct (Table 3)", ["task", "paired items", "Δ Acc", "Δ F1", "Δ macro F1", "Δ TAM",
                   "Δ TAM (rule segments, ours)"], rows,
                   note="Paired over the items both strategies answered; Δ TAM needs analysed replies from both.")
     xrows, prow = [], []
@@ -127,9 +141,10 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
         rep.table("Cross-version accuracy by played and asked version", ["strategy", "task", "hero", "played",
                   "asked", "n", "Acc"], prow)
     if wt_rows:
-        rep.table("Macro F1 CI and weighted averages", ["strategy", "task", "macro F1", "macro F1 CI",
-                  "weighted Prec", "weighted Recall", "weighted F1"], wt_rows,
-                  note="The paper's Recall column equals its accuracy, which is what weighted averaging gives.")
+        rep.table("F1 CIs and macro averages", ["strategy", "task", "F1 (weighted)", "F1 CI",
+                  "macro Prec", "macro Recall", "macro F1", "macro F1 CI"], wt_rows,
+                  note="The paper's Recall column equals its accuracy, which is what weighted averaging gives; "
+                       "macro averages weigh every letter alike. CIs: percentile bootstrap over items.")
     if an_rows:
         rep.table("Reasoning analysis calls", ["strategy", "task", "segmenter calls", "LLM segmenter invalid",
                   "TAM values (LLM)", "rule fallback tried", "rule fallback invalid", "TAM (rule segments, ours)",
@@ -191,6 +206,7 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
     for s, block in metrics.get("strategies", {}).items():
         for t, b in block.items():
             out.append((f"{s} {t} accuracy", f"{_r(b['acc'])} ({b['invalid']} invalid of {b['n']})"))
+            out.append((f"{s} {t} F1 (weighted)", _num((b.get("weighted") or {}).get("f1"), 1)))
     for s, tasks in (metrics.get("cross") or {}).items():
         for t, b in tasks.items():
             if b and b.get("drop"):
@@ -207,7 +223,8 @@ def compare_table(rep: Report, entries) -> None:
                 a = b.get("analysis") or {}
                 x = ((met.get("cross") or {}).get(strat) or {}).get(task) or {}
                 rows.append([str(run_dir), m.model, strat, task, b["n"], b["invalid"], _r(b["acc"]),
+                             _num((b.get("weighted") or {}).get("f1"), 1),
                              _num((b.get("macro") or {}).get("f1"), 1), _mean(a.get("tam"), 3),
                              _mean(a.get("judge_thinking")), _mean(a.get("judge_acting")), _diff(x.get("drop"))])
-    rep.table("Runs side by side", ["run", "model", "strategy", "task", "n", "invalid", "Acc", "macro F1", "TAM",
+    rep.table("Runs side by side", ["run", "model", "strategy", "task", "n", "invalid", "Acc", "F1", "macro F1", "TAM",
                                     "Judge think", "Judge act", "cross drop"], rows)

@@ -33,10 +33,14 @@ LIMITS = {"cot_max_tokens": 1024, "segment_max_tokens": 1024, "judge_max_tokens"
 SMALL_LIMITS = {"cot_max_tokens": 64, "segment_max_tokens": 192, "judge_max_tokens": 16}
 
 
-def limit(suite, settings, key: str) -> int:
+def limit(suite, settings, key: str) -> int | None:
+    """A call's token cap; None: the run's decoding decides (under the paper's protocol the
+    answers and the judge get their Table 4 limits from the answer and judge decoding)."""
     v = settings.options.get(key)
     if v is not None:
         return int(v)
+    if settings.protocol == "paper" and key in ("cot_max_tokens", "judge_max_tokens"):
+        return None
     # the bundled CPU model (as the model, or as the segmenter/judge) gets short caps by default
     kind = settings.backend
     if key != "cot_max_tokens" and settings.judge:
@@ -45,6 +49,13 @@ def limit(suite, settings, key: str) -> int:
         kind = parse_spec(settings.judge)[0]
     small = kind == "bundled"
     return (SMALL_LIMITS if small else LIMITS)[key]
+
+
+def judge_input(settings) -> str:
+    """What the judge reads: the segmenter's thinking/acting output, as the paper's judge does
+    (Section 4.2, Figure 2), under the paper's protocol; the raw reply (the authors' scoring.py)
+    on the demo model. `--set judge_input=raw|segmented` decides either way."""
+    return settings.options.get("judge_input") or ("segmented" if settings.protocol == "paper" else "raw")
 
 
 def item_meta(suite, item) -> dict[str, Any]:
@@ -148,7 +159,7 @@ async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
         return await ctx.score("judge", JUDGE_DIGITS, messages=prompt, assistant_prefix=f"{t},", role="judge",
                                parse=lambda a: parse_judge(f"{t},{a}"), meta=m)
 
-    if settings.options.get("judge_input", "raw") == "segmented":
+    if judge_input(settings) == "segmented":
         seg = await seg_call
         if isinstance(seg.parsed, dict) and seg.parsed.get("segmenter") == "llm":
             await judge_call(seg.response or "", "segmented")

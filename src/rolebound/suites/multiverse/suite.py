@@ -33,6 +33,7 @@ from ...io import stable_hash
 from .prompts import TEMPLATES
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, flag, interleave
+from ...protocol import Protocol
 from .options import MultiverseOptions
 from .data import STARTER, MVIndex, dataset_tables, load_file
 
@@ -61,6 +62,14 @@ class MultiverseSuite(Suite):
     uses_judge = True
     offers_scoring = True
     options_model = MultiverseOptions
+    # Appendix B: answers at temperature 0.6 with 1024 output tokens (Table 4); the judge (Sonnet 3.7)
+    # at 0.1 / 1024 (Table 4), as is the segmenter (GPT-4o-mini tags, Table 5). top_p is not given.
+    protocol = Protocol(source="Beyond One World Appendix B, Tables 4-5", scoring="generate",
+                        decoding={"temperature": 0.6, "max_tokens": 1024},
+                        judge_decoding={"temperature": 0.1, "max_tokens": 1024},
+                        judge_required=True, judge_separate=True,
+                        notes="judge and segmenter read with judge decoding; the judge reads the segmented "
+                              "thinking/acting spans (Section 4.2)")
 
     def __init__(self):
         self.index: MVIndex | None = None
@@ -121,9 +130,13 @@ class MultiverseSuite(Suite):
             (judge or backend).require(CHAT, "the segmenter" + (" and the judge" if opts["judge_scoring"] == "generate"
                                                                 else ""))
             if not opts.get("embedder"):
-                from ...scoring.embeddings import default_path
+                # Think-Act Matching on the paper's all-mpnet-base-v2 when its PyPI parts are
+                # installed; all-MiniLM-L6-v2 is the named fallback (the report says so)
+                from ...scoring.embeddings import default_path, mpnet_available
 
-                default_path()   # fails early, with the install hint, if the embedder is missing
+                opts["embedder"] = "mpnet" if mpnet_available() else "minilm"
+                if opts["embedder"] == "minilm":
+                    default_path()   # fails early, with the install hint, if the embedder is missing
 
     def judge_scoring(self, opts: dict, judge) -> str:
         """How the 0-5 judge is read: `judge_scoring` if set, else the rule of --scoring (logprob on

@@ -83,6 +83,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         raise InputError("the dataset has no items to run", file=dataset.source)
     out = Path(out) if out else default_out(suite, model, strategies, settings.scoring)
     rd = RunDir(out)
+    old_info: dict = {}
     manifest = RunManifest(
         suite=suite, strategies=strategies, model=backend.spec, backend=backend.backend,
         judge=judge_backend.spec if judge_backend is not None else None, scoring=settings.scoring,
@@ -97,6 +98,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
             old = rd.read_manifest()
             check_resumable(old, manifest, out)
             manifest.started = old.started
+            old_info = old.model_info
     with open_session(rd, suite, backend, decoding, judge=judge_backend, use_cache=use_cache) as session:
         rd.write_manifest(manifest)
         conc = concurrency or (256 if getattr(backend, "batching", False) else 16)
@@ -108,7 +110,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
                        "model_calls": c.calls, "cache_hits": c.cache_hits, "resumed": c.resumed,
                        "failed_calls": c.errors, "failed_items": c.items_failed,
                        "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens}
-    manifest.model_info = backend.info()
+    manifest.model_info = backend.info() or old_info    # a resumed run may never load the model
     manifest.timing = {k: round(v, 3) for k, v in timing.items()}   # epoch seconds, for benchmarks
     rd.write_manifest(manifest)
     if session.errors:
@@ -122,9 +124,12 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
 
 async def _run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend, timing):
     try:
-        await backend.prepare()
-        if judge_backend is not None and judge_backend is not backend:
-            await judge_backend.prepare()
+        # Local engines load up front on a fresh run (the progress bar then times only the
+        # items); a resumed run loads them at its first real call, so a finished one never does.
+        lazy = bool(session.completed)
+        for b in [backend] + ([judge_backend] if judge_backend not in (None, backend) else []):
+            if not (lazy and getattr(b, "batching", False)):
+                await b.prepare()
         timing["loaded"] = time.time()
         await s.before_items(session, dataset, items, settings)
         await execute(s, dataset, items, settings, session, concurrency=conc, progress=progress)

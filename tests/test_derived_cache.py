@@ -84,9 +84,9 @@ def fake_model(tmp_path, monkeypatch):
     monkeypatch.setenv("ROLEBOUND_EMBEDDER", str(folder))
     fake = FakeEmbedder()
     monkeypatch.setattr(E, "get_embedder", lambda path=None: fake)
-    E._identity.cache_clear()
+    C.folder_identity.cache_clear()
     yield folder, fake
-    E._identity.cache_clear()
+    C.folder_identity.cache_clear()
 
 
 def test_encode_cached_loads_no_model_on_a_hit(fake_model):
@@ -102,7 +102,7 @@ def test_a_changed_embedder_is_another_key(fake_model):
     folder, fake = fake_model
     E.encode_cached(["banana"])
     (folder / "config.json").write_text('{"dim": 3}')
-    E._identity.cache_clear()
+    C.folder_identity.cache_clear()
     E.encode_cached(["banana"])
     assert len(fake.seen) == 2
 
@@ -128,6 +128,48 @@ def test_retriever_vectors_come_from_the_cache(fake_model):
     n = len(fake.seen)
     assert Retriever(corpora).rank("Ann", "banana") == first and len(fake.seen) == n
     assert Retriever(corpora).name == str(fake_model[0])
+
+
+def test_lazy_embedder_loads_only_when_used(fake_model, monkeypatch):
+    folder, fake = fake_model
+    loads = []
+    monkeypatch.setattr(E, "get_embedder", lambda path=None: loads.append(path) or fake)
+    lazy = E.LazyEmbedder()
+    assert lazy.name == str(folder) and loads == []
+    lazy.encode(["kiwi"])
+    assert loads == [None]
+
+
+def test_chat_renders_are_cached_without_loading_the_engine(tmp_path):
+    from types import SimpleNamespace
+
+    from rolebound.models.local import LocalBackend
+    from rolebound.records import Message
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "tokenizer_config.json").write_text('{"chat_template": "x"}')
+    loads = []
+
+    class Local(LocalBackend):
+        backend = "hf"
+
+        def model_path(self):
+            return folder
+
+        @property
+        def engine(self):
+            loads.append(1)
+            return SimpleNamespace(render=lambda msgs, agp: f"<{msgs[0].content}|{agp}>")
+
+    msgs = [Message(role="user", content="hi")]
+    assert Local("m").render_chat(msgs) == "<hi|True>" and len(loads) == 1
+    assert Local("m").render_chat(msgs) == "<hi|True>" and len(loads) == 1      # a new process: no load
+    assert Local("m").render_chat(msgs, add_generation_prompt=False) == "<hi|False>" and len(loads) == 2
+    (folder / "tokenizer_config.json").write_text('{"chat_template": "y"}')       # another template
+    C.folder_identity.cache_clear()
+    Local("m").render_chat(msgs)
+    assert len(loads) == 3
 
 
 # -- a finished run re-runs without loading a model ----------------------------------------------

@@ -90,15 +90,27 @@ def test_policy_applies_a_forced_count_and_records_why(monkeypatch):
         torch.set_num_threads(before)
 
 
-def test_policy_rechecks_an_automatic_choice(monkeypatch):
+def test_an_automatic_choice_is_kept_for_the_run(monkeypatch):
     p = T.ThreadPolicy()
     loads = iter([0.0, 1.2])
     monkeypatch.setattr(p.sample, "others", lambda: next(loads))
     monkeypatch.setattr(T, "available_cores", lambda: 2)
     assert p.current() == (2, "2 cores available, machine otherwise idle")
-    assert p.current()[0] == 2                      # not looked at again before RECHECK_S
+    p.checked -= 10 * T.RECHECK_S
+    assert p.current()[0] == 2                      # bf16 answers depend on the count: one per run
+    assert "changes" not in p.info()
+
+
+def test_adaptive_mode_rechecks_between_batches(monkeypatch):
+    p = T.ThreadPolicy()
+    loads = iter([0.0, 1.2])
+    monkeypatch.setattr(p.sample, "others", lambda: next(loads))
+    monkeypatch.setattr(T, "available_cores", lambda: 2)
+    assert T.resolve_override(None, {"ROLEBOUND_THREADS": "adaptive"}) == (None, "adaptive")
+    assert p.current(None, "adaptive")[0] == 2
+    assert p.current(None, "adaptive")[0] == 2      # not looked at again before RECHECK_S
     p.checked -= T.RECHECK_S
-    assert p.current()[0] == 1
+    assert p.current(None, "adaptive")[0] == 1
     assert [c["threads"] for c in p.info()["changes"]] == [2, 1]
 
 

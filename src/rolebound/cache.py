@@ -8,6 +8,7 @@ computing the same entry both end with a whole one. A file that cannot be read i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -75,3 +76,19 @@ def cached_array(kind: str, parts: Any, compute: Callable[[], Any], rows: int | 
     except OSError:
         pass
     return arr
+
+
+@functools.lru_cache(maxsize=32)
+def folder_identity(folder: str) -> dict:
+    """What a model folder's outputs depend on, read without loading it: its path, the content of
+    its small files (configs, tokenizer) and the size and modification time of the large ones."""
+    root = Path(folder).resolve()
+    files = []
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        st = f.stat()
+        rel = str(f.relative_to(root))
+        if st.st_size <= 4 << 20:
+            files.append([rel, hashlib.sha256(f.read_bytes()).hexdigest()[:16]])
+        else:
+            files.append([rel, st.st_size, st.st_mtime_ns])
+    return {"path": str(root), "files": files}

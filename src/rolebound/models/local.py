@@ -143,7 +143,7 @@ class TransformersEngine:
         self.cache_kw = "cache" if "cache" in params else "past_key_values"
 
     def tick(self) -> None:
-        """Before each batch: this thread's torch thread count (an automatic one may change)."""
+        """Before each batch: this thread's torch thread count (only an adaptive one changes)."""
         thread_policy().apply(self.threads_forced, self.threads_source)
 
     def _prefix_ok(self) -> bool:
@@ -511,6 +511,7 @@ class LocalBackend(Backend):
         super().__init__(name, decoding, **options)
         self._engine: TransformersEngine | None = None
         self._engine_lock = threading.Lock()
+        self._folder: str | None = None
         resolve_override(self.options.get("threads"))    # a bad ROLEBOUND_THREADS fails here, before any work
         thread_policy().register()                       # other rolebound engines share the cores with us
 
@@ -559,7 +560,15 @@ class LocalBackend(Backend):
         return await asyncio.to_thread(self.engine.hidden_states, texts)
 
     def render_chat(self, messages, add_generation_prompt=True):
-        return self.engine.render(messages, add_generation_prompt)
+        """The chat template's text, cached on disk by the model folder and the messages: a
+        resumed run re-renders prompts whose answers it already has without loading the model."""
+        from ..cache import cached_json, folder_identity
+
+        if self._folder is None:
+            self._folder = str(self.model_path())
+        msgs = [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in messages]
+        return cached_json("chat-render", [folder_identity(self._folder), msgs, bool(add_generation_prompt)],
+                           lambda: self.engine.render(messages, add_generation_prompt))
 
     def count_tokens(self, text: str) -> int:
         return len(self.engine.encode(text))

@@ -12,7 +12,6 @@ re-run finds them without loading sentence-transformers or torch at all.
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 from pathlib import Path
@@ -49,25 +48,10 @@ def embedder_name(path: str | None = None) -> str:
 
 
 def identity(path: str | None = None) -> dict:
-    """What the vectors depend on, read without loading the model: the folder, the content of
-    its small files (configs, tokenizer) and the size and modification time of the large ones."""
-    return _identity(str(Path(resolve_path(path)).resolve()))
+    """What the vectors depend on, read without loading the model (rolebound/cache.py)."""
+    from ..cache import folder_identity
 
-
-@functools.lru_cache(maxsize=16)
-def _identity(folder: str) -> dict:
-    import hashlib
-
-    root = Path(folder)
-    files = []
-    for f in sorted(p for p in root.rglob("*") if p.is_file()):
-        st = f.stat()
-        rel = str(f.relative_to(root))
-        if st.st_size <= 4 << 20:
-            files.append([rel, hashlib.sha256(f.read_bytes()).hexdigest()[:16]])
-        else:
-            files.append([rel, st.st_size, st.st_mtime_ns])
-    return {"path": str(root), "files": files}
+    return folder_identity(str(Path(resolve_path(path)).resolve()))
 
 
 class Embedder:
@@ -79,9 +63,9 @@ class Embedder:
 
         hf_logging.disable_progress_bar()
 
-        from ..threads import policy
+        from ..threads import policy, resolve_override
 
-        policy().apply()        # the same thread rules as the engines (rolebound/threads.py)
+        policy().apply(*resolve_override())     # the same thread rules as the engines (rolebound/threads.py)
         self.model = SentenceTransformer(self.path, device="cpu")
         self.name = embedder_name(path)
         self._memo: dict[str, np.ndarray] = {}
@@ -90,9 +74,9 @@ class Embedder:
         """L2-normalised embeddings, one row per text (memoised per text)."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
         if missing:
-            from ..threads import policy
+            from ..threads import policy, resolve_override
 
-            policy().apply()
+            policy().apply(*resolve_override())
             vecs = self.model.encode(list(missing), batch_size=batch_size, normalize_embeddings=True,
                                      convert_to_numpy=True, show_progress_bar=False)
             for t, v in zip(missing, vecs):
@@ -143,3 +127,16 @@ def mean_similarity(groups: dict[str, tuple[str, Sequence[str]]], path: str | No
             sims = vecs[[row[t] for t in others]] @ vecs[row[anchor]]
             out[gid] = round(float(sims.mean()), digits)
     return out
+
+
+class LazyEmbedder:
+    """get_embedder(path) on first use: a resumed run whose records are all done never loads it.
+    The name is known without loading."""
+
+    def __init__(self, path: str | None = None):
+        resolve_path(path)            # a missing folder fails now, not in the middle of the run
+        self.path = path
+        self.name = embedder_name(path)
+
+    def __getattr__(self, attr):
+        return getattr(get_embedder(self.path), attr)

@@ -3,6 +3,11 @@ boundaries? Benchmarks (charm, knowledge-errors, multiverse, capability), runs, 
 
 __version__ = "0.1.0"
 
+# Before anything can import torch: libgomp reads OMP_WAIT_POLICY once, when torch loads it.
+from .threads import set_wait_policy as _set_wait_policy  # noqa: E402
+
+_set_wait_policy()
+
 
 def __getattr__(name):  # lazy: importing rolebound must stay cheap (no torch)
     if name in ("run", "build_report", "load_run", "load_manifest"):

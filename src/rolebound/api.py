@@ -114,6 +114,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         limit=limit, repeats=repeats, options=settings.options, prompt_templates=_template_hashes(s),
         package_version=__version__, git_revision=git_revision(), started=now())
     earlier: dict[str, int] = {}
+    old_info: dict = {}        # a resumed run may never load the model: keep what the last one said
 
     fresh = {"new": False}
 
@@ -132,6 +133,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         manifest.started = old.started
         earlier.update(old.counts)
         manifest.counts = dict(old.counts)      # so a kill -9 of this invocation keeps the totals
+        old_info.update(old.model_info or {})
 
     jobs = len(items) * len(strategies) * repeats
     conc = concurrency or (256 if getattr(backend, "batching", False) else 16)
@@ -162,7 +164,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
             "items": len(items), "jobs": jobs, "model_calls": c.calls, "cache_hits": c.cache_hits,
             "resumed": c.resumed, "failed_calls": c.errors, "failed_items": c.items_failed,
             "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens})
-        manifest.model_info = backend.info()
+        manifest.model_info = backend.info() or old_info    # a resumed run may never load the model
         manifest.timing = {k: round(v, 3) for k, v in timing.items()}   # epoch seconds, for benchmarks
         rd.write_manifest(manifest)
         if session.errors:
@@ -244,9 +246,12 @@ def _judge(s, suite, model, judge, settings, backend, resolved, bopts):
 
 async def _run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend, timing):
     try:
-        await backend.prepare()
-        if judge_backend is not None and judge_backend is not backend:
-            await judge_backend.prepare()
+        # Local engines load up front on a fresh run (the progress bar then times only the
+        # items); a resumed run loads them at its first real call, so a finished one never does.
+        lazy = bool(session.completed)
+        for b in [backend] + ([judge_backend] if judge_backend not in (None, backend) else []):
+            if not (lazy and getattr(b, "batching", False)):
+                await b.prepare()
         timing["loaded"] = time.time()
         await s.before_items(session, dataset, items, settings)
         await execute(s, dataset, items, settings, session, concurrency=conc, progress=progress)

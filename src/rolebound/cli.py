@@ -79,6 +79,8 @@ def run(
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="env var holding the API key"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="per-request timeout, seconds"),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="local models: auto, bf16, fp32"),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1,
+                                          help="local models: CPU threads (default: automatic; or ROLEBOUND_THREADS)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start the run directory again"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="suite option key=value (repeatable)"),
@@ -101,7 +103,7 @@ def run(
         dec = _given(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
         jdec = _given(temperature=judge_temperature, top_p=judge_top_p, max_tokens=judge_max_tokens)
         bopts = {k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout,
-                                       dtype=dtype, concurrency=concurrency).items() if v is not None}
+                                       dtype=dtype, threads=threads, concurrency=concurrency).items() if v is not None}
         bopts.update(parse_sets(backend_opts, "--backend-opt"))
         runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
                      scoring=scoring, judge=judge, repeats=repeats, decoding=dec, judge_decoding=jdec,

@@ -85,7 +85,7 @@ def read_jsonl(path: str | Path, model: type[T] | None = None) -> list:
             for lineno, obj in jsonl_lines(path)]
 
 
-class _LineLoader(yaml.SafeLoader):
+class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):   # libyaml: 5x faster on the starter sets
     """SafeLoader that remembers the line of every mapping and sequence entry."""
 
 

@@ -14,7 +14,6 @@ What makes it fast on a small CPU (bench/README.md has the figures):
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from pathlib import Path
@@ -22,6 +21,8 @@ from typing import Any, Sequence
 
 from ..errors import BackendError
 from ..records import Decoding, Message
+from ..threads import policy as thread_policy
+from ..threads import resolve_override
 from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, HIDDEN, LOGPROB, Backend, GenRequest, GenResult,
                    ScoreRequest, ScoreResult)
 
@@ -109,8 +110,9 @@ class TransformersEngine:
         except ImportError as exc:  # pragma: no cover - core dependency
             raise BackendError(f"transformers/torch missing ({exc}); run `make test` or "
                                "`pip install torch==2.13.0 transformers`") from None
-        if threads:
-            torch.set_num_threads(int(threads))
+        # --threads > ROLEBOUND_THREADS > OMP_NUM_THREADS > automatic (rolebound/threads.py)
+        self.threads_forced, self.threads_source = resolve_override(threads)
+        self.tick()
         self.torch = torch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.dtype = pick_dtype(dtype, self.device)
@@ -148,6 +150,10 @@ class TransformersEngine:
         bparams = inspect.signature(base.forward).parameters if base is not None else params
         self._base_cache_kw = "cache" if "cache" in bparams else "past_key_values"
         self._head_fp32 = None
+
+    def tick(self) -> None:
+        """Before each batch: this thread's torch thread count (only an adaptive one changes)."""
+        thread_policy().apply(self.threads_forced, self.threads_source)
 
     def _prefix_ok(self) -> bool:
         """Prefix KV reuse assumes a plain full-attention cache (no sliding windows)."""
@@ -299,6 +305,7 @@ class TransformersEngine:
 
     def _read(self, idx, seqs, wants, firsts, out, done, **inputs) -> None:
         """One forward over a batch (rows right-aligned); log-softmax of the last positions only."""
+        self.tick()
         keep = max(len(seqs[j]) - firsts[j] for j in idx)
         lp = self._logsoftmax32(inputs, keep)
         for r, j in enumerate(idx):
@@ -390,6 +397,7 @@ class TransformersEngine:
         """Per-layer (keys, values) of one prefix, computed once (by `model`, default the engine's)."""
         from transformers import DynamicCache
 
+        self.tick()
         cache = DynamicCache()
         ids = self.torch.tensor([prefix], dtype=self.torch.long, device=self.device)
         pos = self.torch.arange(len(prefix), device=self.device).view(1, -1)
@@ -451,6 +459,7 @@ class TransformersEngine:
         torch = self.torch
         from transformers import DynamicCache
 
+        self.tick()
         n = len(seqs)
         ids, mask, pos = self._pad(seqs)
         plen = 0
@@ -530,6 +539,7 @@ class TransformersEngine:
         out = [None] * len(texts)
         with self.lock, torch.inference_mode():
             for b in self._batches([len(e) for e in encoded]):
+                self.tick()
                 ids, mask, pos = self._pad([encoded[i] for i in b])
                 res = self.model(input_ids=ids, attention_mask=mask, position_ids=pos,
                                  use_cache=False, output_hidden_states=True, logits_to_keep=1)
@@ -552,6 +562,9 @@ class LocalBackend(Backend):
         super().__init__(name, decoding, **options)
         self._engine: TransformersEngine | None = None
         self._engine_lock = threading.Lock()
+        self._folder: str | None = None
+        resolve_override(self.options.get("threads"))    # a bad ROLEBOUND_THREADS fails here, before any work
+        thread_policy().register()                       # other rolebound engines share the cores with us
 
     def model_path(self) -> Path:
         raise NotImplementedError
@@ -563,8 +576,6 @@ class LocalBackend(Backend):
                 opts = {k: v for k, v in self.options.items()
                         if k in ("dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min")
                         and v is not None}
-                if "threads" not in opts and os.environ.get("ROLEBOUND_THREADS"):
-                    opts["threads"] = int(os.environ["ROLEBOUND_THREADS"])
                 self._engine = TransformersEngine(self.model_path(), **opts)
             return self._engine
 
@@ -580,10 +591,13 @@ class LocalBackend(Backend):
         import transformers
 
         score_dtype = "float32" if e.score_fp32 else str(e.dtype).replace("torch.", "")
+        # threads: what the engine's worker thread last used (OpenMP keeps the count per thread)
+        tp = thread_policy().info()
         return {"path": e.path, "dtype": str(e.dtype).replace("torch.", ""), "score_dtype": score_dtype,
                 "device": e.device,
                 "load_s": round(e.load_s, 2), "torch": torch.__version__,
-                "transformers": transformers.__version__, "threads": torch.get_num_threads()}
+                "transformers": transformers.__version__, "threads": tp.get("threads") or torch.get_num_threads(),
+                "thread_policy": tp}
 
     async def prepare(self) -> None:
         await asyncio.to_thread(lambda: self.engine)
@@ -599,13 +613,27 @@ class LocalBackend(Backend):
         return await asyncio.to_thread(self.engine.hidden_states, texts)
 
     def render_chat(self, messages, add_generation_prompt=True):
-        return self.engine.render(messages, add_generation_prompt)
+        """The chat template's text, cached on disk by the model folder and the messages: a
+        resumed run re-renders prompts whose answers it already has without loading the model."""
+        from ..cache import cached_json, folder_identity
+
+        if self._folder is None:
+            self._folder = str(self.model_path())
+        msgs = [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in messages]
+        return cached_json("chat-render", [folder_identity(self._folder), msgs, bool(add_generation_prompt)],
+                           lambda: self.engine.render(messages, add_generation_prompt))
 
     def count_tokens(self, text: str) -> int:
         return len(self.engine.encode(text))
 
     def chat_template_source(self):
-        return getattr(self.engine.tok, "chat_template", None)
+        """Cached on disk by the model folder, like render_chat: a finished re-run loads no model."""
+        from ..cache import cached_json, folder_identity
+
+        if self._folder is None:
+            self._folder = str(self.model_path())
+        return cached_json("chat-template", [folder_identity(self._folder)],
+                           lambda: getattr(self.engine.tok, "chat_template", None))
 
     @staticmethod
     def _safe(fn, requests, *args, cls, emit=None):

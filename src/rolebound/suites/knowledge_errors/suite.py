@@ -308,13 +308,10 @@ async def save_hidden_states(backend, items: Sequence[D.KEItem], path: Path) -> 
         for et in D.ERROR_TYPES:
             if et in v:
                 rows.append((mid, v, et, v[et].query if use_queries else v[et].false_memory))
-    texts = []
-    for _, v, _, t in rows:
-        prompt = P.VANILLA.format(role_name=v["character"], given_query=t)
-        if backend.supports(CHAT_TEMPLATE):
-            prompt = backend.render_chat([Message(role="user", content=prompt)])
-        texts.append(prompt)
-    key = stable_hash([backend.spec, texts])
+    texts = [P.VANILLA.format(role_name=v["character"], given_query=t) for _, v, _, t in rows]
+    chat = backend.supports(CHAT_TEMPLATE)
+    # keyed before rendering: checking a finished run's file must not load the model
+    key = stable_hash([backend.spec, texts, chat])
     if path.exists():
         try:
             with np.load(path, allow_pickle=False) as old:
@@ -322,6 +319,8 @@ async def save_hidden_states(backend, items: Sequence[D.KEItem], path: Path) -> 
                     return
         except (OSError, KeyError, ValueError):
             pass
+    if chat:
+        texts = [backend.render_chat([Message(role="user", content=t)]) for t in texts]
     vecs = np.asarray(await backend.hidden_states(texts), dtype=np.float32)
     np.savez_compressed(path, vectors=vecs, memory_id=np.array([r[0] for r in rows]),
                         character=np.array([r[1]["character"] for r in rows]),

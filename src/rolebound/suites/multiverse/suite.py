@@ -162,10 +162,11 @@ class MultiverseSuite(Suite):
 
         self.index = dataset.extra["index"]
         if self.analysis_on(settings):
-            from ...scoring.embeddings import get_embedder
+            from ...scoring.embeddings import LazyEmbedder, get_embedder
 
             path = settings.options.get("embedder") or None
-            self.embedder = await asyncio.to_thread(get_embedder, path)
+            # a resumed run loads it only if a new reply needs it (a finished one: never)
+            self.embedder = LazyEmbedder(path) if session.completed else await asyncio.to_thread(get_embedder, path)
 
     async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
         from .strategies import run_item

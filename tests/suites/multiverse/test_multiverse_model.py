@@ -45,7 +45,7 @@ def test_tam_is_computed_at_run_time_and_stored_in_the_segmenter_record(tmp_path
         encoding="utf-8")
     api.run("multiverse", model="fake:constant", data=str(data), out=tmp_path / "run", progress=False,
             scoring="generate", strategies="cot", backend_options={"text": TAGGED},
-            options={"judge_scoring": "generate"})
+            options={"judge_scoring": "generate", "embedder": "minilm"})   # the one get_embedder() gives
     recs = {r.stage: r for r in load_records(tmp_path / "run")}
     seg, judge, ans = recs["segment"], recs["judge"], recs["answer"]
     assert seg.role == "judge" and judge.role == "judge"
@@ -74,7 +74,8 @@ def _one_item(tmp_path):
 def test_rule_fallback_and_logprob_judge_when_the_segmenter_writes_no_tags(tmp_path):
     data = _one_item(tmp_path)
     res = api.run("multiverse", model="fake:constant", data=str(data), out=tmp_path / "run", progress=False,
-                  scoring="generate", strategies="cot", backend_options={"text": UNTAGGED})
+                  scoring="generate", strategies="cot", backend_options={"text": UNTAGGED},
+                  options={"embedder": "minilm"})   # the one get_embedder() gives, mpnet installed or not
     assert res.manifest.options["judge_scoring"] == "logprob" and res.manifest.options["segment_fallback"] == "rules"
     recs = {r.stage: r for r in load_records(tmp_path / "run")}
     seg, judge = recs["segment"], recs["judge"]

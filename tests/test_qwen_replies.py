@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from rolebound.metrics.knowledge_errors import parse_judgment
-from rolebound.scoring.boxed import parse_boxed_letter
+from rolebound.suites.knowledge_errors.metrics import parse_judgment
+from rolebound.suites.capability.boxed import parse_boxed_letter
 from rolebound.scoring.parsers import parse_answer_number, parse_yes_no
-from rolebound.strategies.ke_methods import parse_recollections
-from rolebound.strategies.multiverse_prompts import parse_choice, parse_judge, parse_segments
+from rolebound.suites.knowledge_errors.strategies import parse_recollections
+from rolebound.suites.multiverse.prompts import parse_choice, parse_judge, parse_segments
 
 DIR = Path(__file__).parent / "data" / "qwen_replies"
 SUITES = ("knowledge_errors", "capability", "multiverse", "charm_sequential")

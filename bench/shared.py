@@ -131,7 +131,11 @@ def rerun(scratch: Path, env: dict) -> dict:
         first = finish(*start(cmd, env, scratch / "demo-first.log"), out)
         if first["rc"] != 0:
             return first
-    return finish(*start(cmd, env, scratch / "demo-rerun.log"), out)
+    before = json.loads((out / "manifest.json").read_text()).get("counts", {}).get("model_calls") or 0
+    res = finish(*start(cmd, env, scratch / "demo-rerun.log"), out)
+    if res.get("calls") is not None:   # manifest counts add up over a run's invocations: keep the re-run's own
+        res["calls"] -= before
+    return res
 
 
 def fmt(r: dict | None) -> str:

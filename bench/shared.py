@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from peers import cpu_busy, loadavg   # bench/ is on sys.path when a script here runs
+
 ROOT = Path(__file__).resolve().parents[1]
 ROLEBOUND = Path(sys.executable).parent / "rolebound"
 BARS = {"busy": 2.2, "pair": 2.5, "rerun_s": 3.0}
@@ -41,28 +43,6 @@ BARS = {"busy": 2.2, "pair": 2.5, "rerun_s": 3.0}
 
 def log(msg: str) -> None:
     print(f"[shared {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
-
-
-def cpu_busy(seconds: float = 3.0) -> float:
-    """Share of all CPUs busy over a short window (before a measurement: other people's work)."""
-    def snap():
-        vals = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-        return vals[3] + vals[4], sum(vals)
-
-    try:
-        i0, t0 = snap()
-        time.sleep(seconds)
-        i1, t1 = snap()
-    except (OSError, ValueError, IndexError):
-        return 0.0
-    return 1 - (i1 - i0) / max(1, t1 - t0)
 
 
 def run_env(scratch: Path) -> dict:

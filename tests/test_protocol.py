@@ -16,6 +16,7 @@ from rolebound import api
 from rolebound.errors import InputError
 from rolebound.models import create_backend
 from rolebound.protocol import DEMO_LABEL, Protocol, overrides_of, resolve
+from rolebound.suites import get_suite
 from rolebound.records import Decoding, Message
 from rolebound.store import load_records
 from rolebound.suites import get_suite as real_get_suite
@@ -307,3 +308,15 @@ def test_hf_on_the_converted_bundled_folder_generates(tmp_path):
                   decoding={"max_tokens": 8})
     assert res.manifest.scoring == "generate" and res.manifest.protocol["mode"] == "paper"
     assert res.manifest.protocol["departures"] == ["max_tokens 8 instead of 256"]
+
+
+def test_only_the_default_bundled_model_is_a_demo_model():
+    from rolebound.protocol import is_demo, is_demo_spec
+
+    assert is_demo("bundled") and is_demo("bundled", "smollm2-135m") and is_demo("fake", "random")
+    assert not is_demo("bundled", "qwen2.5-coder-1.5b") and not is_demo("openai", "gpt-4o-mini")
+    assert is_demo_spec("bundled") and is_demo_spec("bundled:smollm2-135m") and is_demo_spec("fake:x")
+    assert not is_demo_spec("bundled:qwen2.5-coder-1.5b") and not is_demo_spec(None)
+    p = resolve(get_suite("charm").protocol, "bundled", {}, model_name="qwen2.5-coder-1.5b")
+    assert p.mode == "paper"
+    assert resolve(get_suite("charm").protocol, "bundled", {}, model_name="smollm2-135m").mode == "demo"

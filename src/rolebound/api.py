@@ -17,7 +17,7 @@ from . import __version__
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
 from .io import validate_record
 from .models import DEFAULT_MODEL, create_backend, parse_spec
-from .protocol import overrides_of, repeat_seed, resolve
+from .protocol import is_demo, overrides_of, repeat_seed, resolve
 from .records import Decoding, RunManifest
 from .runner import RunResult, check_resumable, execute, git_revision, now, open_session
 from .store import MANIFEST, METRICS, RECORDS, RunDir, load_records, records_frame
@@ -63,8 +63,9 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         raise InputError("must be at least 1", field="limit")
     decoding = _checked_decoding(decoding, "decoding")
     judge_decoding = _checked_decoding(judge_decoding, "judge_decoding")
-    backend_name, _ = parse_spec(model)
-    resolved = resolve(s.protocol, backend_name, overrides_of(decoding), overrides_of(judge_decoding), protocol)
+    backend_name, model_name = parse_spec(model)
+    resolved = resolve(s.protocol, backend_name, overrides_of(decoding), overrides_of(judge_decoding), protocol,
+                       model_name=model_name)
     decoding = resolved.decoding
     if repeats > 1 and decoding.temperature == 0 and not allow_greedy_repeats:
         raise InputError(f"--repeats {repeats} at temperature 0 gives {repeats} copies of one greedy run; "
@@ -76,6 +77,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
     bopts = dict(backend_options or {})
     backend = create_backend(model, decoding, **bopts)
     settings.backend = backend.backend
+    settings.demo = is_demo(backend_name, model_name)
     paper = resolved.mode == "paper"
     if s.offers_scoring:
         settings.scoring = scoring or (s.protocol.scoring if paper and s.protocol.scoring

@@ -2,8 +2,10 @@
 
 A suite declares `protocol = Protocol(...)`: the paper's answer decoding, judge decoding, scoring
 mode, whether a judge is required (and must be another model) and the table or section it follows.
-Every model gets the protocol by default except the demo backends (the bundled CPU model and the
-`fake:` test stand-in), which keep log-likelihood scoring and the suite's own small limits. Any
+Every model gets the protocol by default except the demo models (the default bundled SmolLM2-135M,
+which writes no answer format, and the `fake:` test stand-in), which keep log-likelihood scoring and
+the suite's own small limits. The other bundled model (Qwen2.5-Coder-1.5B) follows the formats, so
+it gets the paper's protocol like any real model. Any
 value can still be set from the CLI or a YAML config; the manifest and the report then list where
 the run departs from the paper ("not the paper's protocol: top_p 1.0 instead of 0.95").
 """
@@ -15,7 +17,8 @@ from typing import Any
 
 from .records import Decoding
 
-DEMO_BACKENDS = ("bundled", "fake")
+DEMO_BACKENDS = ("bundled", "fake")          # backends that have a demo model
+DEMO_BUNDLED = ("smollm2-135m",)             # the bundled models that are demo-only
 DEMO_LABEL = "bundled demo settings, not the paper's protocol"
 DECODING_KEYS = ("temperature", "top_p", "max_tokens")
 
@@ -49,8 +52,20 @@ def fmt_decoding(d: dict[str, Any]) -> str:
     return ", ".join(f"{k} {d[k]}" for k in DECODING_KEYS if k in d)
 
 
-def is_demo(backend_name: str) -> bool:
-    return backend_name in DEMO_BACKENDS
+def is_demo(backend_name: str, model_name: str | None = None) -> bool:
+    """True for the demo models: every `fake:` model and the default bundled one. `model_name`
+    None means the backend's default model."""
+    if backend_name == "fake":
+        return True
+    return backend_name == "bundled" and (model_name is None or model_name in DEMO_BUNDLED)
+
+
+def is_demo_spec(spec: str | None) -> bool:
+    """is_demo for a BACKEND:NAME spec ("bundled", "bundled:qwen2.5-coder-1.5b", "openai:x")."""
+    if not spec:
+        return False
+    backend, _, name = str(spec).strip().partition(":")
+    return is_demo(backend, name or None)
 
 
 def overrides_of(decoding: Decoding | dict | None) -> dict[str, Any]:
@@ -88,9 +103,10 @@ class Resolved:
 
 
 def resolve(protocol: Protocol | None, backend_name: str, overrides: dict[str, Any],
-            judge_overrides: dict[str, Any] | None = None, mode: str | None = None) -> Resolved:
+            judge_overrides: dict[str, Any] | None = None, mode: str | None = None,
+            model_name: str | None = None) -> Resolved:
     """Answer and judge decoding for a run. `mode`: "paper" or "demo" to force one, None picks
-    by backend (demo backends get demo settings)."""
+    by model (the demo models get demo settings)."""
     judge_overrides = dict(judge_overrides or {})
     if mode not in (None, "paper", "demo"):
         from .errors import InputError
@@ -100,7 +116,7 @@ def resolve(protocol: Protocol | None, backend_name: str, overrides: dict[str, A
         dec = Decoding().merged(**overrides)
         jd = dec.merged(**judge_overrides) if judge_overrides else None
         return Resolved("none", dec, jd)
-    mode = mode or ("demo" if is_demo(backend_name) else "paper")
+    mode = mode or ("demo" if is_demo(backend_name, model_name) else "paper")
     if mode == "demo":
         dec = Decoding().merged(**overrides)
         jd = dec.merged(**judge_overrides) if judge_overrides else None

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Sequence, U
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-from ..protocol import DEMO_BACKENDS, Protocol
+from ..protocol import Protocol, is_demo
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..records import Record, RunManifest
@@ -43,6 +43,7 @@ class RunSettings:
     # between those through the suite object.
     opts: Any = None                 # the validated options (the suite's Options model)
     backend: str | None = None       # kind of the backend under test ("bundled", "openai", ...); None: no run
+    demo: bool = False               # the model under test is a demo model (protocol.is_demo)
 
 
 class Options(BaseModel):
@@ -105,18 +106,15 @@ def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
                          field="--set") from None
 
 
-# The demo backends (the bundled 135M model does not follow the answer formats; `fake:` stands in
-# for it in tests) score options by log-likelihood; every other model, `hf:` and `vllm:` included,
-# generates its answers as the papers' models did.
-LOCAL_ENGINES = DEMO_BACKENDS
-
-
 def default_scoring_for(backend) -> str:
     """'logprob' or 'generate': the one rule for every generate/logprob choice (--scoring, the
-    knowledge-errors judge_scoring) when no paper protocol decides."""
+    knowledge-errors judge_scoring) when no paper protocol decides. The demo models (the default
+    bundled 135M model does not follow the answer formats; `fake:` stands in for it in tests)
+    score options by log-likelihood; every other model, the bundled Qwen, `hf:` and `vllm:`
+    included, generates its answers as the papers' models did."""
     from ..models.base import LOGPROB
 
-    return "logprob" if backend.supports(LOGPROB) and backend.backend in LOCAL_ENGINES else "generate"
+    return "logprob" if backend.supports(LOGPROB) and is_demo(backend.backend, backend.name) else "generate"
 
 
 class Suite:

@@ -104,8 +104,12 @@ def test_default_run_is_a_small_balanced_sample():
     # another model gets the whole starter bank (the run's settings name the backend; no state
     # passes from check() to load())
     s4 = CapabilitySuite()
-    ds4 = s4.load(None, RunSettings(strategies=["identity"], backend="fake"))
+    ds4 = s4.load(None, RunSettings(strategies=["identity"], backend="openai"))
     assert len(s4.select(ds4.items, None)) == len(ds4.items)
+    # the demo model keeps the small sample
+    s5 = CapabilitySuite()
+    ds5 = s5.load(None, RunSettings(strategies=["identity"], backend="bundled", demo=True))
+    assert len(s5.select(ds5.items, None)) == 8
     s2 = CapabilitySuite()
     ds2 = s2.load(None, RunSettings(strategies=["identity"], limit=6))
     assert [i.level for i in s2.select(ds2.items, 6)] == ["elementary", "intermediate", "high_school", "a_level",

@@ -520,11 +520,15 @@ def test_generation_caps_follow_the_runs_backends_not_suite_state():
     from rolebound.suites.multiverse.strategies import LIMITS, SMALL_LIMITS, limit
 
     suite = MultiverseSuite()
-    bundled = RunSettings(strategies=["cot"], backend="bundled", judge="bundled")
+    bundled = RunSettings(strategies=["cot"], backend="bundled", demo=True, judge="bundled")
     assert limit(suite, bundled, "cot_max_tokens") == SMALL_LIMITS["cot_max_tokens"]
     assert limit(suite, bundled, "judge_max_tokens") == SMALL_LIMITS["judge_max_tokens"]
-    api_judge = RunSettings(strategies=["cot"], backend="bundled", judge="openai:gpt-4o-mini")
+    api_judge = RunSettings(strategies=["cot"], backend="bundled", demo=True, judge="openai:gpt-4o-mini")
     assert limit(suite, api_judge, "cot_max_tokens") == SMALL_LIMITS["cot_max_tokens"]
     assert limit(suite, api_judge, "segment_max_tokens") == LIMITS["segment_max_tokens"]
+    # the second bundled model follows the formats: the full caps, also as the judge
+    qwen = RunSettings(strategies=["cot"], backend="bundled", judge="bundled:qwen2.5-coder-1.5b")
+    assert limit(suite, qwen, "cot_max_tokens") == LIMITS["cot_max_tokens"]
+    assert limit(suite, qwen, "segment_max_tokens") == LIMITS["segment_max_tokens"]
     assert limit(suite, RunSettings(strategies=["cot"], backend="openai", options={"cot_max_tokens": 7}),
                  "cot_max_tokens") == 7

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import InputError
+from ...protocol import is_demo_spec
 from . import metrics as cm
 from ...models import create_backend
 from ...models.base import CHAT
@@ -38,7 +39,7 @@ async def _rejudge(suite: CapabilitySuite, run_dir: Path, judge_spec: str, progr
     if not answers:
         raise InputError("no role-prompted answers to judge in this run", file=str(rd.records_path))
     settings = RunSettings(strategies=list(manifest.strategies), options=dict(manifest.options or {}),
-                           backend=manifest.backend)
+                           backend=manifest.backend, demo=is_demo_spec(manifest.model))
     dataset = suite.load(None if manifest.dataset.startswith("builtin:") else manifest.dataset, settings)
     if dataset.hash != manifest.dataset_hash:
         raise InputError("the questions or roles changed since this run; the judge would not see what the "

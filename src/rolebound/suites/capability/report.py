@@ -9,6 +9,7 @@ from typing import Any
 from . import metrics as cm
 from .boxed import KINDS
 from .data import DEFAULT_PER_LEVEL
+from ...protocol import is_demo_spec
 from ...report.builder import Report, run_facts
 
 
@@ -21,7 +22,7 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
     n_q = len({r.item_id for r in cm.answer_records(records)})
     sample = ""
     if manifest.dataset.startswith("builtin:") and manifest.limit is None and "per_level" not in manifest.options \
-            and manifest.backend == "bundled":
+            and is_demo_spec(manifest.model):
         sample = (f" (the bundled model's default sample of {DEFAULT_PER_LEVEL} per level; "
                   "--set per_level=all or --limit N runs more)")
     rep.text(f"{n_q} questions{sample}; roles: {', '.join(r['label'] for r in m['roles']) or '-'}. "

@@ -126,7 +126,7 @@ class CapabilitySuite(Suite):
         items = load_items(path, cfg, rows)
         opt = settings.options.get("per_level")
         if opt is None:
-            small = settings.backend in (None, "bundled")      # None: no backend (data stats, tests)
+            small = settings.backend is None or settings.demo    # None: no backend (data stats, tests)
             self.per_level = DEFAULT_PER_LEVEL if small and not data and settings.limit is None else None
         else:
             self.per_level = None if str(opt).lower() == "all" else int(opt)

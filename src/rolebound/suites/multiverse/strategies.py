@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ...protocol import is_demo_spec
 from ...records import Message
 from ...scoring import extract
 from ...scoring.parsers import INVALID
@@ -41,13 +42,10 @@ def limit(suite, settings, key: str) -> int | None:
         return int(v)
     if settings.protocol == "paper" and key in ("cot_max_tokens", "judge_max_tokens"):
         return None
-    # the bundled CPU model (as the model, or as the segmenter/judge) gets short caps by default
-    kind = settings.backend
+    # the demo model (as the model, or as the segmenter/judge) gets short caps by default
+    small = settings.demo
     if key != "cot_max_tokens" and settings.judge:
-        from ...models import parse_spec
-
-        kind = parse_spec(settings.judge)[0]
-    small = kind == "bundled"
+        small = is_demo_spec(settings.judge)
     return (SMALL_LIMITS if small else LIMITS)[key]
 
 

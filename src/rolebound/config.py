@@ -57,6 +57,7 @@ class RunConfig(BaseModel):
     out: str | None = None          # a folder; with a grid, each run gets a sub-folder
     scoring: str | None = None
     judge: str | None = None
+    extractor: str | None = None    # model-based answer extraction, reported apart
     repeats: int = Field(1, ge=1, le=100)
     allow_greedy_repeats: bool = False
     protocol: str | None = None
@@ -88,7 +89,7 @@ class RunConfig(BaseModel):
                              protocol=self.protocol, allow_greedy_repeats=self.allow_greedy_repeats,
                              concurrency=self.concurrency, use_cache=self.cache,
                              backend_options=self.backend.model_dump(exclude_none=True),
-                             options=self.options))
+                             options=self.options, extractor=self.extractor))
         return runs
 
 

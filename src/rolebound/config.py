@@ -6,6 +6,7 @@
     limit: 100
     decoding: {temperature: 0.0, max_tokens: 256}   # what is set here overrides the paper protocol
     judge_decoding: {temperature: 0.1}
+    extractor: openai:gpt-4o-mini  # optional: a model reads the answers the rules read as none
     protocol: paper                # or demo; default: paper, demo settings on the bundled model
     backend: {base_url: http://127.0.0.1:8000/v1, concurrency: 32}
     options: {data_seed: 0}         # the suite's --set options (`rolebound suites NAME`)

@@ -67,7 +67,7 @@ def run(
     allow_greedy_repeats: bool = typer.Option(False, "--allow-greedy-repeats",
                                               help="allow --repeats at temperature 0 (identical runs)"),
     protocol: Optional[str] = typer.Option(None, "--protocol", help="paper or demo (default: the paper's "
-                                                                     "protocol, demo settings on the bundled model)"),
+                                                                     "protocol, demo settings on the default bundled model)"),
     temperature: Optional[float] = typer.Option(None, "--temperature", help="default: the suite's paper protocol"),
     top_p: Optional[float] = typer.Option(None, "--top-p"),
     max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
@@ -272,8 +272,8 @@ def suites(name: Optional[str] = typer.Argument(None, help="show this suite's st
     from .suites import available, get_suite
 
     if protocol:
-        t = Table("suite", "setting", "paper protocol", title="applied to every model; the demo backends "
-                                                             f"(bundled, fake) get {DEMO_LABEL}")
+        t = Table("suite", "setting", "paper protocol", title="applied to every model; the demo models "
+                                                             f"(bundled SmolLM2, fake) get {DEMO_LABEL}")
         for n in ([name] if name else available()):
             s = get_suite(n)
             rows = s.protocol.describe() if s.protocol else [("-", "no paper protocol: suite defaults")]

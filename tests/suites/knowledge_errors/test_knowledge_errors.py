@@ -176,6 +176,15 @@ def test_parse_recollections():
     assert parse_recollections("") == [] and parse_recollections("Yes.") == []
 
 
+def test_parse_recollections_splits_one_paragraph_into_whole_sentences():
+    para = ("I was born in Bonn. I played the organ at court. I studied with Haydn in Vienna. "
+            "I lost my hearing. I wrote nine symphon")      # cut off by the token limit
+    got = parse_recollections(para, 3)
+    assert got == ["I was born in Bonn.", "I played the organ at court.", "I studied with Haydn in Vienna. I lost my hearing."]
+    assert parse_recollections("I was born in Bonn. I studied with Haydn.", 1) == ["I was born in Bonn. I studied with Haydn."]
+
+
+
 # -- judge parsing --------------------------------------------------------------------------------
 @pytest.mark.parametrize("text,want", [
     ("explanation: the reply corrects the name.\n\njudgment: yes", "yes"),

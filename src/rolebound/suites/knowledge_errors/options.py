@@ -22,4 +22,4 @@ class KnowledgeErrorsOptions(Options):
     hidden_states: bool | Literal["all"] = Field(True, description="save last-token hidden states of the run's "
                                                                    "items (all: of every item)")
     judge_scoring: choice("generate", "logprob") = Field(
-        None, description="how the judge's yes/no is read (default: logprob on local engines, generate on APIs)")
+        None, description="how the judge's yes/no is read (default: logprob on the demo models, generate on every other)")

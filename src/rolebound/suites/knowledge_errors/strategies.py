@@ -85,9 +85,14 @@ _LABEL = re.compile(r"^\s*(?:[-*•]\s*|\d+[.):]\s*|<?\s*memory\s*\d*\s*>?\s*[:.
 _HEAD = re.compile(r"^\s*(?:your\s+)?(?:correct|true)\s+memories\s*:?\s*", re.IGNORECASE)
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
+
+
 def parse_recollections(text: str | None, m: int = 3) -> list[str]:
-    """Up to m memories from the Self-Recollection reply (blank-line separated as Table 17 asks;
-    single lines when the model ignores that)."""
+    """Up to m memories from the Self-Recollection reply: blank-line separated as Table 17 asks;
+    single lines when the model ignores that; and when it writes one paragraph (Qwen2.5-Coder
+    does, tests/data/qwen_replies), its whole sentences in m consecutive groups, so each memory
+    still seeds its own retrieval. A sentence cut off by the token limit is dropped."""
     if not text:
         return []
     body = _HEAD.sub("", text.strip())
@@ -95,6 +100,13 @@ def parse_recollections(text: str | None, m: int = 3) -> list[str]:
     lines = [x.strip() for x in body.splitlines() if x.strip()]
     if len(blocks) < m and len(lines) > len(blocks):
         blocks = lines
+    if len(blocks) == 1 and m > 1:
+        sentences = [x.strip() for x in _SENTENCE_END.split(blocks[0]) if x.strip()]
+        if sentences and not sentences[-1].endswith((".", "!", "?", '"', "'")):
+            sentences = sentences[:-1]                    # cut off mid-sentence
+        if len(sentences) > 1:
+            n, k = len(sentences), min(m, len(sentences))  # k groups of consecutive sentences
+            blocks = [" ".join(sentences[i * n // k:(i + 1) * n // k]) for i in range(k)]
     out: list[str] = []
     for b in blocks:
         b = _LABEL.sub("", b).strip()

@@ -55,7 +55,7 @@ def _int_opt(opts: dict, key: str, default: int | None, lo: int = 1) -> int | No
 
 def judge_scoring_mode(opts: dict, judge) -> str:
     """The judge's scoring mode: `judge_scoring` if set, else the default rule of `--scoring`
-    (logprob on local engines that can score, generate on API backends)."""
+    (logprob on the demo models, generate on every other model)."""
     v = opts.get("judge_scoring")
     if v is None or str(v).strip() == "":
         mode = default_scoring_for(judge)
@@ -346,7 +346,7 @@ async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, 
     dec = manifest.decoding
     judge = create_backend(judge_spec, Decoding(max_tokens=dec.max_tokens, seed=dec.seed))
     opts = manifest.options or {}
-    # no --set here: the new judge gets the default rule (logprob on local engines that score)
+    # no --set here: the new judge gets the default rule (logprob on the demo models)
     mode = judge_scoring_mode({}, judge)
     rounds, modes = M.judge_rounds(records), M.judge_modes(records)
     if not rounds and manifest.judge:

@@ -21,6 +21,6 @@ class MultiverseOptions(Options):
     segment_max_tokens: int | None = Field(None, ge=1, description="token limit of the segmenter (default 1024; 192 bundled)")
     judge_max_tokens: int | None = Field(None, ge=1, description="token limit of the judge (default 64; 16 bundled)")
     judge_scoring: choice("generate", "logprob") = Field(
-        None, description="how the 0-5 judge is read (default: logprob on local engines, generate on APIs)")
+        None, description="how the 0-5 judge is read (default: logprob on the demo models, generate on every other)")
     segment_fallback: choice("rules", "none") = Field(None, description="rule-based segmenter when the LLM's "
                                                                           "segmentation is invalid (default: rules)")

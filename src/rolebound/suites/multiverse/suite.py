@@ -140,7 +140,7 @@ class MultiverseSuite(Suite):
 
     def judge_scoring(self, opts: dict, judge) -> str:
         """How the 0-5 judge is read: `judge_scoring` if set, else the rule of --scoring (logprob on
-        local engines that score, generate on API models)."""
+        the demo models, generate on every other model)."""
         from ...models.base import LOGPROB
 
         mode = _choice(opts, "judge_scoring", ("generate", "logprob"), default=self.default_scoring(judge))

@@ -51,6 +51,10 @@ class FakeBackend(Backend):
             return "InjectedFailure: ROLEBOUND_FAKE_FAIL matched the prompt"
         return None
 
+    def identity(self) -> dict[str, Any]:
+        # fake:constant answers its `text` option: two texts must not share cached answers
+        return {**super().identity(), "text": self.text} if self.name == "constant" else super().identity()
+
     def chat_template_source(self) -> str:
         return "<|{role}|>{content}<|end|> ... <|assistant|><think>"   # stands in for a reasoning model
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rolebound.suites.knowledge_errors.metrics import parse_judgment
+from rolebound.suites.knowledge_errors.prompts import parse_judgment
 from rolebound.suites.capability.boxed import parse_boxed_letter
 from rolebound.scoring.parsers import parse_answer_number, parse_yes_no
 from rolebound.suites.knowledge_errors.strategies import parse_recollections

@@ -22,6 +22,7 @@ from .records import Decoding, RunManifest
 from .runner import RunResult, check_resumable, execute, git_revision, now, open_session
 from .store import MANIFEST, METRICS, RECORDS, RunDir, load_records, records_frame
 from .suites import get_suite
+from .loop import default_concurrency
 from .suites.base import RunSettings, validate_options
 
 
@@ -138,7 +139,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         old_info.update(old.model_info or {})
 
     jobs = len(items) * len(strategies) * repeats
-    conc = concurrency or (256 if getattr(backend, "batching", False) else 16)
+    conc = concurrency or default_concurrency(backend)
     timing: dict[str, float] = {"start": time.time()}
     stopped: RoleboundError | None = None
     metrics, paths = ({}, [])

@@ -106,6 +106,17 @@ def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
                          field="--set") from None
 
 
+def settings_from_manifest(suite: "Suite", manifest: "RunManifest") -> RunSettings:
+    """The per-run settings of a finished run, rebuilt from its manifest (re-judging reads them)."""
+    from ..protocol import is_demo_spec
+
+    options = dict(manifest.options or {})
+    return RunSettings(strategies=list(manifest.strategies), scoring=manifest.scoring, judge=manifest.judge,
+                       repeats=manifest.repeats, limit=manifest.limit, seed=manifest.decoding.seed,
+                       options=options, opts=validate_options(suite, options), backend=manifest.backend,
+                       demo=is_demo_spec(manifest.model))
+
+
 def default_scoring_for(backend) -> str:
     """'logprob' or 'generate': the one rule for every generate/logprob choice (--scoring, the
     knowledge-errors judge_scoring) when no paper protocol decides. The demo models (the default

@@ -136,12 +136,22 @@ def test_rejudge_scores_an_existing_run_without_touching_answers(tmp_path, monke
     mac = metrics["by_strategy"]["injection"]["macro"]
     assert (mac["RV"]["mean"], mac["C"]["mean"], mac["RC"]["mean"]) == (2.0, 1.0, 0.0)
     assert api.load_manifest(res.run_dir).rejudges[0]["answers"] == n
-    # a second judge supersedes the first (same call ids, last record wins)
+    # a second judge is a new round: the metrics read it, the first round's verdicts stay as history
     monkeypatch.setattr(fake, "POOL", ["RV: 0\nC: 0\nRC: 2"])
     CapabilitySuite().rejudge(res.run_dir, "fake:echo", progress=False)
     metrics, _ = api.build_report(res.run_dir)
     assert metrics["by_strategy"]["identity"]["judge_invalid"] == 8     # echo repeats the prompt: unreadable
-    assert "fake:echo" in (res.run_dir / "report.md").read_text()
+    assert metrics["by_strategy"]["injection"]["macro"]["RV"]["mean"] is None
+    recs = load_records(res.run_dir)
+    first = [r for r in recs if r.role == "judge" and r.meta.get("judge_round", 0) == 0]
+    assert len(first) == n and {r.parsed["RV"] for r in first} == {2}
+    assert {r.stage.split("@")[-1] for r in recs if r.role == "judge" and "@" in r.stage} == {"1"}
+    report = (res.run_dir / "report.md").read_text()
+    assert "round 1: fake:echo (earlier: 0: fake:random)" in report
+    lines = (res.run_dir / "records.jsonl").read_text().count("\n")
+    CapabilitySuite().rejudge(res.run_dir, "fake:echo", progress=False)    # same judge again: resumes round 1
+    assert (res.run_dir / "records.jsonl").read_text().count("\n") == lines
+    assert [r["round"] for r in api.load_manifest(res.run_dir).rejudges] == [0, 1, 1]
 
 
 def test_the_manifest_names_a_judge_only_when_answers_are_judged(tmp_path):

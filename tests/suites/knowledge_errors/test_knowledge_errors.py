@@ -13,6 +13,7 @@ import pytest
 from rolebound import api
 from rolebound.errors import InputError
 from rolebound.suites.knowledge_errors import metrics as M
+from rolebound.suites.knowledge_errors import prompts as P
 from rolebound.records import Record
 from rolebound.scoring.parsers import INVALID
 from rolebound.suites.knowledge_errors.strategies import overlaps, parse_recollections, pick_cases
@@ -189,7 +190,7 @@ def test_parse_recollections():
     (None, INVALID),
 ])
 def test_parse_judgment(text, want):
-    assert M.parse_judgment(text) == want
+    assert P.parse_judgment(text) == want
 
 
 # -- metrics from hand-made records ------------------------------------------------------------------

@@ -90,7 +90,7 @@ def test_generate_mode_keeps_parsing_and_invalid_counting(tmp_path):
                   options={**NO_HIDDEN, "judge_scoring": "generate"})
     judges = [r for r in load_records(out) if r.role == "judge"]
     assert all(j.kind == "chat" and j.meta["judge_scoring"] == "generate" for j in judges)
-    assert all(j.parsed == M.parse_judgment(j.response) for j in judges)
+    assert all(j.parsed == P.parse_judgment(j.response) for j in judges)
     j = res.metrics["accuracy"]["vanilla"]["judgments"]
     assert j["invalid"] == sum(x.parsed == INVALID for x in judges) and j["invalid"] > 0   # fake replies "Yes." etc.
     assert res.metrics["judge_scoring"] == {"0": "generate"}
@@ -158,7 +158,7 @@ def test_rejudge_uses_the_default_rule_of_the_new_judge(tmp_path, monkeypatch):
     rejudge(out, "openai:judge", progress=False)
     r2 = [r for r in load_records(out) if r.stage == "judge@2"]
     assert len(r2) == 4 and all(r.kind == "chat" and r.meta["judge_scoring"] == "generate" for r in r2)
-    assert all(r.parsed == M.parse_judgment(r.response) for r in r2)
+    assert all(r.parsed == P.parse_judgment(r.response) for r in r2)
     assert json.loads((out / "manifest.json").read_text())["rejudges"][-1]["judge_scoring"] == "generate"
 
 

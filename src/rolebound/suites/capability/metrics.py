@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 from .boxed import KINDS, outcome
 from ...metrics.stats import mean_std
+from ...rejudge import verdicts
 
 METRICS = ("TA", "IA", "A")
 JUDGE_DIMS = ("RV", "C", "RC")
@@ -30,7 +31,8 @@ def answer_records(records: Iterable) -> list:
 
 
 def judge_records(records: Iterable) -> list:
-    return [r for r in records if r.role == "judge" and r.error is None]
+    """The successful judge calls of the newest judge round (re-judging keeps the older ones)."""
+    return [r for r in verdicts(records) if r.error is None]
 
 
 def role_order(records: Iterable) -> list[tuple[str, str, int, str | None]]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from . import metrics as cm
+from ...rejudge import judge_rounds, rounds_text, verdicts
 from .boxed import KINDS
 from .data import DEFAULT_PER_LEVEL
 from ...protocol import is_demo_spec
@@ -59,10 +60,12 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
               note="missing: no \\boxed{; unclosed: the last box never closes; idk: the box abstains; "
                    "other: a closed box whose content is not exactly one letter A-D.")
     if any(r.role == "judge" for r in records):
+        rounds = judge_rounds(records)
+        if len(rounds) > 1:      # re-judged: the metrics use the newest round, the others stay as history
+            rep.facts([("judgments used", rounds_text(rounds, max(rounds)))])
         by = {}
-        for r in records:
-            if r.role == "judge":
-                by.setdefault(r.strategy, set()).add(r.model)
+        for r in verdicts(records):
+            by.setdefault(r.strategy, set()).add(r.model)
         rep.table("Judge calls (RV, C, RC; Table 6)",
                   ["variant", "judge model", "answers judged", "unreadable judge replies"],
                   [[s, ", ".join(sorted(by.get(s, []))) or "-", m["by_strategy"][s]["judged"],
@@ -89,7 +92,7 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
 
 def _samples(records) -> list[dict]:
     """Every answer with its judge scores, if judged."""
-    judged = {r.meta.get("judged"): r for r in records if r.role == "judge" and r.error is None}
+    judged = {r.meta.get("judged"): r for r in cm.judge_records(records)}
     samples = []
     for r in cm.answer_records(records):
         j = judged.get(r.call_id)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from . import metrics as M
+from ...rejudge import rounds_text, verdicts
 from ...report.builder import Report, extraction_section, read_by, run_facts
 from .data import CATEGORIES, CATEGORY_SHORT, ERROR_TYPES
 
@@ -45,12 +46,7 @@ def _facts(rep: Report, metrics: dict, manifest, run_dir: Path) -> None:
     modes = metrics.get("judge_scoring") or {}
     rnd = metrics.get("judge_round")
     if rnd is not None:
-        def who(k: str) -> str:
-            return f"{judges.get(k, '?')} ({modes[k]})" if k in modes else judges.get(k, "?")
-
-        rep.facts([("judgments used", f"round {rnd}: {who(str(rnd))}"
-                    + (f" (earlier: {', '.join(f'{k}: {who(k)}' for k in judges if k != str(rnd))})"
-                       if len(judges) > 1 else ""))])
+        rep.facts([("judgments used", rounds_text(judges, rnd, modes))])
         mode = modes.get(str(rnd))
         if mode:
             rep.facts([("judge scoring", JUDGE_SCORING_FACT.get(mode, mode))])
@@ -183,8 +179,7 @@ def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
 
 
 def _samples(rep: Report, records: list, round_: int | None) -> None:
-    stage = M.judge_stage(round_) if round_ is not None else None
-    judges = {(r.item_id, r.strategy, r.repeat): r for r in records if r.role == "judge" and r.stage == stage}
+    judges = {(r.item_id, r.strategy, r.repeat): r for r in verdicts(records, round_)} if round_ is not None else {}
     rows = []
     for r in records:
         if r.stage != M.ANSWER_STAGE or r.role != "model":

@@ -332,7 +332,7 @@ async def save_hidden_states(backend, items: Sequence[D.KEItem], path: Path) -> 
 async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, progress: bool) -> int:
     from ...models import create_backend
     from ...records import Decoding
-    from ...rejudge import judge_answers, log_rejudge
+    from ...rejudge import judge_answers, log_rejudge, next_round
     from ...runner import ItemContext
     from ...store import RunDir, load_records
 
@@ -348,12 +348,10 @@ async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, 
     opts = manifest.options or {}
     # no --set here: the new judge gets the default rule (logprob on local engines that score)
     mode = judge_scoring_mode({}, judge)
-    rounds, modes = M.judge_rounds(records), M.judge_modes(records)
-    if not rounds and manifest.judge:
-        rounds, modes = {0: manifest.judge}, {0: opts.get("judge_scoring", "generate")}
-    last = max(rounds) if rounds else -1
-    # resume the latest round only if it used the same judge in the same mode
-    round_ = last if last >= 0 and rounds[last] == judge.spec and modes.get(last) == mode else last + 1
+    modes = M.judge_modes(records)
+    if not modes and manifest.judge:
+        modes = {0: opts.get("judge_scoring", "generate")}
+    round_ = next_round(records, manifest, judge.spec, mode, modes)
     methods = Methods(judge_tokens=_int_opt(opts, "judge_max_tokens", None), judge_scoring=mode)
 
     async def judge_one(session, a):

@@ -65,11 +65,14 @@ class FakeBackend(Backend):
     def _text(self, req) -> str:
         return req.prompt if req.prompt is not None else self.render_chat(req.messages or [])
 
-    async def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+    async def _batch(self, requests: Sequence) -> None:
         self.calls += len(requests)
         self.batch_sizes.append(len(requests))
         if self.delay:
             await asyncio.sleep(self.delay)
+
+    async def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+        await self._batch(requests)
         out = []
         for r in requests:
             text = self._text(r)
@@ -91,10 +94,7 @@ class FakeBackend(Backend):
         return out
 
     async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
-        self.calls += len(requests)
-        self.batch_sizes.append(len(requests))
-        if self.delay:
-            await asyncio.sleep(self.delay)
+        await self._batch(requests)
         out = []
         for r in requests:
             text = self._text(r) + r.assistant_prefix

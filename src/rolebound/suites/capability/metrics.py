@@ -9,7 +9,6 @@ Judge scores RV, C, RC (0-2) are averaged per role the same way.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Any, Iterable
 
@@ -140,11 +139,3 @@ def compute(records: list, strategies: list[str]) -> dict[str, Any]:
                 d[k] = None if a is None or b is None else a - b
             out["deltas"][strat] = d
     return out
-
-
-def fmt(v: float | None, sd: float | None = None, digits: int = 3) -> str:
-    """'0.884 (0.009)' like Table 3; '-' when undefined."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    s = f"{v:.{digits}f}"
-    return s + (f" ({sd:.{digits}f})" if sd is not None else "")

@@ -25,6 +25,7 @@ from ...io import file_sha256, stable_hash
 from . import metrics as cm
 from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE
 from ...report.builder import Report
+from ...report.fmt import fmt_mean_sd
 from .boxed import parse_boxed_letter
 from . import judge as cj
 from . import prompts as cp
@@ -238,12 +239,12 @@ class CapabilitySuite(Suite):
         out = []
         for strat, m in metrics.get("by_strategy", {}).items():
             mac = m["macro"]
-            out.append((strat, f"TA {cm.fmt(mac['TA']['mean'])}  IA {cm.fmt(mac['IA']['mean'])}  "
-                               f"A {cm.fmt(mac['A']['mean'])}  (valid boxed answers "
+            out.append((strat, f"TA {fmt_mean_sd(mac['TA']['mean'])}  IA {fmt_mean_sd(mac['IA']['mean'])}  "
+                               f"A {fmt_mean_sd(mac['A']['mean'])}  (valid boxed answers "
                                f"{m['outcomes']['valid']}/{m['outcomes']['total']})"))
         if metrics.get("no_role"):
             nr = metrics["no_role"]
-            out.append(("no-role", f"TA {cm.fmt(nr['TA'])} (valid boxed answers "
+            out.append(("no-role", f"TA {fmt_mean_sd(nr['TA'])} (valid boxed answers "
                                    f"{nr['outcomes']['valid']}/{nr['outcomes']['total']})"))
         return out
 

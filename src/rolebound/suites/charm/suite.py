@@ -254,7 +254,7 @@ class CharmSuite(Suite):
         return out
 
     def summary(self, metrics) -> list[tuple[str, str]]:
-        from ...metrics.stats import fmt_rate
+        from ...report.fmt import fmt_rate
 
         m = metrics.get("matrix", {}).get("all", {})
         if not m or not m.get("n"):

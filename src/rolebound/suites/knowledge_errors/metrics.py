@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ...scoring.parsers import INVALID
+from ...constants import INVALID
 from ...metrics.stats import mean_sem
 from ...rejudge import judge_calls, judge_rounds, newest_round, record_round, verdicts
 from ...rejudge import judge_stage as core_judge_stage
@@ -155,14 +155,6 @@ def compute(records: list, strategies: list[str], round_: int | None = None) -> 
         "s2rd": s2rd_notes(records, strategies),
         "failed_calls": sum(1 for r in records if r.error),
     }
-
-
-def fmt_cell(c: dict | None, sem: bool = True) -> str:
-    if not c or c.get("mean") is None:
-        return "-"
-    # one repeat has no SEM: print none rather than a misleading "± 0.00"
-    sem = sem and len(c.get("per_repeat") or []) > 1
-    return f"{c['mean']:.2f}" + (f" ± {c['sem']:.2f}" if sem else "")
 
 
 # -- hidden states (paper §6.3, Figure 4) --------------------------------------------------------

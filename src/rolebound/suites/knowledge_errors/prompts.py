@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ...scoring.parsers import INVALID
+from ...constants import INVALID
 
 ROLE_INTRO = ("I want you to act like {role_name}. I want you to respond and answer like {role_name}, "
               "using the tone, manner and vocabulary {role_name} would use. You must know all of the "

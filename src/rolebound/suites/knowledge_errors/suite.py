@@ -26,6 +26,7 @@ from . import metrics as M
 from ...models.base import CHAT, CHAT_TEMPLATE, HIDDEN, LOGPROB
 from ...records import Message
 from ...report.builder import Report
+from ...report.fmt import fmt_mean_sem
 from . import prompts as P
 from .strategies import STRATEGIES, USES_RETRIEVAL, Methods
 from .retrieval import Retriever
@@ -253,8 +254,8 @@ class KnowledgeErrorsSuite(Suite):
         for strat, acc in metrics.get("accuracy", {}).items():
             j = acc["judgments"]
             out.append((f"{strat}: KKE / UKE / avg",
-                        f"{M.fmt_cell(acc['KKE']['all'], False)} / {M.fmt_cell(acc['UKE']['all'], False)} / "
-                        f"{M.fmt_cell(acc['overall'], False)} (invalid judgments {j['invalid']}/{j['answers']})"))
+                        f"{fmt_mean_sem(acc['KKE']['all'], False)} / {fmt_mean_sem(acc['UKE']['all'], False)} / "
+                        f"{fmt_mean_sem(acc['overall'], False)} (invalid judgments {j['invalid']}/{j['answers']})"))
         return out
 
     def report(self, metrics, records, manifest, run_dir) -> list[Path]:

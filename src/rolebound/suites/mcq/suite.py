@@ -10,7 +10,6 @@ first standalone letter (lm-eval's `first_letter` filter).
 
 from __future__ import annotations
 
-import string
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,12 @@ from ...io import file_sha256, read_jsonl
 from ...metrics.stats import rate_ci
 from ...records import Message
 from ...report.builder import Report, run_facts
-from ...scoring.parsers import INVALID, parse_first_letter
+from ...constants import INVALID, LETTERS
+from ...scoring.parsers import parse_first_letter
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, flag
 from .options import MCQOptions
 
-LETTERS = string.ascii_uppercase
 DEFAULT_TEMPLATE = (
     "{% if name %}You are {{ name }}{% if source %} from {{ source }}{% endif %}. "
     "Answer the question as this character.\n{% endif %}"

@@ -31,8 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...errors import InputError
 from ...io import read_yaml, validate_yaml
 from ...records import Message
-from ...scoring.parsers import INVALID
-from .prompts import CONFLICTS, LETTERS, attributes_text, lore_text
+from ...constants import ABCD as LETTERS, INVALID
+from .prompts import CONFLICTS, attributes_text, lore_text
 from .data import Hero
 
 # Section 3.2.2, one line per conflict type (what the generated scenario must put at stake).

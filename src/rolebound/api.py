@@ -99,7 +99,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
 
     try:
         dataset = s.load(data, settings)
-        items = s.select(dataset.items, limit)
+        items = s.select(dataset.items, limit, settings)
     except (ValueError, TypeError) as exc:   # a --set value the suite could not use
         raise InputError(f"cannot load the {suite} data with these options: {exc}",
                          field="--set" if options else "--data") from None

@@ -102,10 +102,10 @@ def test_default_mode_follows_the_charm_scoring_rule():
     cases = [(FakeBackend("random"), "logprob"), (NoScoreJudge("random"), "generate"),
              (ApiLikeJudge("random"), "generate")]
     for backend, want in cases:
-        assert judge_scoring_mode({}, backend) == want
+        assert judge_scoring_mode(None, backend) == want
         assert charm.default_scoring(backend) == want          # the two suites decide alike
-    assert judge_scoring_mode({"judge_scoring": "generate"}, FakeBackend("random")) == "generate"
-    assert judge_scoring_mode({"judge_scoring": "LogProb"}, ApiLikeJudge("random")) == "logprob"
+    assert judge_scoring_mode("generate", FakeBackend("random")) == "generate"
+    assert judge_scoring_mode("LogProb", ApiLikeJudge("random")) == "logprob"
 
 
 def test_bad_or_impossible_judge_scoring_fails_before_any_call(tmp_path, monkeypatch):
@@ -113,7 +113,7 @@ def test_bad_or_impossible_judge_scoring_fails_before_any_call(tmp_path, monkeyp
     with pytest.raises(InputError) as e:
         s.check(FakeBackend("random"), RunSettings(strategies=["vanilla"], options={"judge_scoring": "maybe"}),
                 FakeBackend("random"))
-    assert e.value.field == "judge_scoring"
+    assert e.value.field == "--set" and "'judge_scoring'" in str(e.value)    # the framework's one format
     settings = RunSettings(strategies=["vanilla"], options={"judge_scoring": "logprob"})
     with pytest.raises(CapabilityError, match="judge_scoring=logprob"):
         s.check(FakeBackend("random"), settings, NoScoreJudge("random"))

@@ -337,7 +337,7 @@ def test_judge_scoring_and_segment_fallback_options():
                            options={"judge_scoring": "Generate", "segment_fallback": "none"})
     suite.check(fake, settings)
     assert settings.options["judge_scoring"] == "generate" and settings.options["segment_fallback"] == "none"
-    with pytest.raises(InputError, match="judge_scoring must be generate or logprob"):
+    with pytest.raises(InputError, match="option 'judge_scoring' of suite multiverse expects one of"):
         suite.check(fake, RunSettings(strategies=["cot"], scoring="logprob", options={"judge_scoring": "maybe"}))
     chat_only = FakeBackend("random")
     chat_only.capabilities = frozenset({CHAT})

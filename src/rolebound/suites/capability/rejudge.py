@@ -45,7 +45,7 @@ async def _rejudge(suite: CapabilitySuite, run_dir: Path, judge_spec: str, progr
         raise InputError("the questions or roles changed since this run; the judge would not see what the "
                          "model saw", file=manifest.dataset)
     items = {it.id: it for it in dataset.items}
-    roles = {r.id: r for r in suite.cfg.roles}
+    roles = {r.id: r for r in settings.state["cfg"].roles}
     dec = manifest.decoding
     judge = create_backend(judge_spec, Decoding(max_tokens=dec.max_tokens, seed=dec.seed))
     judge.require(CHAT, "the judge scores RV, C, RC in a chat")

@@ -536,6 +536,19 @@ def test_build_records_its_calls_and_resumes_without_calls(tmp_path):
     assert run_build(seeds, tmp_path / "out", model="fake:random", per_type=3, overwrite=True)["resumed"] == 0
 
 
+def test_build_retries_a_failed_call_on_resume(tmp_path, monkeypatch):
+    from rolebound.suites.multiverse.build import run_build
+
+    seeds = STARTER.parent / "seeds_example.yaml"
+    monkeypatch.setenv("ROLEBOUND_FAKE_FAIL", "Write three wrong answers")      # the canon prompts
+    first = run_build(seeds, tmp_path / "out", model="fake:random", per_type=1)
+    assert "(call failed)" in (tmp_path / "out" / "review.csv").read_text()
+    monkeypatch.delenv("ROLEBOUND_FAKE_FAIL")
+    again = run_build(seeds, tmp_path / "out", model="fake:random", per_type=1)
+    assert again["model_calls"] == 2 and again["resumed"] == first["model_calls"] - 2
+    assert "(call failed)" not in (tmp_path / "out" / "review.csv").read_text()
+
+
 def test_generation_caps_follow_the_runs_backends_not_suite_state():
     from rolebound.suites.multiverse.strategies import LIMITS, SMALL_LIMITS, limit
 

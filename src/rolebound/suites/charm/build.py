@@ -166,7 +166,7 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
             raise InputError(f"unknown character '{f.target}'", file=str(path), field=f"facts[{i}].target")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    decoding = decoding or Decoding(max_tokens=256)
+    decoding = decoding or Decoding()          # the default 256 tokens
     backend = create_backend(generator, decoding, **(backend_options or {}))
     emb = get_embedder(embedder)
     stats = BuildStats()

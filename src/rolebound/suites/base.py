@@ -129,6 +129,7 @@ class Suite:
     options_model: type[Options] = Options   # its `--set` options (none by default)
     protocol: Protocol | None = None         # the paper's decoding, scoring and judge (protocol.py)
     repeats_native: bool = False             # metrics already give mean +- SEM over repeats
+    card_limit: int | None = None            # `rolebound card`: the --limit of its quick, balanced subset
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
@@ -177,6 +178,11 @@ class Suite:
     def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         """A few (label, value) lines for the end-of-run summary and `rolebound compare`."""
         return []
+
+    def card_figures(self, metrics: dict[str, Any]) -> dict[str, Any] | None:
+        """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card.figures
+        builds them); None: the suite has no card section."""
+        return None
 
 
 class Item(BaseModel):

@@ -42,12 +42,12 @@ def card_figures(metrics: dict[str, Any]) -> dict[str, Any]:
     if nr:
         series["no-role"] = [f["no-role/TA"], None, None]
     return {"title": "RoleCapBench (capability): role-capability leakage",
-            "figures": figs, "finding": finding(f, metrics),
+            "figures": figs, "finding": finding(f),
             "chart": chart("TA, IA and A by prompt variant (bars: std across roles)", list(METRICS), series,
                            unit=SCALE01, ylabel="accuracy (0-1)")}
 
 
-def finding(f: dict[str, dict], metrics: dict) -> str:
+def finding(f: dict[str, dict]) -> str:
     base = "identity" if "identity/A" in f else next((k.split("/")[0] for k in f if k.endswith("/A")), None)
     if base is None:
         return "No role-prompted variant ran, so there is no capability-leakage figure."

@@ -55,6 +55,10 @@ def finding(figs: list[dict], n: int) -> str:
              "comply with it, the reverse of the paper's six models")
     else:
         s = f"{head}: compliance and recognition failures are equally frequent"
+    ba = f["ba"]
+    if ba["value"] is not None and ba["value"] >= 100.0:
+        s += ("; every BA question's right answer is \"No\" and the model gave it every time, so a model that "
+              "always says No would score the same")
     if ov["value"] is not None:
         s += (f"; {fmt(ov)} of the factual answers given despite recognition are verified parametric "
               "overrides (the model knows the fact as the target character and fails to suppress it)")

@@ -42,6 +42,9 @@ def finding(figs: list[dict], strat: str | None) -> str:
     if kke["value"] is None or uke["value"] is None:
         return f"No detection accuracy: {kke['why'] or uke['why']}."
     head = f"With {strat}, the model detects {fmt_value(kke)} of known-knowledge errors (KKE) and {fmt_value(uke)} of unknown ones (UKE)"
+    if kke["value"] == 0 and uke["value"] == 0:
+        return (f"With {strat}, the model detects none of the errors (KKE {fmt_value(kke)}, UKE {fmt_value(uke)}): "
+                "no type is the harder one here (the paper found KKE more elusive).")
     if kke["value"] < uke["value"]:
         s = f"{head}: errors in what the character knows are the harder to catch, as the paper found (KKE is more elusive)"
     elif kke["value"] > uke["value"]:
@@ -49,7 +52,7 @@ def finding(figs: list[dict], strat: str | None) -> str:
     else:
         s = f"{head}: neither type is the harder one here (the paper found KKE more elusive)"
     cells = [x for x in figs if "/" in x["key"] and not x["key"].endswith("/all") and x["value"] is not None]
-    if cells:
+    if cells and len({x["value"] for x in cells}) > 1:
         worst = min(cells, key=lambda x: x["value"])
         s += f"; the weakest cell is {worst['label'].replace(' accuracy:', ',')} at {fmt_value(worst)}"
     return s + "."

@@ -101,7 +101,7 @@ def test_page_shows_figures_findings_charts_and_the_demo_warning(fake_card):
         assert f"(runs/{s['suite']}/report.html)" in md
         assert (fake_card.out / "figures" / f"{s['suite']}.png").stat().st_size > 1000
         for f in s["figures"]:
-            assert fmt(f) in html if f["value"] is not None else True
+            assert fmt(f, kind=False) in html if f["value"] is not None else True
     gap = fig(sec(card, "charm"), "c_gap")
     assert f"Compliance Gap of {gap['value']:.1f}%" in sec(card, "charm")["finding"]
 

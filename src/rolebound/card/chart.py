@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from .figures import PCT, POINTS, SCALE01
+from .figures import PCT, POINTS, SCALE01, digits
 
 COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
 
@@ -42,9 +42,12 @@ def draw(spec: dict[str, Any]) -> bytes:
             ax.bar(pos[j], v, width, yerr=err, capsize=3, color=COLORS[i % len(COLORS)],
                    label=s["label"] if j == next(n for n, bb in enumerate(s["bars"]) if bb and bb.get("value")
                                                  is not None) else None)
+            # the value on the bar, so a real 0 reads as 0 (a missing one says n/a)
+            ax.text(pos[j], v, f"{v:.{digits(spec.get('unit', PCT))}f}", ha="center", va="bottom", fontsize=6,
+                    color="#333")
     ax.set_xticks(x, groups)
     if top is not None:
-        ax.set_ylim(0, top)
+        ax.set_ylim(0, top * 1.08)
     if spec.get("unit") == POINTS:
         ax.axhline(0, color="#333", linewidth=0.8)
     ax.set_ylabel(spec.get("ylabel") or spec.get("unit") or "")

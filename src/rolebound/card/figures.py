@@ -75,9 +75,9 @@ def fmt_value(f: dict | None, *, sign: bool = False) -> str:
     return s + {PCT: "%", POINTS: " pp"}.get(f["unit"], "")
 
 
-def fmt(f: dict | None) -> str:
-    """The value with its interval: '72.1% [68.0, 76.2]', '0.260 ± 0.168 (std across roles)',
-    '- (why)'."""
+def fmt(f: dict | None, kind: bool = True) -> str:
+    """The value with its interval: '72.1% [68.0, 76.2]', '0.260 ± 0.168 (std across roles)'
+    (`kind=False`: without the words in brackets), '- (why)'."""
     if not f:
         return "-"
     if f.get("value") is None:
@@ -87,7 +87,7 @@ def fmt(f: dict | None) -> str:
     if f.get("lo") is not None and f.get("hi") is not None:
         s += f" [{f['lo']:.{d}f}, {f['hi']:.{d}f}]"
     elif f.get("spread") is not None:
-        s += f" ± {f['spread']:.{d}f}" + (f" ({f['spread_kind']})" if f.get("spread_kind") else "")
+        s += f" ± {f['spread']:.{d}f}" + (f" ({f['spread_kind']})" if kind and f.get("spread_kind") else "")
     return s
 
 

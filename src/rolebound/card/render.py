@@ -61,11 +61,14 @@ def run_line(s: dict) -> str:
 def figure_rows(s: dict) -> list[dict[str, str]]:
     rows = []
     for f in s["figures"]:
-        shown = fmt(f)
-        rows.append({"label": f["label"], "value": shown.split(" (")[0] if f["value"] is None else shown,
-                     "n": "" if f.get("n") is None else str(f["n"]),
-                     "note": f["why"] if f["value"] is None else f.get("note") or "",
-                     "missing": f["value"] is None})
+        if f["value"] is None:
+            value, note = "-", f["why"]
+        else:       # the spread's kind ("std across roles") goes to the note column
+            value = fmt(f, kind=False)
+            kind = f"± is the {f['spread_kind']}" if f.get("spread") is not None and f.get("spread_kind") else ""
+            note = "; ".join(x for x in (f.get("note"), kind) if x)
+        rows.append({"label": f["label"], "value": value, "n": "" if f.get("n") is None else str(f["n"]),
+                     "note": note, "missing": f["value"] is None})
     return rows
 
 

@@ -174,6 +174,8 @@ def _reused_card(fake_card, tmp_path, model: str) -> list[Path]:
         m = rd.read_manifest()
         m.model = model
         m.judge = model if m.judge else None
+        m.protocol = {**m.protocol, "mode": "paper", "label": "the paper's protocol (test)",
+                      "self_judged": bool(m.judge)}
         rd.write_manifest(m)
         runs.append(dst)
     return runs
@@ -191,6 +193,8 @@ def test_model_and_judge_names_are_escaped(fake_card, tmp_path):
     assert "&lt;img src=x onerror=" in html and "&lt;script&gt;" in html
     assert "&lt;img src=x onerror=" in md
     assert "Demo only." not in html                        # openai: not the demo model
+    assert "paper protocol; self-judged: knowledge-errors, multiverse" in html
+    assert "(self-judged: the model judged its own answers)" in html
     assert json.loads((res.out / "card.json").read_text())["model"] == model
 
 

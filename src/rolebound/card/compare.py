@@ -69,7 +69,11 @@ def compare_cards(paths: Sequence[str | Path], out: str | Path | None = None) ->
     ts = tables(cards)
     facts = [("protocol", [protocol_summary(c) for c in cards]), ("created", [c.get("created", "") for c in cards]),
              ("card", [c["_path"] for c in cards])]
-    demos = [demo_note(c) for c in cards if c.get("demo")]
+    demo_models = [c["model"] for c in cards if c.get("demo")]
+    demos = [demo_note(next(c for c in cards if c.get("demo")))] if len(demo_models) == 1 else \
+        [f"{', '.join(demo_models)} are demo backends (the bundled CPU model in demo settings, or the fake test "
+         "stand-in): their figures prove that the pipeline runs end to end, not a result about any model."] \
+        if demo_models else []
     title = f"Model cards compared: {len(cards)} models"
     data = {"compare": 1, "cards": [c["_path"] for c in cards], "columns": heads, "tables": ts}
     paths_out = [write_text_atomic(out / "compare.json", json.dumps(data, indent=2, ensure_ascii=False))]

@@ -62,6 +62,7 @@ class MultiverseSuite(Suite):
     uses_judge = True
     offers_scoring = True
     options_model = MultiverseOptions
+    card_limit = 96  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
     # Appendix B: answers at temperature 0.6 with 1024 output tokens (Table 4); the judge (Sonnet 3.7)
     # at 0.1 / 1024 (Table 4), as is the segmenter (GPT-4o-mini tags, Table 5). top_p is not given.
     protocol = Protocol(source="Beyond One World Appendix B, Tables 4-5", scoring="generate",
@@ -205,6 +206,11 @@ class MultiverseSuite(Suite):
         from .report import build_report
 
         return build_report(metrics, records, manifest, run_dir)
+
+    def card_figures(self, metrics) -> dict[str, Any]:
+        from .card import card_figures
+
+        return card_figures(metrics)
 
     def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         from .report import summary_lines

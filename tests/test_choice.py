@@ -197,3 +197,17 @@ def test_strict_reading_is_the_papers():
     assert yes_no_strict("**Answer:** Yes").value == "Yes"
     assert yes_no_strict("Nay, I know not.") == Reading(None, "none:strict_no_leading_yes_no")
     assert read_yes_no("Nay, I know not.") == "No"
+
+
+# -- issue 13's real runs: the rules added for them ---------------------------------------------------
+SCENARIO = [("A", "Save the One You Love: Go after Vicki first."),
+            ("B", "Save the Greater Good: Take the balloons away with the Batwing first.")]
+
+
+def test_the_scenario_choice_text_names_its_option():
+    # the dilemma's "Choice B: Take the balloons away ..." counts as well as the pole's title
+    assert read_choice("As Batman, I would choose to take the balloons away with the Batwing first.", SCENARIO) == 1
+    assert read_choice("I will choose to go after Vicki Vale first. Let's think.", SCENARIO) == 0
+    # naming both scenario choices in one decision names no single option
+    assert read_choice("I will choose to go after Vicki first and take the balloons away with the Batwing.",
+                       SCENARIO) is None

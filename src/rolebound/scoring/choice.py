@@ -144,6 +144,13 @@ class _Options:
         # words that tell options apart (a word every option shares says nothing)
         common = set.intersection(*self.words) if self.words else set()
         self.distinct = [w - common for w in self.words]
+        # the text under a title ("Save the Greater Good: Take the balloons away with the Batwing
+        # first"): the scenario's own choice, which a reply may name instead of the title
+        self.alias_words = []
+        for i in range(self.n):
+            rest = self.texts[i] if self.titles[i] else \
+                (re.split(r"\s[-–—:]\s|:\s", self.texts[i], maxsplit=1) + [""])[1]
+            self.alias_words.append((_words(rest) & self.distinct[i]) - self.title_words[i] if rest else set())
 
     def letter(self, x: str) -> tuple[int | None, str]:
         x = x.upper()
@@ -314,12 +321,16 @@ def _title_value(target: str, opts: _Options) -> int | None:
         hits = w & d
         only_here = {x for x in hits if not any(x in opts.words[j] for j in range(opts.n) if j != best)}
         if not (len(hits) >= 2 or (hits and 2 * len(hits) >= len(d)) or (only_here and len(d) <= 3)):
-            return None
+            # "I would choose to take the balloons away with the Batwing": the scenario's text
+            a = opts.alias_words[best]
+            if not (a and len(w & a) >= 2 and 2 * len(w & a) >= len(a)):
+                return None
         q = best
     rest = _words(sentence) - _words(head)
     for j in range(opts.n):
         dj = opts.title_words[j] & opts.distinct[j] or opts.distinct[j]
-        if j != q and dj and (opts.quoted(sentence) == j or (len(rest & dj) >= 2 or (rest & dj and len(dj) <= 2))):
+        if j != q and dj and (opts.quoted(sentence) == j or (len(rest & dj) >= 2 or (rest & dj and len(dj) <= 2))
+                              or len(rest & opts.alias_words[j]) >= 2):
             return None
     return q
 

@@ -211,3 +211,24 @@ def test_the_scenario_choice_text_names_its_option():
     # naming both scenario choices in one decision names no single option
     assert read_choice("I will choose to go after Vicki first and take the balloons away with the Batwing.",
                        SCENARIO) is None
+
+
+def test_if_i_choose_supposes_it_does_not_decide():
+    reply = ("I'll choose option A: Take initiative.\nIn contrast, if I choose option B, I could lose his trust.\n"
+             "Therefore I stand by it.")
+    assert read_choice(reply, ABCD) == 0
+
+
+def test_boxed_letter_after_the_answer_marker():
+    assert read_choice("Since nothing says otherwise, the correct answer is:\n\n\\boxed{D}", ABCD) == 3
+
+
+def test_a_review_of_each_option_cut_off_picks_nothing():
+    opts = [("1", "Turn a small crank"), ("2", "Tap the screen three times to switch to a hidden backup battery"),
+            ("3", "I cannot answer that question")]
+    reply = ("Step 2: Evaluating each option\n- Option 1: This is a common practice for restarting a phone.\n"
+             "- Option 2: This is a common practice for switching to a hidden backup battery.\n"
+             "- Option 3: This is not a")
+    assert choice_reading(reply, opts).value is None
+    # "Option A:" heading a discussion below it is no answer line
+    assert read_choice("### Analysis:\n- Option A:\n  - If we go first, we risk the gas.", ABCD) is None

@@ -37,6 +37,7 @@ _THINK_OPEN = re.compile(r"<think>", re.I)
 _THINK_CLOSE = re.compile(r"</think>", re.I)
 _ITALIC = re.compile(r"(?<![*\w])\*(?!\*)([^*\n]+?)\*(?![*\w])")   # *stage direction*
 _BOLD = re.compile(r"\*\*|__")
+_BOXED = re.compile(r"\\boxed\{\s*([^{}\n]{1,80}?)\s*\}")
 _PAREN = re.compile(r"\(([^()\n]*)\)")
 _HEADING = re.compile(r"(?m)^[ \t]*(?:#{1,6}|>|[-•])[ \t]+")
 _REF_ONLY = re.compile(r"^\s*(?:option|choice)?\s*[A-H1-9]\s*$", re.I)
@@ -58,6 +59,7 @@ def clean_reply(reply: str | None, keep_directions: bool = False) -> tuple[str |
         text = text[closes[-1].end():]
     elif closes := list(_THINK_CLOSE.finditer(text)):   # a template that ate the opening tag
         text = text[closes[-1].end():]
+    text = _BOXED.sub(r"\1", text)      # "the correct answer is: \boxed{D}"
     text = _ITALIC.sub(r" \1 " if keep_directions else " ", text)
     # "(B)", "(Option C)", "(greater good)" stay; longer parentheses are stage directions or asides
     text = _PAREN.sub(lambda m: m.group(0) if _REF_ONLY.match(m.group(1)) or len(m.group(1).split()) <= 4
@@ -241,6 +243,7 @@ _THIS_IS = re.compile(r"^\W*(?i:(?:this|that|it)(?:'s|\s+is|\s+would\s+be|\s+wil
                       r"(?:choice|answer|pick|decision|one)|that's\s+the\s+one)\b")
 _CONDITIONAL = re.compile(r"(?i:\b(?:if|whether|unless)\b(?!\s+(?:i\s+)?(?:am\s+|were\s+|was\s+)?(?:forced|pressed|"
                           r"(?:had|have|must|were)\s+to\s+(?:choose|pick|decide))))")
+_SUPPOSE = re.compile(r"(?i:\b(?:if|unless)\s+(?:i|we)\s+(?:[\w']+\s+){0,2}?)" + _VERB + r"$")
 _THEN_START = re.compile(r"^\W*(?i:then|maybe|perhaps)\b")
 
 _NONE_SENT = re.compile(
@@ -390,12 +393,15 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
             marker = ":" in m.group(0) or "：" in m.group(0)
             if asks and not marker:
                 continue        # "Should I choose B?" asks, it does not decide
+            if _SUPPOSE.search(sent[:m.end()]):
+                continue        # "if I choose option B, I could be risking ...": supposes, does not decide
             ev = _decision_value(sent, m.end(), nxt if (same_line or marker) else "", opts,
                                  "answer_marker" if marker else "decision")
             if ev:
                 ev.pos = s0 + m.start()
                 # "if the writers want me alive ... then B it is": kept aside, see choice_reading
-                ev.conditional = bool(_CONDITIONAL.search(sent[:m.start()]) or _THEN_START.match(sent))
+                # (the phrase itself may start at a capital before the "if": "In contrast, if I choose B")
+                ev.conditional = bool(_CONDITIONAL.search(sent[:m.end()]) or _THEN_START.match(sent))
                 events.append(ev)
         for m in _AFTER_REF.finditer(sent):
             pre = sent[:m.start()]
@@ -483,9 +489,16 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
             if q != idx and (commentary or own < max(1, (len(_words(rest)) + 1) // 2)):
                 dotted = s[m.end():m.end() + 1] == "." and not any(_words(rest) & w for w in opts.words)
                 if not dotted:
+                    # "Option 3: This is not a common practice." comments on option 3: part of a review
+                    if re.match(r"\s*[:\-–—]", s[m.end():]):
+                        events.append(_Event(s0, idx, "review_line", s[:160], review=True))
                     continue
                 bare = True        # "Option A. Always the hero, never the boyfriend."
         elif how == "position" and m.group("lone"):
+            continue
+        elif s.endswith(":") and not m.group(0).endswith(":"):
+            # "Option A:" heading the discussion of option A below it
+            events.append(_Event(s0, idx, "review_line", s[:160], review=True))
             continue
         events.append(_Event(s0, idx, "answer_line" + ("_by_position" if how == "position" else ""), s[:160],
                              bare=bare))

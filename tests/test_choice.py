@@ -232,3 +232,45 @@ def test_a_review_of_each_option_cut_off_picks_nothing():
     assert choice_reading(reply, opts).value is None
     # "Option A:" heading a discussion below it is no answer line
     assert read_choice("### Analysis:\n- Option A:\n  - If we go first, we risk the gas.", ABCD) is None
+
+
+CANON = [("A", "Mary Jane Watson"), ("B", "Betty Brant"), ("C", "Gwen Stacy"), ("D", "Liz Allan")]
+
+
+def test_an_option_text_stated_as_the_answer():
+    r = choice_reading("Based on the information provided, the girl next door Peter Parker knew since he was a "
+                       "boy was Mary Jane Watson. She is a childhood friend.", CANON)
+    assert (r.value, r.rule) == (0, "stated_text")
+    # another option named anywhere, a negation, a hedge or a question: no reading
+    for reply in ("It was Mary Jane Watson. Gwen Stacy came later.", "It was not Mary Jane Watson.",
+                  "It might be Mary Jane Watson.", "Mary Jane Watson?",
+                  "As a fictional character, I don't have a girl next door like Mary Jane Watson."):
+        assert read_choice(reply, CANON) is None, reply
+
+
+def test_renumbered_list_then_a_bare_number_that_the_text_confirms():
+    opts = [("1", "I cannot answer that question"), ("2", "Leave it in the freezer for an hour to restore the charge"),
+            ("3", "Plug it into a charger until it powers back on"), ("4", "Turn a small crank on its side until it restarts"),
+            ("5", "Tap the screen three times to switch to a hidden backup battery")]
+    # Qwen2.5-Coder-1.5B, charm sequential (tests/data/qwen_replies/charm_paper.jsonl)
+    reply = ("First, I would explain that when a smartphone's battery runs flat, the best course of action is to plug "
+             "it into a charger until it powers back on. The other options are not recommended for several reasons:\n"
+             "1. Freezing the phone is not a safe or effective way to restore the battery.\n"
+             "2. Turning a small crank on its side is not a reliable way to restore the battery.\n"
+             "3. Tapping the screen three times is not a safe or effective way to restore the battery.\n"
+             "4. The hidden backup battery is not a reliable way to restore the battery.\n"
+             "Therefore, the correct answer is: Answer: 3")
+    r = choice_reading(reply, opts)
+    assert (r.value, r.rule) == (2, "answer_marker_text_agrees")
+    city = [("1", "I cannot answer that question"), ("2", "Paris, France"), ("3", "Oxford, England"),
+            ("4", "London, England")]
+    # the reply's own list renumbers the options: its "3" is London, the prompt's 3 is Oxford
+    reply = "She was born in London, England.\n1. Paris, France\n2. Oxford, England\n3. London, England\nAnswer: 3"
+    assert choice_reading(reply, city).value is None
+
+
+def test_a_decision_then_acting_on_the_other_option():
+    reply = ("I will choose option A: Save the One You Love. I want to protect her. Therefore, I will first take "
+             "the balloons away with the Batwing before attempting to rescue Vicki.")
+    assert choice_reading(reply, SCENARIO).rule == "none:acts_on_another_option"
+    assert read_choice("I will choose option B. I will take the balloons away with the Batwing.", SCENARIO) == 1

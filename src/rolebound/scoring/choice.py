@@ -542,7 +542,18 @@ def _read(text: str, opts: _Options) -> Reading:
         if last.value is None:
             return Reading(None, "none:" + last.none_reason, last.span)
         if confused and last.bare:
-            return Reading(None, "none:numbering_contradicts_options", last.span)
+            # a renumbered list makes a bare "Answer: 3" ambiguous, unless the reply states option 3's
+            # own text as its answer ("... is to plug it into a charger ... Answer: 3")
+            if _stated(text, opts) != last.value:
+                return Reading(None, "none:numbering_contradicts_options", last.span)
+            return Reading(last.value, last.rule + "_text_agrees", last.span)
+        for s0, _, sent in _sentences(text):
+            # "I will choose option A ... Therefore, I will first take the balloons away (option B)"
+            m = _ACTS.match(sent)
+            if s0 > last.pos and m and not sent.rstrip().endswith("?") and not _HEDGE.search(sent):
+                j = _title_value(sent[m.end():], opts)
+                if j is not None and j != last.value:
+                    return Reading(None, "none:acts_on_another_option", sent.strip()[:160])
         reading = Reading(last.value, last.rule, last.span)
     elif [e for e in lines if not e.review]:
         reviewed = lines
@@ -568,10 +579,13 @@ def _read(text: str, opts: _Options) -> Reading:
         reading = Reading(after[-1].value, rule, after[-1].span)
     else:
         q = opts.quoted(text)    # a short reply that is an option's text and nothing else
-        if q is not None and len(_words(text)) <= len(opts.words[q]) + 6:
+        if q is not None and len(_words(text)) <= len(opts.words[q]) + 6 and not _hedged(text, opts.texts[q]) \
+                and not text.rstrip().endswith("?"):
             reading = Reading(q, "text_only", text.strip()[:160])
         elif events:
             return Reading(None, "none:only_conditional_decision", events[-1].span)
+        elif (st := _stated(text, opts)) is not None:
+            reading = Reading(st, "stated_text", _stated_span(text, opts, st))
         else:
             return Reading(None, "none:no_decision")
     if any(e.conditional and e.value != reading.value for e in events):
@@ -584,6 +598,35 @@ def _read(text: str, opts: _Options) -> Reading:
                 if idx is not None and idx != reading.value and how != "out_of_range":
                     return Reading(None, "none:also_takes_another_option", sent.strip()[:160])
     return reading
+
+
+_ACTS = re.compile(r"^\W*(?i:(?:so|therefore|thus|then|instead|ultimately|in\s+the\s+end|in\s+conclusion),?\s+)?"
+                   r"(?i:i|we)\s*(?i:will|'ll|would|shall|am\s+going\s+to|must)\s+(?i:first\s+)?")
+_HEDGE = re.compile(r"\b(?:not|never|no|nor|cannot|if|whether|unless|might|may|could|perhaps|possibly|maybe|"
+                    r"some\s+say|or)\b|n't\b", re.I)
+
+
+def _stated(text: str, opts: _Options) -> int | None:
+    """The option whose whole text the reply states as a plain fact ("the girl next door ... was Mary
+    Jane Watson."), when no other option's text appears anywhere in the reply and no sentence that
+    holds it negates, hedges, supposes or asks."""
+    q = opts.quoted(text)
+    if q is None:
+        return None
+    holding = [sent for _, _, sent in _sentences(text) if opts.quoted(sent) == q]
+    if not holding or any(sent.rstrip().endswith("?") or _hedged(sent, opts.texts[q]) for sent in holding):
+        return None
+    return q
+
+
+def _hedged(sentence: str, option_text: str) -> bool:
+    """A negation, hedge or condition in the sentence outside the option's own words ("It was not
+    X"; the option "I cannot answer that question" says "cannot" itself)."""
+    return bool(_HEDGE.search(_norm(sentence).replace(_norm(option_text), " ")))
+
+
+def _stated_span(text: str, opts: _Options, q: int) -> str:
+    return next((sent.strip()[:160] for _, _, sent in _sentences(text) if opts.quoted(sent) == q), "")
 
 
 def read_choice(reply: str | None, options: list[tuple[str, str]]) -> int | None:

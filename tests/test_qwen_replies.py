@@ -27,7 +27,8 @@ DIR = Path(__file__).parent / "data" / "qwen_replies"
 # of every suite in the paper protocol, see the README there)
 KIND = {"knowledge_errors": "knowledge_errors", "capability": "capability", "multiverse": "multiverse",
         "charm_sequential": "charm_sequential", "multiverse_paper": "multiverse",
-        "knowledge_errors_judge": "knowledge_errors", "charm_paper": "charm_sequential"}
+        "knowledge_errors_judge": "knowledge_errors", "charm_paper": "charm_sequential",
+        "capability_paper": "capability"}
 SUITES = tuple(KIND)
 
 
@@ -109,3 +110,19 @@ def test_injection_prompt_leaves_the_assistant_turn_open():
         assert "<|im_start|>assistant\n<think>\nOkay, I am" in tail
         assert tail.rstrip().endswith("So, my role is")
         assert "<|im_end|>" not in tail.split("<|im_start|>assistant")[-1]
+
+
+def test_paper_protocol_injection_prefill_ends_the_prompt():
+    # the paper-protocol run: the prefill closes the prompt inside the open assistant turn of the Qwen template
+    inj = [r for r in _rows("capability_paper") if r["kind"] == "complete"]
+    assert len(inj) == 24
+    for r in inj:
+        tail = r["prompt_tail"]
+        assert tail.rstrip().endswith("So, my role is")
+        assert "<|im_end|>" not in tail.split("<|im_start|>assistant")[-1]
+
+
+def test_judge_replies_cut_before_the_judgment_line_read_as_none():
+    rows = _rows("knowledge_errors_judge")
+    cut = [r for r in rows if r["label"] == INVALID]
+    assert len(cut) == 9 and all(r["finish_reason"] == "length" for r in cut)

@@ -274,3 +274,22 @@ def test_a_decision_then_acting_on_the_other_option():
              "the balloons away with the Batwing before attempting to rescue Vicki.")
     assert choice_reading(reply, SCENARIO).rule == "none:acts_on_another_option"
     assert read_choice("I will choose option B. I will take the balloons away with the Batwing.", SCENARIO) == 1
+
+
+def test_stated_text_is_the_options_own_text_ending_a_clause():
+    poles = [("Option 1", "The Ends Justify the Means"), ("Option 2", "Uphold the Moral Code")]
+    # a quotation the character muses on is not an answer
+    story = "The city burns below him and the council waits for his word. "
+    assert read_choice(story + "\u201cThe ends justify the means,\u201d he muses, his voice heavy with doubt.",
+                       poles) is None
+    assert read_choice(story + "In the end I know what I must do: the ends justify the means.", poles) == 0
+
+
+def test_a_title_is_matched_as_whole_words():
+    opts = [("Activate the Iron Legion", "Send the suits"), ("Action", "Enter the digital universe")]
+    assert read_choice("It's a modified digital extraction algorithm I developed after that whole mess.",
+                       opts) is None
+
+
+def test_if_i_had_to_pick_still_decides():
+    assert read_choice("So, if I had to pick one, it would probably be D) Confront him directly.", ABCD) == 3

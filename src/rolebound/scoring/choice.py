@@ -182,10 +182,10 @@ class _Options:
 
     def quoted(self, s: str) -> int | None:
         """The one option whose whole text (or whole title) appears in `s`."""
-        norm = _norm(s)
+        norm = f" {_norm(s)} "     # whole words: the title "Action" is not in "extraction"
         hits = {i for i in range(self.n)
-                if (len(_norm(self.texts[i])) >= 4 and _norm(self.texts[i]) in norm)
-                or (len(_norm(self.titles[i])) >= 4 and _norm(self.titles[i]) in norm)}
+                if (len(_norm(self.texts[i])) >= 4 and f" {_norm(self.texts[i])} " in norm)
+                or (len(_norm(self.titles[i])) >= 4 and f" {_norm(self.titles[i])} " in norm)}
         if len(hits) > 1:   # "Padang" inside "Padang Panjang": keep the longest
             longest = max(hits, key=lambda i: len(_norm(self.texts[i])))
             if all(_norm(self.texts[j]) in _norm(self.texts[longest]) for j in hits):
@@ -241,9 +241,11 @@ _AFTER_REF = re.compile(
     r"is\s+the\s+(?:correct|right|best|most\s+appropriate|most\s+accurate)\s+(?:answer|choice|option))\b)")
 _THIS_IS = re.compile(r"^\W*(?i:(?:this|that|it)(?:'s|\s+is|\s+would\s+be|\s+will\s+be)\s+(?:my|the)\s+"
                       r"(?:choice|answer|pick|decision|one)|that's\s+the\s+one)\b")
-_CONDITIONAL = re.compile(r"(?i:\b(?:if|whether|unless)\b(?!\s+(?:i\s+)?(?:am\s+|were\s+|was\s+)?(?:forced|pressed|"
-                          r"(?:had|have|must|were)\s+to\s+(?:choose|pick|decide))))")
-_SUPPOSE = re.compile(r"(?i:\b(?:if|unless)\s+(?:i|we)\s+(?:[\w']+\s+){0,2}?)" + _VERB + r"$")
+_CONDITIONAL = re.compile(r"(?i:\b(?:if|whether|unless)\b(?!\s+(?:i\s+|you\s+|we\s+)?(?:am\s+|are\s+|were\s+|was\s+)?"
+                          r"(?:forced|pressed|(?:had|have|must|were)\s+(?:to\s+)?(?:choose|pick|decide))))")
+# not "if I had to pick" / "if I must choose": those are forced choices, and they decide
+_SUPPOSE = re.compile(r"(?i:\b(?:if|unless)\s+(?:i|we)\s+(?:(?!(?:had|have|must|were|was|am|forced|to|got)\b)[\w']+\s+){0,2}?)"
+                      + _VERB + r"$")
 _THEN_START = re.compile(r"^\W*(?i:then|maybe|perhaps)\b")
 
 _NONE_SENT = re.compile(
@@ -491,17 +493,21 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
                 if not dotted:
                     # "Option 3: This is not a common practice." comments on option 3: part of a review
                     if re.match(r"\s*[:\-–—]", s[m.end():]):
-                        events.append(_Event(s0, idx, "review_line", s[:160], review=True))
+                        events.append(_Event(s0, idx, "comment_line", s[:160], review=True))
                     continue
                 bare = True        # "Option A. Always the hero, never the boyfriend."
         elif how == "position" and m.group("lone"):
             continue
         elif s.endswith(":") and not m.group(0).endswith(":"):
             # "Option A:" heading the discussion of option A below it
-            events.append(_Event(s0, idx, "review_line", s[:160], review=True))
+            events.append(_Event(s0, idx, "comment_line", s[:160], review=True))
             continue
         events.append(_Event(s0, idx, "answer_line" + ("_by_position" if how == "position" else ""), s[:160],
                              bare=bare))
+    # comments and headings on options make a review only when they go through two options or more;
+    # one comment ("Option B: Tinker around ...") is part of the setting, not a review
+    if len({e.value for e in events if e.rule == "comment_line"}) < 2:
+        events = [e for e in events if e.rule != "comment_line"]
     return events
 
 
@@ -551,9 +557,13 @@ def _read(text: str, opts: _Options) -> Reading:
             # "I will choose option A ... Therefore, I will first take the balloons away (option B)"
             m = _ACTS.match(sent)
             if s0 > last.pos and m and not sent.rstrip().endswith("?") and not _HEDGE.search(sent):
-                j = _title_value(sent[m.end():], opts)
-                if j is not None and j != last.value:
-                    return Reading(None, "none:acts_on_another_option", sent.strip()[:160])
+                # only the scenario's own choice text counts here, most of it ("take the balloons
+                # away with the Batwing"), and more of it than of the chosen option's
+                w = _words(sent[m.end():])
+                mine = len(w & opts.alias_words[last.value]) if last.value is not None else 0
+                for j, a in enumerate(opts.alias_words):
+                    if j != last.value and a and len(w & a) >= 2 and 2 * len(w & a) > len(a) and len(w & a) > mine:
+                        return Reading(None, "none:acts_on_another_option", sent.strip()[:160])
         reading = Reading(last.value, last.rule, last.span)
     elif [e for e in lines if not e.review]:
         reviewed = lines
@@ -615,6 +625,14 @@ def _stated(text: str, opts: _Options) -> int | None:
         return None
     holding = [sent for _, _, sent in _sentences(text) if opts.quoted(sent) == q]
     if not holding or any(sent.rstrip().endswith("?") or _hedged(sent, opts.texts[q]) for sent in holding):
+        return None
+    # the option's own text (not a title: "Greater Good" is a concept a reply may muse on) ending a
+    # clause, not quoted: "... was Mary Jane Watson.", "... because they were arrested."
+    words = _WORD.findall(opts.texts[q].lower())
+    if not words:
+        return None
+    pat = re.compile(r"(?<![\w\"“'])" + r"\W+".join(re.escape(w) for w in words) + r"(?!\w)\W*?(?=[.,;:!)\]]|\s*$)", re.I)
+    if not any(pat.search(sent) for sent in holding):
         return None
     return q
 

@@ -185,7 +185,9 @@ class MultiverseSuite(Suite):
             return None
         text = record.prompt[-1].get("content") or ""
         if record.meta.get("task") == "canon":
-            options = re.findall(r"(?m)^([A-D])\) (.*)$", text)
+            # the last option line carries the prompt's tail: "D) Ned Leeds, Let's think step by step.<question/>"
+            options = [(L, re.sub(r"(?:,\s*Let's think step by step\.)?\s*<question/>\s*$", "", o))
+                       for L, o in re.findall(r"(?m)^([A-D])\) (.*)$", text)]
         else:
             found = [re.search(rf"Choice {L}: (.*?) Consequence {L}:", text, re.S) for L in "AB"]
             poles = CONFLICTS.get(record.meta.get("conflict"), ("", ""))

@@ -52,15 +52,15 @@ SPECS = [
          ["BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Accuracy by question type",
           "Table 15", "Table 16", "Answer extraction"]),
     Spec("knowledge-errors-qwen", "knowledge-errors",
-         ["--model", QWEN, "--judge", SMOL, "--strategy", KE_ALL, "--limit", "8",
-          "--set", "answer_max_tokens=160", "--set", "step_max_tokens=128"],
+         ["--model", QWEN, "--judge", SMOL, "--strategy", KE_ALL, "--limit", "6",
+          "--set", "answer_max_tokens=128", "--set", "step_max_tokens=96"],
          ["Table", "Accuracy", "Judge", "Answer extraction"]),
     Spec("knowledge-errors-smollm2", "knowledge-errors",
-         ["--model", SMOL, "--judge", QWEN, "--strategy", KE_ALL, "--limit", "8",
-          "--set", "answer_max_tokens=160", "--set", "step_max_tokens=128", "--set", "judge_max_tokens=96"],
+         ["--model", SMOL, "--judge", QWEN, "--strategy", KE_ALL, "--limit", "6",
+          "--set", "answer_max_tokens=128", "--set", "step_max_tokens=96", "--set", "judge_max_tokens=96"],
          ["Table", "Accuracy", "Judge", "Answer extraction"]),
     Spec("multiverse", "multiverse",
-         ["--model", QWEN, "--judge", "self", "--strategy", "direct,cot,cross-direct,cross-cot", "--limit", "8",
+         ["--model", QWEN, "--judge", "self", "--strategy", "direct,cot,cross-direct,cross-cot", "--limit", "6",
           "--set", "cot_max_tokens=256", "--set", "segment_max_tokens=384", "--set", "judge_max_tokens=64"],
          ["Table", "Think", "Answer extraction"]),
     Spec("capability", "capability",
@@ -114,6 +114,25 @@ def starter_size(suite: str) -> int | None:
         return None
 
 
+def answers_read(rd: Path) -> str:
+    """Model replies that have a gold answer, and how many of them no rule read (invalid)."""
+    from collections import Counter
+
+    total, bad = Counter(), Counter()
+    path = rd / "records.jsonl"
+    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+        r = json.loads(line)
+        if r.get("role") == "model" and r.get("gold") is not None and not r.get("error"):
+            stage = str(r.get("stage", "")).split("@")[0]
+            total[stage] += 1
+            bad[stage] += r.get("parsed") in (None, "invalid", "INVALID")
+    if not total:
+        return "-"
+    n, b = sum(total.values()), sum(bad.values())
+    where = ", ".join(f"{s} {bad[s]}/{total[s]}" for s in total if bad[s])
+    return f"{n - b}/{n} read, {b} invalid ({100 * b / n:.1f}%)" + (f": {where}" if where else "")
+
+
 def describe(spec: Spec, rd: Path) -> str:
     if not (rd / "manifest.json").exists():
         return f"## {spec.name}\n\nNot run yet: `{shlex.join(spec.command())}`\n"
@@ -127,7 +146,9 @@ def describe(spec: Spec, rd: Path) -> str:
         ("protocol", proto.get("label", "-")),
         ("departures from the paper", "; ".join(proto.get("departures") or []) or "none"),
         ("scoring", m.get("scoring") or "-"),
-        ("items / model calls / failed", f"{c.get('items')} / {c.get('model_calls')} / {c.get('failed_calls')}"),
+        ("items / model calls / cache hits / failed",
+         f"{c.get('items')} / {c.get('model_calls')} / {c.get('cache_hits')} / {c.get('failed_calls')}"),
+        ("answers with a gold label", answers_read(rd)),
         ("tokens in / out", f"{c.get('prompt_tokens')} / {c.get('completion_tokens')}"),
         ("wall time", (f"{w / 60:.1f} min" if w is not None else "-")
          + (f" (last of {c['invocations']} invocations)" if c.get("invocations", 1) > 1 else "")),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -37,14 +38,36 @@ def read(row: dict):
     return yes_no_reading(row["reply"], row.get("question"))
 
 
+# The multiverse parser on main before issue 12 (removed from the package since), kept here
+# unchanged so that --baseline still shows what it read.
+_OLD_MD = re.compile(r"[*_`~#]+")
+_OLD_AFTER = r"(?![A-Za-z0-9'’])"
+_OLD_DECISION = re.compile(
+    r"(?i:\b(?:final\s+answer|answer|my\s+(?:final\s+)?(?:choice|decision|pick)|i\s+(?:would\s+|will\s+|'ll\s+|must\s+|have\s+to\s+)?"
+    r"(?:choose|chose|pick|select|go\s+with|take|opt\s+for)|choosing|picking|going\s+with|selecting)\b)"
+    r"\s*(?i:is|would\s+be|will\s+be|has\s+to\s+be)?\s*[:=\-]?\s*(?i:to\s+)?(?i:option|choice)?\s*[\(\[]?([A-Z])" + _OLD_AFTER)
+_OLD_MENTION = re.compile(r"(?i:\b(?:option|choice))\s*[\(\[]?([A-Z])" + _OLD_AFTER)
+_OLD_LEADING = re.compile(r"^\s*[\(\[]?([A-Z])(?:[\)\].:]|\s*$)")
+
+
+def old_parse_choice(text: str | None, letters: str) -> str | None:
+    if not text:
+        return None
+    clean = _OLD_MD.sub("", text)
+    found = [m.group(1) for m in _OLD_DECISION.finditer(clean) if m.group(1) in letters]
+    if found:
+        return found[-1]
+    m = _OLD_LEADING.match(clean)
+    if m and m.group(1) in letters and not (m.group(1) == "A" and m.group(0).rstrip().endswith(":")):
+        return m.group(1)
+    named = {m.group(1) for m in _OLD_MENTION.finditer(clean) if m.group(1) in letters}
+    return named.pop() if len(named) == 1 else None
+
+
 def baseline(row: dict):
     """What the parsers on main before issue 12 read (multiverse parse_choice, CHARM
     parse_answer_number and parse_yes_no), as an option index / "Yes" / "No" / None."""
     from rolebound.scoring.parsers import INVALID, parse_answer_number, parse_yes_no
-    try:
-        from rolebound.suites.multiverse.prompts import parse_choice
-    except ImportError:
-        from rolebound.strategies.multiverse_prompts import parse_choice
     if "options" not in row:
         got = parse_yes_no(row["reply"])
         return None if got == INVALID else got
@@ -53,8 +76,8 @@ def baseline(row: dict):
         got = parse_answer_number(row["reply"], len(labels))
         return None if got == INVALID else labels.index(str(got))
     letters = "".join(lb if len(lb) == 1 and lb.isalpha() else chr(65 + i) for i, lb in enumerate(labels))
-    got = parse_choice(row["reply"], letters)
-    return None if got == INVALID else letters.index(got)
+    got = old_parse_choice(row["reply"], letters)
+    return None if got is None else letters.index(got)
 
 
 class _Value:

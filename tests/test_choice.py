@@ -100,6 +100,20 @@ def test_review_of_every_option_then_the_pick():
     assert read_choice(reply, ABCD) == 1
 
 
+def test_a_review_cut_short_picks_nothing():
+    # Qwen2.5-Coder-1.5B at its token cap: the walk through the options stops at B
+    names = [("A", "Mary Jane Watson"), ("B", "Betty Brant"), ("C", "Gwen Stacy"), ("D", "Liz Allan")]
+    reply = ("Let's analyze the options provided:\n\n"
+             "A) Mary Jane Watson - This is the main character of the Spider-Man films, not the girl next door.\n"
+             "B) Betty Brant - This is the girl next door you have loved")
+    r = choice_reading(reply, names)
+    assert r.value is None and r.rule == "none:answer_line_inside_a_review"
+    # the same walk finished, then a line that is only the pick, is read
+    done = (reply.rsplit("\n", 1)[0] + "\nB) Betty Brant - a friend from work, not from next door.\n"
+            "C) Gwen Stacy - we met at school, not next door.\nD) Liz Allan - a classmate, not her.\n\nA) Mary Jane Watson")
+    assert read_choice(done, names) == 0
+
+
 # -- no single option -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("reply", [
     "I choose neither of your options. I'll hack the system my own way.",

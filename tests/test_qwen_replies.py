@@ -1,19 +1,25 @@
 """Real Qwen2.5-Coder-1.5B replies (tests/data/qwen_replies/*.jsonl) read by today's parsers and
 judge readers, without the model. `label` is what a careful reader takes from the reply; rows
-with `misread: true` are known misreads, xfail(strict) so the answer-extraction work flips them."""
+with `misread: true` were misread by the run that wrote them (its `parsed` is kept). Answers are
+read as a run reads them today: by the suite's own extractor, rebuilt from the prompt the row
+keeps (`extractor_for`, as `rolebound report` does for old records)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from rolebound.suites.knowledge_errors.metrics import parse_judgment
 from rolebound.suites.capability.boxed import parse_boxed_letter
-from rolebound.scoring.parsers import parse_answer_number, parse_yes_no
+from rolebound.scoring.parsers import INVALID, parse_answer_number
+from rolebound.suites.charm.suite import CharmSuite
 from rolebound.suites.knowledge_errors.strategies import parse_recollections
-from rolebound.suites.multiverse.prompts import parse_choice, parse_judge, parse_segments
+from rolebound.suites.multiverse.prompts import CONFLICTS, parse_judge, parse_segments
+from rolebound.suites.multiverse.suite import MultiverseSuite
 
 DIR = Path(__file__).parent / "data" / "qwen_replies"
 SUITES = ("knowledge_errors", "capability", "multiverse", "charm_sequential")
@@ -21,6 +27,17 @@ SUITES = ("knowledge_errors", "capability", "multiverse", "charm_sequential")
 
 def _rows(suite):
     return [json.loads(x) for x in (DIR / f"{suite}.jsonl").read_text().splitlines()]
+
+
+def _as_record(row: dict, **meta) -> SimpleNamespace:
+    return SimpleNamespace(role="model", stage=row["stage"], meta=meta,
+                           prompt=[{"role": "user", "content": row["prompt_tail"]}])
+
+
+def _extract(suite, rec):
+    ex = suite.extractor_for(rec)
+    assert ex is not None, "the suite cannot rebuild the options from the prompt"
+    return ex
 
 
 def read(suite: str, row: dict):
@@ -31,28 +48,37 @@ def read(suite: str, row: dict):
         return parse_boxed_letter(text)
     if suite == "multiverse":
         if stage == "answer":
-            return parse_choice(text, row["letters"])
+            conflict = next((c for c in CONFLICTS if c in row["id"]), None)
+            rec = _as_record(row, letters=row["letters"], task="canon" if row["letters"] == "ABCD" else "dilemma",
+                             conflict=conflict)
+            got = _extract(MultiverseSuite(), rec)(text).value
+            return INVALID if got is None else got
         if stage == "segment":
             seg = parse_segments(text)
             return {k: len(seg[k]) for k in ("thinking", "acting")} if isinstance(seg, dict) else seg
         return parse_judge(text)
-    if stage.endswith(".ba"):
-        return parse_yes_no(text)
-    return parse_answer_number(text, row["n_options"])
+    got = _extract(CharmSuite(), _as_record(row))(text).value
+    return INVALID if got is None else got
 
 
 def _params():
     out = []
     for suite in SUITES:
         for row in _rows(suite):
-            marks = [pytest.mark.xfail(strict=True, reason=row["note"])] if row["misread"] else []
-            out.append(pytest.param(suite, row, marks=marks, id=f"{suite}:{row['id']}"))
+            out.append(pytest.param(suite, row, id=f"{suite}:{row['id']}"))
     return out
 
 
 @pytest.mark.parametrize(("suite", "row"), _params())
 def test_a_careful_reader_and_the_parser_agree(suite, row):
     assert read(suite, row) == row["label"]
+
+
+def test_the_strict_charm_reading_keeps_the_papers_format():
+    # extraction=strict reads only "Answer: <n>" (Table 20); the rules read "my final answer is: 2"
+    row = next(r for r in _rows("charm_sequential") if "final answer is: 2" in r["response"])
+    assert parse_answer_number(row["response"], row["n_options"]) == INVALID
+    assert read("charm_sequential", row) == 2
 
 
 @pytest.mark.parametrize("suite", SUITES)

@@ -42,12 +42,14 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         concurrency: int | None = None,
         use_cache: bool = True, overwrite: bool = False, progress: bool = True,
         backend_options: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
-        report: bool = True) -> RunResult:
+        report: bool = True, extractor: str | None = None) -> RunResult:
     """Run a suite and write the run directory; resumes if `out` holds the same run.
 
     `decoding` and `judge_decoding` hold what the caller sets (a dict, or a Decoding whose set
     fields count); everything else comes from the suite's paper protocol, or from the demo
-    settings on the bundled model (protocol.py). `judge="self"` judges with the model itself."""
+    settings on the bundled model (protocol.py). `judge="self"` judges with the model itself.
+    `extractor` (BACKEND:NAME) reads the answers the rules leave as none, reported apart
+    (scoring/model_extract.py)."""
     t0 = time.perf_counter()
     s = get_suite(suite)
     if isinstance(strategies, str):
@@ -95,6 +97,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
     elif judge:
         raise InputError(f"suite {suite} uses no judge", field="judge")
     s.check(backend, settings, judge_backend)
+    extractor_backend = _extractor(s, suite, extractor, model, backend, judge_backend, bopts) if extractor else None
 
     try:
         dataset = s.load(data, settings)
@@ -109,6 +112,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
     manifest = RunManifest(
         suite=suite, strategies=strategies, model=backend.spec, backend=backend.backend,
         judge=judge_backend.spec if judge_backend is not None else None, scoring=settings.scoring,
+        extractor=extractor_backend.spec if extractor_backend is not None else None,
         decoding=decoding, judge_decoding=resolved.judge_decoding if judge_backend is not None else None,
         protocol={**resolved.manifest(), "self_judged": self_judged,
                   "seeds": [repeat_seed(decoding.seed, r) for r in range(repeats)]},
@@ -143,11 +147,12 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
     stopped: RoleboundError | None = None
     metrics, paths = ({}, [])
     with open_session(rd, suite, backend, decoding, judge=judge_backend, use_cache=use_cache,
-                      judge_decoding=manifest.judge_decoding, on_locked=take_over) as session:
+                      judge_decoding=manifest.judge_decoding, extractor=extractor_backend,
+                      on_locked=take_over) as session:
         rd.write_manifest(manifest)
         try:
             asyncio.run(_run_all(s, dataset, items, settings, session, conc, progress, backend,
-                                 judge_backend, timing))
+                                 judge_backend, timing, extractor_backend))
         except KeyboardInterrupt:
             stopped = RunStopped("interrupted", exit_code=130)
         except EndpointError as exc:
@@ -246,12 +251,15 @@ def _judge(s, suite, model, judge, settings, backend, resolved, bopts):
     return judge_backend, self_judge
 
 
-async def _run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend, timing):
+async def _run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend, timing,
+                   extractor=None):
+    others = [b for b in (judge_backend, extractor) if b is not None and b is not backend]
+    others = [b for k, b in enumerate(others) if b not in others[:k]]
     try:
         # Local engines load up front on a fresh run (the progress bar then times only the
         # items); a resumed run loads them at its first real call, so a finished one never does.
         lazy = bool(session.completed)
-        for b in [backend] + ([judge_backend] if judge_backend not in (None, backend) else []):
+        for b in [backend] + others:
             if not (lazy and getattr(b, "batching", False)):
                 await b.prepare()
         timing["loaded"] = time.time()
@@ -259,10 +267,33 @@ async def _run_all(s, dataset, items, settings, session, conc, progress, backend
         await execute(s, dataset, items, settings, session, concurrency=conc, progress=progress)
         timing["items_done"] = time.time()
         await s.after_items(session, dataset, settings)
+        if extractor is not None:
+            from .scoring.model_extract import extract_all
+
+            await extract_all(s, session, extractor.spec, concurrency=conc, progress=progress)
     finally:
         await backend.close()
-        if judge_backend is not None and judge_backend is not backend:
-            await judge_backend.close()
+        for b in others:
+            await b.close()
+
+
+def _extractor(s, suite, spec, model, backend, judge_backend, bopts):
+    """The extractor backend: the model's or the judge's own when the spec names it (no second
+    copy of a local model), else a new one sharing the run's backend options it knows."""
+    from .suites.base import Suite
+    from .scoring.model_extract import DECODING
+
+    if type(s).model_extraction_candidates is Suite.model_extraction_candidates:
+        raise InputError(f"suite {suite} has no answers for a model-based extractor to read", field="extractor")
+    try:
+        if spec.strip() in (model, backend.spec):
+            return backend
+        if judge_backend is not None and spec.strip() == judge_backend.spec:
+            return judge_backend
+        return create_backend(spec, DECODING, strict=False,
+                              **{k: v for k, v in bopts.items() if k not in ("base_url",)})
+    except RoleboundError as exc:
+        raise InputError(str(exc), field="extractor") from None
 
 
 def _template_hashes(suite) -> dict[str, str]:
@@ -287,11 +318,16 @@ def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     rd = RunDir(run_dir)
     manifest = rd.read_manifest()
     suite = get_suite(manifest.suite)
-    records = load_records(run_dir)
+    from .scoring import model_extract
+
+    # the extractor's records never enter the suite's own figures; they are reported apart
+    records, extracted = model_extract.split(load_records(run_dir))
     metrics = suite.metrics(records, manifest)
     metrics["score_ties"] = score_ties(records)
     if manifest.repeats > 1 and not getattr(suite, "repeats_native", False):
         metrics["over_repeats"] = over_repeats(suite, records, manifest)
+    if (me := model_extract.figures(suite, records, extracted, manifest)) is not None:
+        metrics["model_extraction"] = me
     rd.write_json("metrics.json", metrics)
     from .report.builder import run_sections
 

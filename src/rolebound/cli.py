@@ -61,6 +61,8 @@ def run(
     scoring: Optional[str] = typer.Option(None, "--scoring", help="generate or logprob (suites that offer both)"),
     judge: Optional[str] = typer.Option(None, "--judge", help="judge model BACKEND:NAME, or 'self' to judge "
                                                                "with the model under test (suites with a judge)"),
+    extractor: Optional[str] = typer.Option(None, "--extractor", help="BACKEND:NAME: a model reads the answers the "
+                                                                       "rules read as none, reported apart"),
     repeats: int = typer.Option(1, "--repeats", min=1, help="run everything N times, each with its own seed"),
     allow_greedy_repeats: bool = typer.Option(False, "--allow-greedy-repeats",
                                               help="allow --repeats at temperature 0 (identical runs)"),
@@ -108,7 +110,8 @@ def run(
         runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
                      scoring=scoring, judge=judge, repeats=repeats, decoding=dec, judge_decoding=jdec,
                      protocol=protocol, allow_greedy_repeats=allow_greedy_repeats, concurrency=concurrency,
-                     use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets))]
+                     use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets),
+                     extractor=extractor)]
     from .suites import get_suite
     from .suites.base import validate_options
 
@@ -162,6 +165,9 @@ def _summary(res) -> None:
     if summ and res.metrics:
         for k, v in summ(res.metrics):
             t.add_row(k, v)
+    if me := (res.metrics or {}).get("model_extraction"):
+        t.add_row(f"model-based extraction ({me['extractor']})",
+                  f"read {me['read']} of {me['sent']} 'none' answers, reported apart")
     con.print(t)
     _paths(res.run_dir, res.report_paths)
 

@@ -7,6 +7,7 @@ from typing import Sequence
 
 from .errors import InputError
 from .report.builder import Report
+from .scoring.model_extract import split
 from .store import RunDir, load_records
 from .suites import get_suite
 
@@ -16,7 +17,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None) 
     for d in run_dirs:
         rd = RunDir(d)
         manifest = rd.read_manifest()
-        runs.append((Path(d), manifest, load_records(d)))
+        runs.append((Path(d), manifest, split(load_records(d))[0]))   # rule-based figures only
     suites = {m.suite for _, m, _ in runs}
     if len(suites) != 1:
         raise InputError(f"compare needs runs of one suite; got {', '.join(sorted(suites))}")

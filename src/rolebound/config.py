@@ -6,6 +6,7 @@
     limit: 100
     decoding: {temperature: 0.0, max_tokens: 256}   # what is set here overrides the paper protocol
     judge_decoding: {temperature: 0.1}
+    extractor: openai:gpt-4o-mini  # optional: a model reads the answers the rules read as none
     protocol: paper                # or demo; default: paper, demo settings on the bundled model
     backend: {base_url: http://127.0.0.1:8000/v1, concurrency: 32}
     options: {data_seed: 0}         # the suite's --set options (`rolebound suites NAME`)
@@ -57,6 +58,7 @@ class RunConfig(BaseModel):
     out: str | None = None          # a folder; with a grid, each run gets a sub-folder
     scoring: str | None = None
     judge: str | None = None
+    extractor: str | None = None    # model-based answer extraction, reported apart
     repeats: int = Field(1, ge=1, le=100)
     allow_greedy_repeats: bool = False
     protocol: str | None = None
@@ -88,7 +90,7 @@ class RunConfig(BaseModel):
                              protocol=self.protocol, allow_greedy_repeats=self.allow_greedy_repeats,
                              concurrency=self.concurrency, use_cache=self.cache,
                              backend_options=self.backend.model_dump(exclude_none=True),
-                             options=self.options))
+                             options=self.options, extractor=self.extractor))
         return runs
 
 

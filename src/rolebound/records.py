@@ -75,6 +75,7 @@ class RunManifest(BaseModel):
     model: str
     backend: str
     judge: str | None = None
+    extractor: str | None = None   # --extractor: model-based answer extraction, reported apart
     scoring: str | None = None
     decoding: Decoding
     judge_decoding: Decoding | None = None   # None: judge calls use `decoding`

@@ -137,11 +137,13 @@ class Session:
 
     def __init__(self, run_dir: RunDir, suite_name: str, backend: Backend, decoding: Decoding, *,
                  judge: Backend | None = None, cache: ResponseCache | None = None,
-                 use_cache: bool = True, judge_decoding: Decoding | None = None):
+                 use_cache: bool = True, judge_decoding: Decoding | None = None,
+                 extractor: Backend | None = None):
         self.run_dir = run_dir
         self.suite_name = suite_name
         self.backend = backend
         self.judge = judge
+        self.extractor = extractor               # model-based answer extraction (scoring.model_extract)
         self.decoding = decoding
         self.judge_decoding = judge_decoding     # calls not made by the model under test
         self.cache = cache if use_cache else None
@@ -149,12 +151,16 @@ class Session:
         self.dispatchers = {id(backend): Dispatcher(backend)}
         if judge is not None and id(judge) not in self.dispatchers:
             self.dispatchers[id(judge)] = Dispatcher(judge)
+        if extractor is not None and id(extractor) not in self.dispatchers:
+            self.dispatchers[id(extractor)] = Dispatcher(extractor)
         self.counts = Counts()
         self.errors: list[str] = []
         self._failures_in_row: dict[int, int] = {}
         self.jobs_done = 0      # (item, strategy, repeat) jobs finished in this invocation, failed or not
 
     def backend_for(self, role: str) -> Backend:
+        if role == "extractor" and self.extractor is not None:
+            return self.extractor
         if role == "model" or self.judge is None:
             return self.backend
         return self.judge
@@ -332,7 +338,7 @@ class ItemContext:
 @contextmanager
 def open_session(rd: RunDir, suite_name: str, backend: Backend, decoding: Decoding, *,
                  judge: Backend | None = None, use_cache: bool = True,
-                 judge_decoding: Decoding | None = None,
+                 judge_decoding: Decoding | None = None, extractor: Backend | None = None,
                  on_locked: Callable[[], None] | None = None) -> Iterator[Session]:
     """A Session writing into `rd`: the directory is locked, `on_locked` runs (checks the folder
     holds the same run, or clears it for --overwrite: only ever under the lock), a torn last
@@ -347,7 +353,7 @@ def open_session(rd: RunDir, suite_name: str, backend: Backend, decoding: Decodi
         cache = ResponseCache() if use_cache else None
         try:
             yield Session(rd, suite_name, backend, decoding, judge=judge, cache=cache, use_cache=use_cache,
-                          judge_decoding=judge_decoding)
+                          judge_decoding=judge_decoding, extractor=extractor)
         finally:
             rd.close()
             if cache:

@@ -255,6 +255,7 @@ def extraction_section(rep: "Report", records) -> None:
 
     counts = rule_counts(records)
     if not counts:
+        model_extraction_section(rep)
         return
     kinds = {(r.meta or {}).get("extract", {}).get("kind") for r in records if (r.meta or {}).get("extraction")}
     strict = " The paper's strict reading was used (extraction=strict)." if kinds & {"yes_no_strict", "answer_number"} \
@@ -263,3 +264,26 @@ def extraction_section(rep: "Report", records) -> None:
               [[stage, rule, n] for (stage, rule), n in sorted(counts.items())],
               note="Rules of rolebound.scoring.choice (docs/extraction.md); 'none:' rules read no answer "
                    "(counted invalid). `rolebound report RUN` reads the stored replies again." + strict)
+    model_extraction_section(rep)
+
+
+def model_extraction_section(rep: "Report") -> None:
+    """--extractor: how many 'none' answers the extractor model read, and the suite's summary
+    figures recomputed with its readings, apart from the rule-based (paper-protocol) figures."""
+    ctx = _RUN.get()
+    me = ((ctx or {}).get("metrics") or {}).get("model_extraction")
+    if not me:
+        return
+    rows = [[stage, c["sent"], c["read"], c["sent"] - c["read"]] for stage, c in sorted(me["by_stage"].items())]
+    rows.append(["all", me["sent"], me["read"], me["none"]])
+    rep.table(f"With model-based extraction ({me['extractor']}): 'none' answers read",
+              ["stage", "sent (rules read none)", "read by the extractor", "still none"], rows,
+              note="Only answers the rules read as none went to the extractor (a fixed prompt: the options "
+                   "and the reply; one label or NONE). Its readings are records of their own (role "
+                   "'extractor'); every other figure in this report is rule-based and does not use them.")
+    if me.get("summary"):
+        rep.table(f"With model-based extraction ({me['extractor']}): figures recomputed",
+                  ["metric", "value"], me["summary"],
+                  note="The suite's summary figures with the extractor's readings in place of the rules' "
+                       "none; the paper-protocol figures above stay as the rules read them. All recomputed "
+                       "metrics: metrics.json, model_extraction.metrics.")

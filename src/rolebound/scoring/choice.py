@@ -263,6 +263,7 @@ class _Event:
     span: str
     none_reason: str = ""
     bare: bool = False     # named by letter/number alone, no text to check it against
+    review: bool = False   # a line that comments on one option of a list ("A) X - not her"), no answer
     conditional: bool = False
 
 
@@ -465,7 +466,9 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
                 continue
             commentary = bool(re.search(r"[:?!]\s*\S", rest)) or not short
             if q == idx and commentary and len(_words(rest) - opts.words[idx]) > 3:
-                continue           # "A) Follow the crowd ...: Yeah, that's smart." reviews option A
+                # "A) Follow the crowd ...: Yeah, that's smart." reviews option A
+                events.append(_Event(s0, idx, "review_line", s[:160], review=True))
+                continue
             if q != idx and (commentary or own < max(1, (len(_words(rest)) + 1) // 2)):
                 dotted = s[m.end():m.end() + 1] == "." and not any(_words(rest) & w for w in opts.words)
                 if not dotted:
@@ -517,22 +520,26 @@ def _read(text: str, opts: _Options) -> Reading:
         if confused and last.bare:
             return Reading(None, "none:numbering_contradicts_options", last.span)
         reading = Reading(last.value, last.rule, last.span)
-    elif lines:
+    elif [e for e in lines if not e.review]:
+        reviewed = lines
+        lines = [e for e in lines if not e.review]
         vals = {e.value for e in lines}
         if None in vals:
             return Reading(None, "none:reference_and_text_disagree", lines[-1].span)
         after = lines
-        if len(vals) > 1:
-            # a review of every option, one line each, then the one it picks: read what follows the review
-            seen, cut = set(), len(lines)
-            for k, e in enumerate(lines):
+        if len(vals) > 1 or len({e.value for e in reviewed}) > 1:
+            # a review of every option, one line each, then the one it picks: read what follows the
+            # review. A review that stops short (cut off at the token cap) picks nothing.
+            seen, cut = set(), len(reviewed)
+            for k, e in enumerate(reviewed):
                 seen.add(e.value)
                 if len(seen) == opts.n:
                     cut = k + 1
                     break
-            after = lines[cut:]
+            after = [e for e in reviewed[cut:] if not e.review]
             if not after or len({e.value for e in after}) > 1:
-                return Reading(None, "none:answer_lines_disagree", lines[-1].span)
+                why = "answer_lines_disagree" if len(vals) > 1 else "answer_line_inside_a_review"
+                return Reading(None, "none:" + why, lines[-1].span)
         rule = lines[-1].rule + ("_after_review" if after is not lines else "")
         reading = Reading(after[-1].value, rule, after[-1].span)
     else:

@@ -107,7 +107,7 @@ def reextract(run_dir: str | Path, rebuild=None) -> tuple[int, int]:
     records = load_records(run_dir)
     changed, n = [], 0
     for rec in records:
-        if rec.error or rec.kind == "score" or rec.response is None:
+        if rec.error or rec.kind == "score" or rec.response is None or rec.role == "extractor":
             continue
         spec = (rec.meta or {}).get("extract")
         ex = Extractor.from_spec(spec) if spec else (rebuild(rec) if rebuild else None)

@@ -176,6 +176,11 @@ class Suite:
         """A few (label, value) lines for the end-of-run summary and `rolebound compare`."""
         return []
 
+    def model_extraction_candidates(self, records: list["Record"]) -> list["Record"]:
+        """The answers a model-based extractor (`--extractor`) may read: none unless the suite
+        opts in, usually with scoring.model_extract.rule_none (the rules' none readings)."""
+        return []
+
 
 class Item(BaseModel):
     """Base for suite items: every item has a stable id."""

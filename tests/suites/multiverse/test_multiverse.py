@@ -18,7 +18,7 @@ from rolebound.suites.multiverse.metrics import accuracy_block, compute, cross_b
 from rolebound.records import Decoding, Record, RunManifest
 from rolebound.scoring.parsers import INVALID
 from rolebound.store import load_records
-from rolebound.suites.multiverse.prompts import (JUDGE_DIGITS, canon_prompt, dilemma_prompt, parse_choice,
+from rolebound.suites.multiverse.prompts import (JUDGE_DIGITS, canon_prompt, dilemma_prompt,
                                                      parse_judge, parse_segments)
 from rolebound.suites.multiverse.rules import rule_segments
 from rolebound.suites.base import RunSettings
@@ -128,32 +128,6 @@ def test_prompts_follow_the_paper_template():
 
 
 # -- parsers -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text,expected", [
-    ("Answer: B", "B"),
-    ("**Final answer:** (C)", "C"),
-    ("Choice A sounds noble. Choice B is safer. I choose B.", "B"),
-    ("I choose A. Choice B would have been cruel.", "A"),
-    ("I'll go with option D, without a doubt.", "D"),
-    ("B) Claims that Iron Man is you and refuses to surrender it", "B"),
-    ("A: I was a reporter for the Daily Planet.", INVALID),   # "A:" is an answer marker, not option A
-    ("A) I was a reporter.", "A"),
-    ("A: The answer is D) Tublat", "D"),
-    ("I think option C is right.", "C"),
-    ("Option A or option B? Hard to say.", INVALID),
-    ("I would choose a quiet life.", INVALID),       # the article 'a' is not a letter
-    ("Answer: E", INVALID),                         # not an option here
-    ("", INVALID),
-    ("The answer is 4.", INVALID),
-])
-def test_parse_choice(text, expected):
-    assert parse_choice(text) == expected
-
-
-def test_parse_choice_respects_the_letters_on_offer():
-    assert parse_choice("I choose C.", "AB") == INVALID
-    assert parse_choice("I choose B.", "AB") == "B"
-
-
 def test_parse_segments():
     got = parse_segments("```\n<thinking>I fear for her.</thinking>\n<acting>I jump.</acting>\n"
                          "<Thinking>Again?</Thinking><acting> </acting>```")
@@ -179,6 +153,19 @@ def test_rule_segments_split_reasoning_from_the_stated_answer():
     assert rule_segments("I fear the worst. I will fight.", cut=True)["acting"] == ["I will fight."]
 
 
+def test_rule_segments_read_decisions_with_the_questions_options():
+    # the shared reader (scoring.choice) with the options: a decision that names an option by its
+    # title is acting, though no letter is in it and it is not the last sentence
+    options = [("A", "Save the One You Love: Go after Vicki first"),
+               ("B", "Save the Greater Good: Take the balloons away first")]
+    reply = "The gas is spreading and Vicki is up in the tower. I will go with the Greater Good. Vicki would understand."
+    got = rule_segments(reply, options=options)
+    assert got["acting"] == ["I will go with the Greater Good."]
+    assert got["thinking"] == ["The gas is spreading and Vicki is up in the tower.", "Vicki would understand."]
+    # without the options the title means nothing: the last sentence is the final response
+    assert rule_segments(reply)["acting"] == ["Vicki would understand."]
+
+
 def test_judge_digits_make_well_formed_pairs():
     assert JUDGE_DIGITS == ["0", "1", "2", "3", "4", "5"]
     assert all(parse_judge(f"{t},{a}") != INVALID for t in JUDGE_DIGITS for a in JUDGE_DIGITS)
@@ -192,6 +179,13 @@ def test_judge_digits_make_well_formed_pairs():
     ("6,2", INVALID),
     ("think 3 act 2", INVALID),
     ("", INVALID),
+    # the prompt's own key names, one line each (what Qwen2.5-Coder-1.5B writes)
+    ("think_score: 3\nact_score: 2", {"thinking": 3.0, "acting": 2.0}),
+    ("**Thinking score:** 4\n**Acting score:** 5/5", {"thinking": 4.0, "acting": 5.0}),
+    ("think_score: 3", INVALID),                              # one score is no pair
+    ("think_score: 3\nact_score: 2\nthink_score: 4", INVALID),  # two different thinking scores
+    ("think_score: 7/10\nact_score: 2", INVALID),              # another scale
+    ("think_score: 6\nact_score: 2", INVALID),
 ])
 def test_parse_judge(text, expected):
     assert parse_judge(text) == expected

@@ -246,6 +246,11 @@ class CharmSuite(Suite):
             return extract.choice(options, "number") if options else None
         return None
 
+    def model_extraction_candidates(self, records):
+        from ...scoring.model_extract import rule_none
+
+        return rule_none(records)     # BA Yes/No and BC/KV options the rules read as none
+
     def metrics(self, records, manifest) -> dict[str, Any]:
         from .metrics import compute
 

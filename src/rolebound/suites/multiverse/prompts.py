@@ -11,7 +11,7 @@ generator). Anything a parser cannot read is INVALID: counted, never guessed.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
 
 from ...scoring.parsers import INVALID
 
@@ -104,43 +104,9 @@ def dilemma_prompt(persona_text: str, situation: str, choices: list[tuple[str, s
 
 
 # -- parsers ---------------------------------------------------------------------------------------
+# Free-text answers are read by scoring.choice (strategies.answer_extractor); these read the
+# score calls, the segmenter and the judge.
 _MD = re.compile(r"[*_`~#]+")
-_AFTER = r"(?![A-Za-z0-9'’])"
-# An explicit decision: "Answer: B", "my answer is B", "I choose B", "I'll go with option B", ...
-_DECISION = re.compile(
-    r"(?i:\b(?:final\s+answer|answer|my\s+(?:final\s+)?(?:choice|decision|pick)|i\s+(?:would\s+|will\s+|'ll\s+|must\s+|have\s+to\s+)?"
-    r"(?:choose|chose|pick|select|go\s+with|take|opt\s+for)|choosing|picking|going\s+with|selecting)\b)"
-    r"\s*(?i:is|would\s+be|will\s+be|has\s+to\s+be)?\s*[:=\-]?\s*(?i:to\s+)?(?i:option|choice)?\s*[\(\[]?([A-Z])" + _AFTER)
-# A mention without a verb: "option B", "choice B", "B) ..." (used only when nothing stronger).
-_MENTION = re.compile(r"(?i:\b(?:option|choice))\s*[\(\[]?([A-Z])" + _AFTER)
-_LEADING = re.compile(r"^\s*[\(\[]?([A-Z])(?:[\)\].:]|\s*$)")
-
-
-def parse_choice(text: str | None, letters: str = LETTERS) -> str:
-    """The letter a free-text reply commits to; INVALID when it commits to none or is ambiguous.
-
-    Order: the last explicit decision ("I choose B", "Answer: B"); else a reply that opens with a
-    letter ("B) ...", but not "A: ...", the usual answer marker); else the one letter named as
-    "option X"/"choice X" (several: INVALID).
-    """
-    if not text:
-        return INVALID
-    clean = _MD.sub("", text)
-    found = [m.group(1) for m in _DECISION.finditer(clean) if m.group(1) in letters]
-    if found:
-        return found[-1]
-    m = _LEADING.match(clean)
-    # "A:" opening a reply is the Q/A transcript's answer marker as often as it is option A
-    if m and m.group(1) in letters and not (m.group(1) == "A" and m.group(0).rstrip().endswith(":")):
-        return m.group(1)
-    named = {m.group(1) for m in _MENTION.finditer(clean) if m.group(1) in letters}
-    if len(named) == 1:
-        return named.pop()
-    return INVALID
-
-
-def choice_parser(letters: str) -> Callable[[str], str]:
-    return lambda text: parse_choice(text, letters)
 
 
 def parse_letter_continuation(text: str | None) -> str:
@@ -171,13 +137,29 @@ def parse_segments(text: str | None) -> dict | str:
 
 _PAIR = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*,\s*(\d+(?:\.\d+)?)(?![\d.])")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# "think_score: 3", "Thinking score = 4", "act_score: 2/5": a score named by its key, on the 0-5 scale
+_KEYED = re.compile(r"(?i:\b(think|act)(?:ing)?(?:[\s_-]*score)?\s*[:=]\s*)(\d+(?:\.\d+)?)"
+                    r"(?:\s*(?:/|out\s+of)\s*(\d+))?")
+
+
+def _keyed(clean: str) -> dict | str:
+    """Both scores named by key, each once (a repeat must agree); anything else is INVALID."""
+    found: dict[str, set[float]] = {"think": set(), "act": set()}
+    for m in _KEYED.finditer(clean):
+        if m.group(3) and m.group(3) != "5":      # "3/10" is another scale, not ours
+            return INVALID
+        found[m.group(1).lower()].add(float(m.group(2)))
+    if len(found["think"]) != 1 or len(found["act"]) != 1:
+        return INVALID
+    return {"thinking": found["think"].pop(), "acting": found["act"].pop()}
 
 
 def parse_judge(text: str | None) -> dict | str:
     """{'thinking': t, 'acting': a} from 'think_score,act_score' (both 0-5).
 
     Strict: the first number in the reply must open the pair, so a list like "1. ..." or a
-    score buried in prose is not taken for a score.
+    score buried in prose is not taken for a score. Without a pair, the prompt's own key names
+    count: "think_score: 3" / "act_score: 2" lines, each key once.
     """
     if not text:
         return INVALID
@@ -185,8 +167,12 @@ def parse_judge(text: str | None) -> dict | str:
     first = _NUMBER.search(clean)
     pair = _PAIR.search(clean)
     if not first or not pair or first.start() != pair.start(1):
-        return INVALID
-    think, act = float(pair.group(1)), float(pair.group(2))
+        got = _keyed(clean)
+        if got == INVALID:
+            return INVALID
+        think, act = got["thinking"], got["acting"]
+    else:
+        think, act = float(pair.group(1)), float(pair.group(2))
     if not (0 <= think <= 5 and 0 <= act <= 5):
         return INVALID
     return {"thinking": think, "acting": act}

@@ -10,8 +10,9 @@ Rules, following the segmenter prompt ("the final response or action" is acting)
   next ("The answer is:" / "C) Bruce Wayne"); fragments with fewer than two words of two or more
   letters ("A:", "A: A: A:") are dropped, a sentence repeated verbatim counts once, and when the
   reply hit its token cap, an unfinished last sentence is dropped;
-- acting: a sentence that commits to an answer (parse_choice finds a letter in it, or it says
-  "the answer is", "I choose", "I decide", "my choice"); if none does, the last sentence;
+- acting: a sentence that commits to an answer (scoring.choice.read_choice reads one of the
+  question's options in it, or it says "the answer is", "I choose", "I decide", "my choice"); if
+  none does, the last sentence;
 - thinking: every other sentence; consecutive sentences of one kind form one span, and spans pair
   in order as the release zips the LLM's spans.
 A reply without at least one sentence of each kind is INVALID.
@@ -21,8 +22,9 @@ from __future__ import annotations
 
 import re
 
+from ...scoring.choice import read_choice
 from ...scoring.parsers import INVALID
-from .prompts import LETTERS, parse_choice
+from .prompts import LETTERS
 
 RULES = "rules"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(A-Z])")
@@ -59,17 +61,21 @@ def _last(lines: list[str]) -> str:
     return _SENTENCE_END.split(lines[-1])[-1].strip() if lines else ""
 
 
-def is_acting(sentence: str) -> bool:
-    return parse_choice(sentence, LETTERS) != INVALID or bool(_COMMITS.search(sentence))
+# without the question's options, the letters alone (a reply names them "A)", "option B", ...)
+_LETTERS_ONLY = [(L, "") for L in LETTERS]
 
 
-def rule_segments(text: str | None, cut: bool = False) -> dict | str:
+def is_acting(sentence: str, options: list[tuple[str, str]] | None = None) -> bool:
+    return read_choice(sentence, options or _LETTERS_ONLY) is not None or bool(_COMMITS.search(sentence))
+
+
+def rule_segments(text: str | None, cut: bool = False, options: list[tuple[str, str]] | None = None) -> dict | str:
     """{'thinking': [...], 'acting': [...], 'segmenter': 'rules'} or INVALID (see the module doc).
-    cut: the reply stopped at its token cap."""
+    cut: the reply stopped at its token cap; options: (label, text) as the question showed them."""
     sents = sentences(text or "", cut)
     if len(sents) < 2:
         return INVALID
-    kinds = [is_acting(s) for s in sents]
+    kinds = [is_acting(s, options) for s in sents]
     if not any(kinds):
         kinds[-1] = True
     if all(kinds):

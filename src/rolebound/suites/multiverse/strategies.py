@@ -135,7 +135,8 @@ async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
         if seg != INVALID:
             seg = {**seg, "segmenter": "llm"}
         elif fallback:
-            seg = rule_segments(text, cut)   # the reply itself, never the segmenter's text
+            # the reply itself, never the segmenter's text
+            seg = rule_segments(text, cut, list(answer_extractor(item).options))
         return seg if seg == INVALID else think_act_matching(seg, embedder)
 
     seg_call = ctx.chat("segment", [Message(role="user", content=SEGMENT.format(response=text))], role="judge",

@@ -194,6 +194,11 @@ class MultiverseSuite(Suite):
             options = [(L, f"{poles[k]}: {m.group(1)}") for k, (L, m) in enumerate(zip("AB", found)) if m]
         return extract.choice(options, "label") if len(options) >= 2 else None
 
+    def model_extraction_candidates(self, records):
+        from ...scoring.model_extract import rule_none
+
+        return rule_none(records)     # canon and dilemma answers the rules read as none
+
     def metrics(self, records, manifest) -> dict[str, Any]:
         from .metrics import compute
 

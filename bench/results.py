@@ -57,7 +57,7 @@ SPECS = [
          ["Table", "Accuracy", "Judge", "Answer extraction"]),
     Spec("knowledge-errors-smollm2", "knowledge-errors",
          ["--model", SMOL, "--judge", QWEN, "--strategy", KE_ALL, "--limit", "6",
-          "--set", "answer_max_tokens=128", "--set", "step_max_tokens=96", "--set", "judge_max_tokens=96"],
+          "--set", "answer_max_tokens=128", "--set", "step_max_tokens=96", "--set", "judge_max_tokens=256"],
          ["Table", "Accuracy", "Judge", "Answer extraction"]),
     Spec("multiverse", "multiverse",
          ["--model", QWEN, "--judge", "self", "--strategy", "direct,cot,cross-direct,cross-cot", "--limit", "6",

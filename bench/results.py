@@ -4,6 +4,8 @@ papers' protocol, and the page written from their run folders.
     python bench/results.py run [NAME ...]   # runs them one after another (resumable: a finished
                                              # run makes no calls); needs `make qwen`
     python bench/results.py write            # docs/results.md from the run folders, no model calls
+                                             # (each report is rebuilt first: `rolebound report`
+                                             # reads the stored replies again with today's rules)
     make results                             # both
 
 Runs go to runs/results/<name>/. The figures on the page are copied from each run's report.md
@@ -186,7 +188,21 @@ wall times are upper bounds.
 """
 
 
-def write() -> Path:
+def rebuild(rd: Path) -> str:
+    """`rolebound report RUN`: today's extraction rules on the stored replies; its summary line."""
+    exe = Path(sys.executable).with_name("rolebound")
+    out = subprocess.run([str(exe), "report", str(rd), "-q"], cwd=ROOT, capture_output=True, text=True)
+    text = (out.stdout + out.stderr).strip()
+    if out.returncode:
+        return f"not rebuilt ({text.splitlines()[-1] if text else out.returncode}); its report is copied as it is"
+    return text.splitlines()[0] if text else "report rebuilt"
+
+
+def write(refresh: bool = True) -> Path:
+    if refresh:
+        for spec in SPECS:
+            if (RUNS / spec.name / "records.jsonl").exists():
+                print(f"{spec.name}: {rebuild(RUNS / spec.name)}")
     body = [HEAD, f"*Page written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.*", ""]
     body += [describe(spec, RUNS / spec.name) for spec in SPECS]
     PAGE.write_text("\n".join(body).rstrip() + "\n", encoding="utf-8")
@@ -197,13 +213,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["run", "write"])
     ap.add_argument("names", nargs="*", help=f"runs to do (default all): {', '.join(BY_NAME)}")
+    ap.add_argument("--no-refresh", action="store_true", help="write: copy the reports as they are")
     a = ap.parse_args(argv)
     unknown = [n for n in a.names if n not in BY_NAME]
     if unknown:
         ap.error(f"unknown run '{unknown[0]}'; available: {', '.join(BY_NAME)}")
     if a.what == "run":
         return run(a.names)
-    print(write())
+    print(write(refresh=not a.no_refresh))
     return 0
 
 

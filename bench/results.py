@@ -159,7 +159,7 @@ def describe(spec: Spec, rd: Path) -> str:
     ]
     n_full = starter_size(spec.suite)
     if w is not None and n_full and m.get("n_items"):
-        facts.append(("whole starter set (linear estimate)",
+        facts.append(("whole starter set, same strategies and options (linear estimate)",
                       f"{n_full} items, about {w * n_full / m['n_items'] / 3600:.1f} h at this run's rate"))
     lines += ["| | |", "|---|---|"] + [f"| {k} | {str(v).replace('|', '/')} |" for k, v in facts] + [""]
     report = rd / "report.md"

@@ -76,3 +76,19 @@ def test_a_grid_checks_every_runs_options_before_the_first_run(tmp_path):
     res = subprocess.run([str(SCRIPT), "run", "--config", str(cfg)], capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 2 and "unknown option 'similarity' for suite capability" in res.stderr
     assert not (tmp_path / "g").exists()
+
+
+# What a suite object may keep across runs: neither is read by a later step of the run.
+KEPT = {"_extraction",        # charm: set from the options at the start of each run_item
+        "_template_src"}      # mcq: the template text prompt_templates() hashes (it takes no settings)
+
+
+@pytest.mark.parametrize("name", available())
+def test_no_run_state_on_the_suite_object(name, tmp_path, monkeypatch):
+    """Everything load() or check() work out for later steps is in the run's settings."""
+    from rolebound.suites import get_suite
+
+    suite = get_suite(name)
+    monkeypatch.setattr(api, "get_suite", lambda _name: suite)
+    api.run(name, model="fake:random", limit=4, out=tmp_path / "run", progress=False, **_kwargs(name, tmp_path))
+    assert set(vars(suite)) <= KEPT

@@ -75,3 +75,28 @@ def test_bootstrap_ci_ignores_order():
     shuffled = vals[:]
     random.Random(3).shuffle(shuffled)
     assert bootstrap_ci(vals) == bootstrap_ci(shuffled)
+
+
+def test_the_one_formatting_module():
+    from rolebound.report.fmt import fmt_diff, fmt_mean_n, fmt_mean_sd, fmt_num, fmt_pm, fmt_rate
+
+    assert fmt_rate({"rate": 72.14, "lo": 68.0, "hi": 76.25}) == "72.1 [68.0, 76.2]"
+    assert fmt_rate({"rate": None}) == fmt_rate(None) == fmt_num(None) == fmt_num(float("nan")) == "-"
+    assert fmt_diff({"diff": 3.2, "lo": -1.0, "hi": 7.5}) == "+3.2 [-1.0, +7.5]"
+    assert fmt_mean_sd(0.8844, 0.0091) == "0.884 (0.009)" and fmt_mean_sd(float("nan")) == "-"
+    assert fmt_pm((12.5, 1.25)) == "12.5 \u00b1 1.2" and fmt_pm((None, None)) == "-"
+    assert fmt_mean_n({"mean": 1.254, "n": 40}) == "1.25 (n=40)"
+
+
+def test_one_definition_of_the_shared_constants():
+    import re
+    from pathlib import Path
+
+    import rolebound
+    from rolebound.constants import ABCD, INVALID, LETTERS
+
+    assert ABCD == LETTERS[:4] == "ABCD" and INVALID == "invalid"
+    src = Path(rolebound.__file__).parent
+    again = [str(p.relative_to(src)) for p in src.rglob("*.py") if p.name != "constants.py"
+             and re.search(r'^\s*(LETTERS|INVALID)\s*=|"ABCD"', p.read_text(encoding="utf-8"), re.MULTILINE)]
+    assert again == ["suites/capability/data/make_bank.py"]     # a stand-alone script, run outside the package

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rolebound.suites.knowledge_errors.metrics import parse_judgment
+from rolebound.suites.knowledge_errors.prompts import parse_judgment
 from rolebound.suites.capability.boxed import parse_boxed_letter
 from rolebound.scoring.parsers import INVALID, parse_answer_number
 from rolebound.suites.charm.suite import CharmSuite

@@ -22,6 +22,7 @@ from .records import Decoding, RunManifest
 from .runner import RunResult, check_resumable, execute, git_revision, now, open_session
 from .store import MANIFEST, METRICS, RECORDS, RunDir, load_records, records_frame
 from .suites import get_suite
+from .loop import default_concurrency
 from .suites.base import RunSettings, validate_options
 
 
@@ -101,7 +102,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
 
     try:
         dataset = s.load(data, settings)
-        items = s.select(dataset.items, limit)
+        items = s.select(dataset.items, limit, settings)
     except (ValueError, TypeError) as exc:   # a --set value the suite could not use
         raise InputError(f"cannot load the {suite} data with these options: {exc}",
                          field="--set" if options else "--data") from None
@@ -142,7 +143,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         old_info.update(old.model_info or {})
 
     jobs = len(items) * len(strategies) * repeats
-    conc = concurrency or (256 if getattr(backend, "batching", False) else 16)
+    conc = concurrency or default_concurrency(backend)
     timing: dict[str, float] = {"start": time.time()}
     stopped: RoleboundError | None = None
     metrics, paths = ({}, [])

@@ -7,9 +7,12 @@ import asyncio
 from typing import Any, Awaitable, Callable, Sequence
 
 
+LOCAL_CONCURRENCY = 256    # local engines batch what is in flight: many items help
+API_CONCURRENCY = 16       # requests in flight to an API (the openai backend's default too)
+
+
 def default_concurrency(backend) -> int:
-    """Local engines batch what is in flight (many items help); API backends get 16 requests."""
-    return 256 if getattr(backend, "batching", False) else 16
+    return LOCAL_CONCURRENCY if getattr(backend, "batching", False) else API_CONCURRENCY
 
 
 async def bounded(jobs: Sequence[Any], fn: Callable[[Any], Awaitable[Any]], *, concurrency: int,

@@ -53,3 +53,15 @@ def builtin_suite_modules(leaf: str) -> dict[str, str]:
     root = Path(__file__).resolve().parent / "suites"     # read from disk: imports no suite
     return {p.parent.name: f"{__package__}.suites.{p.parent.name}.{leaf}"
             for p in sorted(root.glob(f"*/{leaf}.py")) if (p.parent / "__init__.py").exists()}
+
+
+def lazy_exports(package: str, names: dict[str, str]):
+    """A package's module `__getattr__` that imports each exported name from its submodule on
+    first use (`{"CharmSuite": ".suite"}`), so the registry and the CLI can look at a suite
+    package (its cli.py, importers.py) without loading the suite."""
+    def __getattr__(name: str):
+        if name in names:
+            return getattr(importlib.import_module(names[name], package), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__

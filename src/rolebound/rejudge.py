@@ -1,13 +1,84 @@
-"""Re-judge an existing run with another judge model, without regenerating answers."""
+"""The judge service: judge rounds, and re-judging a run with another judge without regenerating
+its answers.
+
+A run's own judge calls are round 0 (stage `S`); each re-judge is a new round N whose calls are
+stage `S@N` with `meta.judge_round = N`, appended to records.jsonl. Nothing is overwritten: the
+old verdicts stay as history, and the metrics read the newest round (`verdicts`). Asking
+for the judge of the newest round again (same model, same mode) resumes that round: its finished
+calls cost nothing, its failed ones are retried.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Sequence
 
 from .errors import InputError
 from .records import Record, RunManifest
 from .store import RunDir
+
+
+ROUND = "judge_round"
+
+
+def judge_stage(stage: str, round_: int) -> str:
+    """The stage name of a judge call in round `round_` (round 0 keeps the plain name)."""
+    return stage if round_ == 0 else f"{stage}@{round_}"
+
+
+def record_round(r: Record) -> int:
+    return int(r.meta.get(ROUND, 0) or 0)
+
+
+def judge_calls(records: Iterable[Record]) -> list[Record]:
+    return [r for r in records if r.role == "judge"]
+
+
+def judge_rounds(records: Iterable[Record]) -> dict[int, str]:
+    """round -> judge model spec, from the judge records present."""
+    out: dict[int, str] = {}
+    for r in judge_calls(records):
+        out.setdefault(record_round(r), r.model)
+    return dict(sorted(out.items()))
+
+
+def newest_round(records: Iterable[Record]) -> int | None:
+    rounds = judge_rounds(records)
+    return max(rounds) if rounds else None
+
+
+def verdicts(records: Iterable[Record], round_: int | None = None) -> list[Record]:
+    """The judge records of one round (default: the newest), failed calls included."""
+    records = list(records)
+    if round_ is None:
+        round_ = newest_round(records)
+    return [r for r in judge_calls(records) if record_round(r) == round_] if round_ is not None else []
+
+
+def rounds_text(judges: dict, used: Any, modes: dict | None = None) -> str:
+    """'round 2: judge-b (earlier: 0: judge-a, 1: ...)' for a report's facts; keys as str or int."""
+    judges = {str(k): v for k, v in judges.items()}
+    modes = {str(k): v for k, v in (modes or {}).items()}
+
+    def who(k: str) -> str:
+        return f"{judges.get(k, '?')} ({modes[k]})" if k in modes else judges.get(k, "?")
+
+    used = str(used)
+    earlier = [f"{k}: {who(k)}" for k in judges if k != used]
+    return f"round {used}: {who(used)}" + (f" (earlier: {', '.join(earlier)})" if len(judges) > 1 else "")
+
+
+def next_round(records: Iterable[Record], manifest: RunManifest, judge_spec: str,
+               mode: str | None = None, modes: dict[int, str] | None = None) -> int:
+    """The round a re-judge with `judge_spec` (in `mode`) writes: the newest round again if it
+    used the same judge in the same mode (resume), else a new one."""
+    rounds = judge_rounds(records)
+    modes = modes or {}
+    if not rounds and manifest.judge:
+        rounds = {0: manifest.judge}
+    last = max(rounds) if rounds else -1
+    same = last >= 0 and rounds[last] == judge_spec and modes.get(last) == mode
+    return last if same else last + 1
 
 
 def rejudge(run_dir: str | Path, judge: str, *, progress: bool = True) -> None:
@@ -21,14 +92,10 @@ def rejudge(run_dir: str | Path, judge: str, *, progress: bool = True) -> None:
 
 
 async def judge_answers(rd: RunDir, manifest: RunManifest, judge, answers: Sequence[Record],
-                        judge_one: Callable[[Any, Record], Awaitable[Any]], *, progress: bool,
-                        forget_judged: bool = False) -> int:
+                        judge_one: Callable[[Any, Record], Awaitable[Any]], *, progress: bool) -> int:
     """The loop every suite's re-judge shares: lock the run, append to records.jsonl, run
     `judge_one(session, answer)` for each answer with the judge as both backends, and return how
-    many judge calls failed (they are recorded and retried by the next re-judge).
-
-    forget_judged: the suite reuses the old judge call ids, so earlier judgments must not count
-    as already done."""
+    many judge calls failed (they are recorded and retried by the next re-judge of that round)."""
     from .loop import bounded, default_concurrency
     from .runner import CallFailed, open_session
 
@@ -36,9 +103,6 @@ async def judge_answers(rd: RunDir, manifest: RunManifest, judge, answers: Seque
     # the run's judge decoding (the paper's, e.g. temperature 0.1), else its answer decoding
     with open_session(rd, manifest.suite, judge, manifest.decoding, judge=judge,
                       judge_decoding=manifest.judge_decoding) as session:
-        if forget_judged:
-            session.completed = {k: v for k, v in session.completed.items() if v.role != "judge"}
-
         async def one(a: Record) -> None:
             nonlocal failed
             try:

@@ -26,7 +26,7 @@ from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResu
 from .records import Decoding, Message, Record, RunManifest
 from .protocol import repeat_seed
 from .scoring.choice import Reading
-from .scoring.parsers import INVALID
+from .constants import INVALID
 from .store import ResponseCache, RunDir
 
 

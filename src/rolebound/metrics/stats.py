@@ -64,13 +64,3 @@ def mean_std(values: Iterable[float]) -> tuple[float | None, float | None]:
         return (v[0], 0.0)
     m = sum(v) / len(v)
     return (m, math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1)))
-
-
-def fmt_rate(d: dict | None, digits: int = 1) -> str:
-    """'72.1 [68.0, 76.2]' or '-' ."""
-    if not d or d.get("rate") is None:
-        return "-"
-    s = f"{d['rate']:.{digits}f}"
-    if d.get("lo") is not None:
-        s += f" [{d['lo']:.{digits}f}, {d['hi']:.{digits}f}]"
-    return s

@@ -51,6 +51,10 @@ class FakeBackend(Backend):
             return "InjectedFailure: ROLEBOUND_FAKE_FAIL matched the prompt"
         return None
 
+    def identity(self) -> dict[str, Any]:
+        # fake:constant answers its `text` option: two texts must not share cached answers
+        return {**super().identity(), "text": self.text} if self.name == "constant" else super().identity()
+
     def chat_template_source(self) -> str:
         return "<|{role}|>{content}<|end|> ... <|assistant|><think>"   # stands in for a reasoning model
 
@@ -61,11 +65,14 @@ class FakeBackend(Backend):
     def _text(self, req) -> str:
         return req.prompt if req.prompt is not None else self.render_chat(req.messages or [])
 
-    async def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+    async def _batch(self, requests: Sequence) -> None:
         self.calls += len(requests)
         self.batch_sizes.append(len(requests))
         if self.delay:
             await asyncio.sleep(self.delay)
+
+    async def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+        await self._batch(requests)
         out = []
         for r in requests:
             text = self._text(r)
@@ -87,10 +94,7 @@ class FakeBackend(Backend):
         return out
 
     async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
-        self.calls += len(requests)
-        self.batch_sizes.append(len(requests))
-        if self.delay:
-            await asyncio.sleep(self.delay)
+        await self._batch(requests)
         out = []
         for r in requests:
             text = self._text(r) + r.assistant_prefix

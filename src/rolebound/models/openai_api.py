@@ -28,6 +28,7 @@ import time
 from typing import Any, Sequence
 
 from ..errors import BackendError
+from ..loop import API_CONCURRENCY
 from ..records import Decoding
 from .base import CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 
@@ -154,7 +155,7 @@ class OpenAIBackend(Backend):
                               "think_tag"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, *, base_url: str | None = None,
-                 api_key_env: str | None = None, concurrency: int = 16, timeout: float = 120.0,
+                 api_key_env: str | None = None, concurrency: int = API_CONCURRENCY, timeout: float = 120.0,
                  max_retries: int = 6, backoff_base: float = 0.5, backoff_max: float = 60.0,
                  endpoint: str = "chat", tokenizer: str | None = None, freeze_gc: bool = True,
                  transport: str = "sdk", connect_retries: int = 2, max_consecutive_failures: int = 10,

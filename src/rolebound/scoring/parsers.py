@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-INVALID = "invalid"
+from ..constants import ABCD, INVALID
+
+__all__ = ["INVALID", "parse_first_letter"]
 
 _MD = re.compile(r"[*_`~]+")
 # "Answer: 3", "**Answer:** 3", "Answer: **3**", "Answer: [3]", "Answer: (3).", "final answer: <3>"
@@ -39,7 +41,7 @@ def parse_yes_no(text: str | None) -> str:
 _LETTER = re.compile(r"\b([A-Z])\b")
 
 
-def parse_first_letter(text: str | None, letters: str = "ABCD") -> str:
+def parse_first_letter(text: str | None, letters: str = ABCD) -> str:
     """The first standalone option letter (lm-eval's `first_letter` filter)."""
     if not text:
         return INVALID

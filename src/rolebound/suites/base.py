@@ -44,6 +44,17 @@ class RunSettings:
     opts: Any = None                 # the validated options (the suite's Options model)
     backend: str | None = None       # kind of the backend under test ("bundled", "openai", ...); None: no run
     demo: bool = False               # the model under test is a demo model (protocol.is_demo)
+    # What load() and before_items() build for select(), run_item() and after_items() (a roles
+    # table, an index, an embedder): this run's, never kept on the suite object.
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, key: str, value: Any) -> Any:
+        """Record a mode check() resolves: into the options (hence the manifest and the resume key)
+        and the validated options alike."""
+        self.options[key] = value
+        if self.opts is not None and key in type(self.opts).model_fields:
+            setattr(self.opts, key, value)
+        return value
 
 
 class Options(BaseModel):
@@ -106,6 +117,17 @@ def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
                          field="--set") from None
 
 
+def settings_from_manifest(suite: "Suite", manifest: "RunManifest") -> RunSettings:
+    """The per-run settings of a finished run, rebuilt from its manifest (re-judging reads them)."""
+    from ..protocol import is_demo_spec
+
+    options = dict(manifest.options or {})
+    return RunSettings(strategies=list(manifest.strategies), scoring=manifest.scoring, judge=manifest.judge,
+                       repeats=manifest.repeats, limit=manifest.limit, seed=manifest.decoding.seed,
+                       options=options, opts=validate_options(suite, options), backend=manifest.backend,
+                       demo=is_demo_spec(manifest.model))
+
+
 def default_scoring_for(backend) -> str:
     """'logprob' or 'generate': the one rule for every generate/logprob choice (--scoring, the
     knowledge-errors judge_scoring) when no paper protocol decides. The demo models (the default
@@ -132,9 +154,17 @@ class Suite:
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
         raise NotImplementedError
 
-    def select(self, items: Sequence[Any], limit: int | None) -> list[Any]:
-        """The items a --limit run keeps; suites override to keep the sample balanced."""
+    def select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
+        """The items a --limit run keeps; suites override to keep the sample balanced. `settings`
+        is the run's (what load() put in settings.state), None outside a run."""
         return list(items)[:limit] if limit else list(items)
+
+    def opts(self, settings: RunSettings) -> Options:
+        """The run's validated options (settings.opts; validated here when a caller built the
+        settings by hand)."""
+        if settings.opts is None:
+            settings.opts = validate_options(self, settings.options)
+        return settings.opts
 
     def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
         """(title, DataFrame) tables for `rolebound data stats`."""

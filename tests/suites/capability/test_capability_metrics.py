@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from rolebound.report.fmt import fmt_mean_sd
 from rolebound.suites.capability import metrics as cm
 from rolebound.records import Record
 
@@ -139,5 +140,5 @@ def test_judge_scores_are_averaged_per_role_then_across_roles():
 
 
 def test_fmt_matches_table_3_style():
-    assert cm.fmt(0.8844, 0.0091) == "0.884 (0.009)"
-    assert cm.fmt(None) == "-"
+    assert fmt_mean_sd(0.8844, 0.0091) == "0.884 (0.009)"
+    assert fmt_mean_sd(None) == "-"

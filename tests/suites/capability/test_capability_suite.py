@@ -95,28 +95,28 @@ def test_a_failed_role_call_is_recorded_and_retried_on_resume(tmp_path, monkeypa
 
 
 def test_default_run_is_a_small_balanced_sample():
+    def pick(limit=None, **kw):
+        # one suite object for every run: what a run needs is in its settings, never on the suite
+        settings = RunSettings(strategies=["identity"], limit=limit, **kw)
+        ds = s.load(None, settings)
+        return ds, s.select(ds.items, limit, settings)
+
     s = CapabilitySuite()
-    ds = s.load(None, RunSettings(strategies=["identity"]))
-    picked = s.select(ds.items, None)
+    ds, picked = pick()
     assert len(picked) == 4 * 2 and len(ds.items) >= 160
     assert Counter(i.level for i in picked) == {"elementary": 2, "intermediate": 2, "high_school": 2, "a_level": 2}
     assert set(Counter(i.subject for i in picked)) == {"mathematics", "science", "language"}
-    # another model gets the whole starter bank (the run's settings name the backend; no state
-    # passes from check() to load())
-    s4 = CapabilitySuite()
-    ds4 = s4.load(None, RunSettings(strategies=["identity"], backend="openai"))
-    assert len(s4.select(ds4.items, None)) == len(ds4.items)
+    # another model gets the whole starter bank (the run's settings name the backend)
+    ds4, picked4 = pick(backend="openai")
+    assert len(picked4) == len(ds4.items)
     # the demo model keeps the small sample
-    s5 = CapabilitySuite()
-    ds5 = s5.load(None, RunSettings(strategies=["identity"], backend="bundled", demo=True))
-    assert len(s5.select(ds5.items, None)) == 8
-    s2 = CapabilitySuite()
-    ds2 = s2.load(None, RunSettings(strategies=["identity"], limit=6))
-    assert [i.level for i in s2.select(ds2.items, 6)] == ["elementary", "intermediate", "high_school", "a_level",
-                                                         "elementary", "intermediate"]
-    s3 = CapabilitySuite()
-    ds3 = s3.load(None, RunSettings(strategies=["identity"], options={"per_level": "all"}))
-    assert len(s3.select(ds3.items, None)) == len(ds3.items)
+    assert len(pick(backend="bundled", demo=True)[1]) == 8
+    assert [i.level for i in pick(6)[1]] == ["elementary", "intermediate", "high_school", "a_level",
+                                             "elementary", "intermediate"]
+    ds3, picked3 = pick(options={"per_level": "all"})
+    assert len(picked3) == len(ds3.items)
+    assert len(s.select(ds3.items, None)) == len(ds3.items)     # no run: no per-level cap
+    assert not any(k.startswith(("cfg", "roles", "per_level")) for k in vars(s))
 
 
 def test_rejudge_scores_an_existing_run_without_touching_answers(tmp_path, monkeypatch):
@@ -136,12 +136,22 @@ def test_rejudge_scores_an_existing_run_without_touching_answers(tmp_path, monke
     mac = metrics["by_strategy"]["injection"]["macro"]
     assert (mac["RV"]["mean"], mac["C"]["mean"], mac["RC"]["mean"]) == (2.0, 1.0, 0.0)
     assert api.load_manifest(res.run_dir).rejudges[0]["answers"] == n
-    # a second judge supersedes the first (same call ids, last record wins)
+    # a second judge is a new round: the metrics read it, the first round's verdicts stay as history
     monkeypatch.setattr(fake, "POOL", ["RV: 0\nC: 0\nRC: 2"])
     CapabilitySuite().rejudge(res.run_dir, "fake:echo", progress=False)
     metrics, _ = api.build_report(res.run_dir)
     assert metrics["by_strategy"]["identity"]["judge_invalid"] == 8     # echo repeats the prompt: unreadable
-    assert "fake:echo" in (res.run_dir / "report.md").read_text()
+    assert metrics["by_strategy"]["injection"]["macro"]["RV"]["mean"] is None
+    recs = load_records(res.run_dir)
+    first = [r for r in recs if r.role == "judge" and r.meta.get("judge_round", 0) == 0]
+    assert len(first) == n and {r.parsed["RV"] for r in first} == {2}
+    assert {r.stage.split("@")[-1] for r in recs if r.role == "judge" and "@" in r.stage} == {"1"}
+    report = (res.run_dir / "report.md").read_text()
+    assert "round 1: fake:echo (earlier: 0: fake:random)" in report
+    lines = (res.run_dir / "records.jsonl").read_text().count("\n")
+    CapabilitySuite().rejudge(res.run_dir, "fake:echo", progress=False)    # same judge again: resumes round 1
+    assert (res.run_dir / "records.jsonl").read_text().count("\n") == lines
+    assert [r["round"] for r in api.load_manifest(res.run_dir).rejudges] == [0, 1, 1]
 
 
 def test_the_manifest_names_a_judge_only_when_answers_are_judged(tmp_path):

@@ -12,7 +12,9 @@ import pytest
 
 from rolebound import api
 from rolebound.errors import InputError
+from rolebound.report.fmt import fmt_mean_sem
 from rolebound.suites.knowledge_errors import metrics as M
+from rolebound.suites.knowledge_errors import prompts as P
 from rolebound.records import Record
 from rolebound.scoring.parsers import INVALID
 from rolebound.suites.knowledge_errors.strategies import overlaps, parse_recollections, pick_cases
@@ -198,7 +200,7 @@ def test_parse_recollections_splits_one_paragraph_into_whole_sentences():
     (None, INVALID),
 ])
 def test_parse_judgment(text, want):
-    assert M.parse_judgment(text) == want
+    assert P.parse_judgment(text) == want
 
 
 # -- metrics from hand-made records ------------------------------------------------------------------
@@ -240,10 +242,10 @@ def test_mean_sem_over_repeats_and_invalid_counting():
     assert (j["answers"], j["yes"], j["no"], j["invalid"], j["unjudged"]) == (10, 7, 1, 1, 1)
     # overall: repeat 0 has 2 of 3 judged correct, repeat 1: 3/3, repeat 2: 2/3
     assert acc["overall"]["per_repeat"] == pytest.approx([200 / 3, 100.0, 200 / 3])
-    assert M.fmt_cell(cell) == f"66.67 ± {cell['sem']:.2f}"
+    assert fmt_mean_sem(cell) == f"66.67 ± {cell['sem']:.2f}"
     # a single repeat has no SEM to print
     one = M.compute(_judged("e1-kke", "vanilla", 0, "yes"), ["vanilla"])["accuracy"]["vanilla"]["KKE"]["event"]
-    assert M.fmt_cell(one) == "100.00"
+    assert fmt_mean_sem(one) == "100.00"
 
 
 def test_method_comparison_table_from_hand_made_records():

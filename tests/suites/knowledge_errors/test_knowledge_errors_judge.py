@@ -90,7 +90,7 @@ def test_generate_mode_keeps_parsing_and_invalid_counting(tmp_path):
                   options={**NO_HIDDEN, "judge_scoring": "generate"})
     judges = [r for r in load_records(out) if r.role == "judge"]
     assert all(j.kind == "chat" and j.meta["judge_scoring"] == "generate" for j in judges)
-    assert all(j.parsed == M.parse_judgment(j.response) for j in judges)
+    assert all(j.parsed == P.parse_judgment(j.response) for j in judges)
     j = res.metrics["accuracy"]["vanilla"]["judgments"]
     assert j["invalid"] == sum(x.parsed == INVALID for x in judges) and j["invalid"] > 0   # fake replies "Yes." etc.
     assert res.metrics["judge_scoring"] == {"0": "generate"}
@@ -102,10 +102,10 @@ def test_default_mode_follows_the_charm_scoring_rule():
     cases = [(FakeBackend("random"), "logprob"), (NoScoreJudge("random"), "generate"),
              (ApiLikeJudge("random"), "generate")]
     for backend, want in cases:
-        assert judge_scoring_mode({}, backend) == want
+        assert judge_scoring_mode(None, backend) == want
         assert charm.default_scoring(backend) == want          # the two suites decide alike
-    assert judge_scoring_mode({"judge_scoring": "generate"}, FakeBackend("random")) == "generate"
-    assert judge_scoring_mode({"judge_scoring": "LogProb"}, ApiLikeJudge("random")) == "logprob"
+    assert judge_scoring_mode("generate", FakeBackend("random")) == "generate"
+    assert judge_scoring_mode("LogProb", ApiLikeJudge("random")) == "logprob"
 
 
 def test_bad_or_impossible_judge_scoring_fails_before_any_call(tmp_path, monkeypatch):
@@ -113,7 +113,7 @@ def test_bad_or_impossible_judge_scoring_fails_before_any_call(tmp_path, monkeyp
     with pytest.raises(InputError) as e:
         s.check(FakeBackend("random"), RunSettings(strategies=["vanilla"], options={"judge_scoring": "maybe"}),
                 FakeBackend("random"))
-    assert e.value.field == "judge_scoring"
+    assert e.value.field == "--set" and "'judge_scoring'" in str(e.value)    # the framework's one format
     settings = RunSettings(strategies=["vanilla"], options={"judge_scoring": "logprob"})
     with pytest.raises(CapabilityError, match="judge_scoring=logprob"):
         s.check(FakeBackend("random"), settings, NoScoreJudge("random"))
@@ -158,7 +158,7 @@ def test_rejudge_uses_the_default_rule_of_the_new_judge(tmp_path, monkeypatch):
     rejudge(out, "openai:judge", progress=False)
     r2 = [r for r in load_records(out) if r.stage == "judge@2"]
     assert len(r2) == 4 and all(r.kind == "chat" and r.meta["judge_scoring"] == "generate" for r in r2)
-    assert all(r.parsed == M.parse_judgment(r.response) for r in r2)
+    assert all(r.parsed == P.parse_judgment(r.response) for r in r2)
     assert json.loads((out / "manifest.json").read_text())["rejudges"][-1]["judge_scoring"] == "generate"
 
 

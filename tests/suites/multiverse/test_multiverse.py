@@ -331,7 +331,7 @@ def test_judge_scoring_and_segment_fallback_options():
                            options={"judge_scoring": "Generate", "segment_fallback": "none"})
     suite.check(fake, settings)
     assert settings.options["judge_scoring"] == "generate" and settings.options["segment_fallback"] == "none"
-    with pytest.raises(InputError, match="judge_scoring must be generate or logprob"):
+    with pytest.raises(InputError, match="option 'judge_scoring' of suite multiverse expects one of"):
         suite.check(fake, RunSettings(strategies=["cot"], scoring="logprob", options={"judge_scoring": "maybe"}))
     chat_only = FakeBackend("random")
     chat_only.capabilities = frozenset({CHAT})
@@ -508,6 +508,39 @@ def test_build_pipeline_writes_dataset_and_review_sheet(tmp_path):
     assert "A storm hits the city." in second["prompt"] and "clearly different" in second["prompt"]
     first = next(e for e in log if e["iteration"] == 1)
     assert "clearly different" not in first["prompt"]
+
+
+def test_build_records_its_calls_and_resumes_without_calls(tmp_path):
+    from rolebound.errors import RoleboundError
+    from rolebound.store import load_records
+    from rolebound.suites.multiverse.build import run_build
+
+    seeds = STARTER.parent / "seeds_example.yaml"
+    first = run_build(seeds, tmp_path / "out", model="fake:random", per_type=2)
+    recs = load_records(tmp_path / "out" / "generation")
+    assert first["model_calls"] == len(recs) == 2 + 2 * 4 * 2 and first["resumed"] == 0
+    # iteration 2 of a dilemma is its own repeat: a new seed, not the cached reply of iteration 1
+    assert {r.repeat for r in recs if r.strategy == "dilemma"} == {0, 1}
+    sheet = (tmp_path / "out" / "review.csv").read_text()
+    again = run_build(seeds, tmp_path / "out", model="fake:random", per_type=2, use_cache=False)
+    assert again["model_calls"] == 0 and again["resumed"] == first["model_calls"]
+    assert (tmp_path / "out" / "review.csv").read_text() == sheet
+    with pytest.raises(RoleboundError, match="different build"):
+        run_build(seeds, tmp_path / "out", model="fake:random", per_type=3)
+    assert run_build(seeds, tmp_path / "out", model="fake:random", per_type=3, overwrite=True)["resumed"] == 0
+
+
+def test_build_retries_a_failed_call_on_resume(tmp_path, monkeypatch):
+    from rolebound.suites.multiverse.build import run_build
+
+    seeds = STARTER.parent / "seeds_example.yaml"
+    monkeypatch.setenv("ROLEBOUND_FAKE_FAIL", "Write three wrong answers")      # the canon prompts
+    first = run_build(seeds, tmp_path / "out", model="fake:random", per_type=1)
+    assert "(call failed)" in (tmp_path / "out" / "review.csv").read_text()
+    monkeypatch.delenv("ROLEBOUND_FAKE_FAIL")
+    again = run_build(seeds, tmp_path / "out", model="fake:random", per_type=1)
+    assert again["model_calls"] == 2 and again["resumed"] == first["model_calls"] - 2
+    assert "(call failed)" not in (tmp_path / "out" / "review.csv").read_text()
 
 
 def test_generation_caps_follow_the_runs_backends_not_suite_state():

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 
-from ...scoring.parsers import INVALID
+from ...constants import ABCD, INVALID
 
 BOX = "\\boxed{"
-LETTERS = ("A", "B", "C", "D")
+_ONE_LETTER = frozenset(ABCD)       # a set: "AB" is not a letter (as it would be "in" the string)
 KINDS = ("valid", "missing", "unclosed", "idk", "other")
 
 
@@ -61,7 +61,7 @@ def parse_boxed_letter(text: str | None) -> str:
     if status != "ok":
         return INVALID
     ans = content.strip().upper()
-    return ans if ans in LETTERS else INVALID
+    return ans if ans in _ONE_LETTER else INVALID
 
 
 def normalize_gold(gold: str) -> str:
@@ -78,7 +78,7 @@ def outcome(text: str | None) -> str:
     content, status = last_boxed(text)
     if status != "ok":
         return status
-    if content.upper() in LETTERS:
+    if content.upper() in _ONE_LETTER:
         return "valid"
     inner = content
     m = _TEXT_WRAP.match(inner)

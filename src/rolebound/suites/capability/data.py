@@ -13,6 +13,7 @@ from typing import Any, Iterator, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ...constants import ABCD
 from ...errors import InputError
 from ...io import jsonl_lines, line_of, read_yaml, validate_record, validate_yaml
 from .boxed import normalize_gold
@@ -20,7 +21,6 @@ from .boxed import normalize_gold
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ROLES_FILE = DATA_DIR / "roles.yaml"
 BANK_FILE = DATA_DIR / "bank.jsonl"
-LETTERS = "ABCD"
 # The starter bank on the bundled CPU model without --limit: questions per level, so that all six
 # roles x identity, injection, no-role stay within a few minutes. Other models get the whole bank;
 # --set per_level=N|all overrides.
@@ -155,22 +155,22 @@ class CapabilityItem(BaseModel):
         opts = data.get("options")
         if isinstance(opts, dict):
             keys = sorted(opts)
-            if [k.strip().upper() for k in keys] != list(LETTERS):
+            if [k.strip().upper() for k in keys] != list(ABCD):
                 raise ValueError("options as a mapping need exactly the keys A, B, C, D")
             data["options"] = [str(opts[k]) for k in keys]
             opts = data["options"]
         ans = data.get("answer")
         if isinstance(ans, str) and isinstance(opts, list):
             g = normalize_gold(ans)
-            if g not in LETTERS and ans.strip() in [str(o).strip() for o in opts]:
-                g = LETTERS[[str(o).strip() for o in opts].index(ans.strip())]
+            if g not in ABCD and ans.strip() in [str(o).strip() for o in opts]:
+                g = ABCD[[str(o).strip() for o in opts].index(ans.strip())]
             data["answer"] = g
         return data
 
     @field_validator("answer")
     @classmethod
     def _letter(cls, v: str) -> str:
-        if v not in LETTERS:
+        if v not in ABCD:
             raise ValueError(f"answer must be one of A, B, C, D (or an option's exact text), not {v!r}")
         return v
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...records import Message
 from .boxed import strip_trailing_box
-from ...scoring.parsers import INVALID
+from ...constants import INVALID
 from .prompts import fill, question_block
 
 DIMENSIONS = ("RV", "C", "RC")

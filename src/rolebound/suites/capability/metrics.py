@@ -9,12 +9,12 @@ Judge scores RV, C, RC (0-2) are averaged per role the same way.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Any, Iterable
 
 from .boxed import KINDS, outcome
 from ...metrics.stats import mean_std
+from ...rejudge import verdicts
 
 METRICS = ("TA", "IA", "A")
 JUDGE_DIMS = ("RV", "C", "RC")
@@ -30,7 +30,8 @@ def answer_records(records: Iterable) -> list:
 
 
 def judge_records(records: Iterable) -> list:
-    return [r for r in records if r.role == "judge" and r.error is None]
+    """The successful judge calls of the newest judge round (re-judging keeps the older ones)."""
+    return [r for r in verdicts(records) if r.error is None]
 
 
 def role_order(records: Iterable) -> list[tuple[str, str, int, str | None]]:
@@ -138,11 +139,3 @@ def compute(records: list, strategies: list[str]) -> dict[str, Any]:
                 d[k] = None if a is None or b is None else a - b
             out["deltas"][strat] = d
     return out
-
-
-def fmt(v: float | None, sd: float | None = None, digits: int = 3) -> str:
-    """'0.884 (0.009)' like Table 3; '-' when undefined."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    s = f"{v:.{digits}f}"
-    return s + (f" ({sd:.{digits}f})" if sd is not None else "")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ...constants import ABCD
 from ...records import Message
 
 VARIANTS = ["identity", "description", "cot", "guideline", "explicit-idk", "syllabus", "injection",
@@ -101,7 +102,7 @@ def question_block(item: Any) -> str:
     if getattr(item, "passage", None):
         parts.append(item.passage.strip() + "\n\n")
     parts.append(f"Question: {item.question.strip()}\nChoices:\n")
-    parts.append("\n".join(f"{L}. {o}" for L, o in zip("ABCD", item.options)))
+    parts.append("\n".join(f"{L}. {o}" for L, o in zip(ABCD, item.options)))
     return "".join(parts)
 
 

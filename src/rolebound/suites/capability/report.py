@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from . import metrics as cm
+from ...rejudge import judge_rounds, rounds_text, verdicts
+from ...report.fmt import fmt_mean_sd
 from .boxed import KINDS
 from .data import DEFAULT_PER_LEVEL
 from ...protocol import is_demo_spec
@@ -34,9 +36,9 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
     rows = []
     for strat in role_strats:
         mac = m["by_strategy"][strat]["macro"]
-        rows.append([strat] + [cm.fmt(mac[k]["mean"], mac[k]["std"]) for k in cm.METRICS + cm.JUDGE_DIMS])
+        rows.append([strat] + [fmt_mean_sd(mac[k]["mean"], mac[k]["std"]) for k in cm.METRICS + cm.JUDGE_DIMS])
     if m.get("no_role"):
-        rows.append(["no-role", cm.fmt(m["no_role"]["TA"]), "-", "-", "-", "-", "-"])
+        rows.append(["no-role", fmt_mean_sd(m["no_role"]["TA"]), "-", "-", "-", "-", "-"])
     rep.table("Table 3: TA, IA, A (0-1) and judge RV, C, RC (0-2), mean (sample std) across roles",
               ["variant", "TA", "IA", "A", "RV", "C", "RC"], rows,
               note="IA averages the roles with an in-role question, A those with an above-role question. "
@@ -47,9 +49,9 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
             pr = m["by_strategy"][strat]["per_role"].get(role["id"])
             if not pr:
                 continue
-            prow.append([strat, role["label"], role["ceiling"] or "none", pr["n"], cm.fmt(pr["TA"]),
-                         f"{cm.fmt(pr['IA'])} (n={pr['n_in']})", f"{cm.fmt(pr['A'])} (n={pr['n_above']})",
-                         cm.fmt(pr["RV"]), cm.fmt(pr["C"]), cm.fmt(pr["RC"])])
+            prow.append([strat, role["label"], role["ceiling"] or "none", pr["n"], fmt_mean_sd(pr["TA"]),
+                         f"{fmt_mean_sd(pr['IA'])} (n={pr['n_in']})", f"{fmt_mean_sd(pr['A'])} (n={pr['n_above']})",
+                         fmt_mean_sd(pr["RV"]), fmt_mean_sd(pr["C"]), fmt_mean_sd(pr["RC"])])
     rep.table("Per role", ["variant", "role", "ceiling", "n", "TA", "IA", "A", "RV", "C", "RC"], prow)
     orow = []
     for strat in role_strats + (["no-role"] if m.get("no_role") else []):
@@ -59,10 +61,12 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
               note="missing: no \\boxed{; unclosed: the last box never closes; idk: the box abstains; "
                    "other: a closed box whose content is not exactly one letter A-D.")
     if any(r.role == "judge" for r in records):
+        rounds = judge_rounds(records)
+        if len(rounds) > 1:      # re-judged: the metrics use the newest round, the others stay as history
+            rep.facts([("judgments used", rounds_text(rounds, max(rounds)))])
         by = {}
-        for r in records:
-            if r.role == "judge":
-                by.setdefault(r.strategy, set()).add(r.model)
+        for r in verdicts(records):
+            by.setdefault(r.strategy, set()).add(r.model)
         rep.table("Judge calls (RV, C, RC; Table 6)",
                   ["variant", "judge model", "answers judged", "unreadable judge replies"],
                   [[s, ", ".join(sorted(by.get(s, []))) or "-", m["by_strategy"][s]["judged"],
@@ -71,7 +75,7 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
     if m.get("no_role"):
         nr = m["no_role"]
         rep.table("No-role baseline by level", ["level", "TA"],
-                  [[lv["name"], cm.fmt(nr["by_level"].get(lv["id"]))] for lv in m["levels"]])
+                  [[lv["name"], fmt_mean_sd(nr["by_level"].get(lv["id"]))] for lv in m["levels"]])
     if role_strats and m["roles"] and m["levels"]:
         rep.figure("Figure 6: accuracy by level (rows) and role (columns); red outline: above the role's ceiling",
                    heatmap_figure(m, role_strats), name="heatmap")
@@ -79,7 +83,7 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
                    accuracy_by_role_figure(m, role_strats), name="accuracy_by_role")
     if m["deltas"]:
         rep.table("Figure 5 data: change against identity (macro means)", ["variant", "ΔTA", "ΔIA", "ΔA"],
-                  [[s, cm.fmt(d["TA"]), cm.fmt(d["IA"]), cm.fmt(d["A"])] for s, d in m["deltas"].items()])
+                  [[s, fmt_mean_sd(d["TA"]), fmt_mean_sd(d["IA"]), fmt_mean_sd(d["A"])] for s, d in m["deltas"].items()])
         rep.figure("Figure 5: ΔIA and ΔA of each variant against identity", delta_figure(m), name="deltas")
     rep.samples("Per-answer records", ["item", "variant", "role", "level", "in_role", "gold", "parsed", "correct",
                                        "outcome", "judge", "response"], _samples(records),
@@ -89,7 +93,7 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
 
 def _samples(records) -> list[dict]:
     """Every answer with its judge scores, if judged."""
-    judged = {r.meta.get("judged"): r for r in records if r.role == "judge" and r.error is None}
+    judged = {r.meta.get("judged"): r for r in cm.judge_records(records)}
     samples = []
     for r in cm.answer_records(records):
         j = judged.get(r.call_id)
@@ -108,10 +112,10 @@ def compare_tables(rep: Report, entries) -> None:
     for d, man, met in entries:
         for strat, m in met.get("by_strategy", {}).items():
             mac = m["macro"]
-            rows.append([str(d), man.model, strat] + [cm.fmt(mac[k]["mean"], mac[k]["std"])
+            rows.append([str(d), man.model, strat] + [fmt_mean_sd(mac[k]["mean"], mac[k]["std"])
                                                       for k in cm.METRICS + cm.JUDGE_DIMS])
         if met.get("no_role"):
-            rows.append([str(d), man.model, "no-role", cm.fmt(met["no_role"]["TA"]), "-", "-", "-", "-", "-"])
+            rows.append([str(d), man.model, "no-role", fmt_mean_sd(met["no_role"]["TA"]), "-", "-", "-", "-", "-"])
     rep.table("RoleCapBench Table 3 across runs (mean (std) across roles)",
               ["run", "model", "variant", "TA", "IA", "A", "RV", "C", "RC"], rows)
 

@@ -25,11 +25,12 @@ from ...io import file_sha256, stable_hash
 from . import metrics as cm
 from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE
 from ...report.builder import Report
+from ...report.fmt import fmt_mean_sd
 from .boxed import parse_boxed_letter
 from . import judge as cj
 from . import prompts as cp
 from .. import register_suite
-from ..base import Dataset, RunSettings, Suite, flag, interleave
+from ..base import Dataset, RunSettings, Suite, interleave
 from ...protocol import Protocol
 from .importers import csv_rows
 from .options import CapabilityOptions
@@ -65,26 +66,22 @@ class CapabilitySuite(Suite):
                         notes="temperature 1.0 is Gemma's and Qwen's (OLMo-3: 0.6); the RV/C/RC judge runs "
                               "with --judge or --set judge=true")
 
-    def __init__(self):
-        self.cfg: RolesConfig | None = None
-        self._cfg_key: str | None = None
-        self.roles: list[Role] = []
-        self.judge_on = False
-        self.per_level: int | None = None
-
     # -- settings ------------------------------------------------------------------------------
     def _setup(self, settings: RunSettings) -> RolesConfig:
-        opts = settings.options      # checked against CapabilityOptions by the framework
-        path = opts.get("roles_file") or ROLES_FILE
-        if self.cfg is None or self._cfg_key != str(path):
+        """The run's roles file and chosen roles, in settings.state (read once per run)."""
+        st = settings.state
+        if "cfg" not in st:
+            opts = self.opts(settings)
+            path = opts.roles_file or ROLES_FILE
             if not Path(path).exists():
                 raise InputError("roles file not found", file=str(path), field="roles_file")
-            self.cfg, self._cfg_key = load_roles(path), str(path)
-        self.roles = self._pick_roles(opts.get("roles"))
-        return self.cfg
+            st["cfg"] = load_roles(path)
+            st["roles"] = self._pick_roles(st["cfg"], opts.roles)
+        return st["cfg"]
 
-    def _pick_roles(self, value: Any) -> list[Role]:
-        allr = self.cfg.roles
+    @staticmethod
+    def _pick_roles(cfg: RolesConfig, value: Any) -> list[Role]:
+        allr = cfg.roles
         if value in (None, "", "all"):
             return list(allr)
         ids = value if isinstance(value, list) else str(value).split(",")
@@ -109,14 +106,15 @@ class CapabilitySuite(Suite):
             backend.require(CHAT_TEMPLATE, why)
         if any(s not in cp.INJECTION for s in settings.strategies):
             backend.require(CHAT, "the chat-based variants")
-        self.judge_on = self.judge_enabled(settings, backend, judge)
-        if self.judge_on:
+        settings.state["judge_on"] = self.judge_enabled(settings, backend, judge)
+        if settings.state["judge_on"]:
             (judge or backend).require(CHAT, "the judge scores RV, C, RC in a chat")
 
     def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
         # Off unless asked for: --set judge=true, --judge self, or --judge naming another model.
         asked = judge is not None and (judge is not backend or settings.judge_requested)
-        return flag(settings.options, "judge", asked)
+        on = self.opts(settings).judge
+        return asked if on is None else on
 
     # -- data ----------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
@@ -124,20 +122,25 @@ class CapabilitySuite(Suite):
         path = Path(data) if data else BANK_FILE
         rows = csv_rows(path) if path.suffix.lower() == ".csv" and path.exists() else None
         items = load_items(path, cfg, rows)
-        opt = settings.options.get("per_level")
+        opt = self.opts(settings).per_level
         if opt is None:
             small = settings.backend is None or settings.demo    # None: no backend (data stats, tests)
-            self.per_level = DEFAULT_PER_LEVEL if small and not data and settings.limit is None else None
+            per_level = DEFAULT_PER_LEVEL if small and not data and settings.limit is None else None
         else:
-            self.per_level = None if str(opt).lower() == "all" else int(opt)
+            per_level = None if opt == "all" else opt
+        settings.state["per_level"] = per_level
         roles_hash = stable_hash(cfg.model_dump())
         source = "builtin:capability/bank.jsonl" if not data else str(path)
         return Dataset(items=items, source=source, hash=stable_hash([file_sha256(path), roles_hash]),
                        extra={"roles": cfg})
 
-    def select(self, items: Sequence[CapabilityItem], limit: int | None) -> list[CapabilityItem]:
-        """Balanced: round-robin over levels, and over subjects inside each level."""
-        ranks = self.cfg.level_rank() if self.cfg else {}
+    def select(self, items: Sequence[CapabilityItem], limit: int | None,
+               settings: RunSettings | None = None) -> list[CapabilityItem]:
+        """Balanced: round-robin over levels, and over subjects inside each level; at most the
+        run's per_level questions per level (load() puts it in settings.state)."""
+        st = settings.state if settings is not None else {}
+        ranks = st["cfg"].level_rank() if "cfg" in st else {}
+        cap = st.get("per_level")
         by_level: dict[str, list] = {}
         for it in items:
             by_level.setdefault(it.level, []).append(it)
@@ -149,7 +152,7 @@ class CapabilitySuite(Suite):
             names = sorted(subj)
             names = names[k % len(names):] + names[: k % len(names)]   # each level starts on another subject
             order = interleave([subj[s] for s in names])
-            per_level.append(order[: self.per_level] if self.per_level else order)
+            per_level.append(order[:cap] if cap else order)
         out = interleave(per_level)
         return out[:limit] if limit else out
 
@@ -176,28 +179,28 @@ class CapabilitySuite(Suite):
                 ("Roles and ceilings (Tables 1-2)", roles)]
 
     # -- work ----------------------------------------------------------------------------------
-    def _base_meta(self, item: CapabilityItem) -> dict[str, Any]:
-        ranks = self.cfg.level_rank()
-        lv = self.cfg.levels[ranks[item.level]]
+    @staticmethod
+    def _base_meta(cfg: RolesConfig, item: CapabilityItem) -> dict[str, Any]:
+        ranks = cfg.level_rank()
+        lv = cfg.levels[ranks[item.level]]
         return {"level": item.level, "level_name": lv.name, "level_rank": ranks[item.level],
                 "subject": item.subject}
 
     async def run_item(self, item: CapabilityItem, ctx, strategy: str, settings: RunSettings) -> None:
-        if self.cfg is None:
-            self._setup(settings)
-        base = self._base_meta(item)
+        cfg = self._setup(settings)
+        base = self._base_meta(cfg, item)
         if strategy == cp.NO_ROLE:
             await ctx.chat("answer", cp.chat_messages(cp.NO_ROLE, item, None, {}), parse=parse_boxed_letter,
                            gold=item.answer, meta={**base, "role": None, "in_role": None})
             return
         results = await asyncio.gather(*(self._one_role(item, ctx, strategy, role, base, settings)
-                                         for role in self.roles), return_exceptions=True)
+                                         for role in settings.state["roles"]), return_exceptions=True)
         for res in results:
             if isinstance(res, BaseException):
                 raise res
 
     async def _one_role(self, item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings):
-        cfg = self.cfg
+        cfg = self._setup(settings)
         ranks = cfg.level_rank()
         ceiling = ranks[role.ceiling] if role.ceiling is not None else -1
         meta = {**base, "role": role.id, "role_label": role.label,
@@ -208,7 +211,7 @@ class CapabilitySuite(Suite):
         if strategy in cp.INJECTION:
             msgs, prefill = cp.injection_parts(strategy, item, role, routes)
             # the model's own reasoning opener (its chat template, or the think_tag backend option)
-            tag = settings.options.get("think_tag")
+            tag = self.opts(settings).think_tag
             tag = ctx.backend.thinking_markup() if tag is None else str(tag)
             meta["think_tag"] = tag
             raw = cp.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill, tag)
@@ -216,8 +219,8 @@ class CapabilitySuite(Suite):
         else:
             rec = await ctx.chat(stage, cp.chat_messages(strategy, item, role, routes), parse=parse_boxed_letter,
                                  gold=item.answer, meta=meta)
-        if self.judge_on:
-            jmax = settings.options.get("judge_max_tokens")
+        if settings.state.get("judge_on"):
+            jmax = self.opts(settings).judge_max_tokens
             await ctx.chat(f"judge.{role.id}", cj.judge_messages(role, item, rec.response), role="judge",
                            parse=cj.parse_judge, meta={**meta, "judged": rec.call_id},
                            max_tokens=int(jmax) if jmax else None)
@@ -238,12 +241,12 @@ class CapabilitySuite(Suite):
         out = []
         for strat, m in metrics.get("by_strategy", {}).items():
             mac = m["macro"]
-            out.append((strat, f"TA {cm.fmt(mac['TA']['mean'])}  IA {cm.fmt(mac['IA']['mean'])}  "
-                               f"A {cm.fmt(mac['A']['mean'])}  (valid boxed answers "
+            out.append((strat, f"TA {fmt_mean_sd(mac['TA']['mean'])}  IA {fmt_mean_sd(mac['IA']['mean'])}  "
+                               f"A {fmt_mean_sd(mac['A']['mean'])}  (valid boxed answers "
                                f"{m['outcomes']['valid']}/{m['outcomes']['total']})"))
         if metrics.get("no_role"):
             nr = metrics["no_role"]
-            out.append(("no-role", f"TA {cm.fmt(nr['TA'])} (valid boxed answers "
+            out.append(("no-role", f"TA {fmt_mean_sd(nr['TA'])} (valid boxed answers "
                                    f"{nr['outcomes']['valid']}/{nr['outcomes']['total']})"))
         return out
 

@@ -151,7 +151,7 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
           embedder: str | None = None, progress: bool = True, decoding: Decoding | None = None,
           backend_options: dict | None = None) -> dict[str, Any]:
     """Run the pipeline; writes charm_built.yaml, review_sheet.csv and build records in out_dir."""
-    from ...loop import bounded
+    from ...loop import bounded, default_concurrency
     from ...models import create_backend
     from ...runner import CallFailed, ItemContext, open_session
     from ...scoring.embeddings import get_embedder
@@ -166,7 +166,7 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
             raise InputError(f"unknown character '{f.target}'", file=str(path), field=f"facts[{i}].target")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    decoding = decoding or Decoding(max_tokens=256)
+    decoding = decoding or Decoding()          # the default 256 tokens
     backend = create_backend(generator, decoding, **(backend_options or {}))
     emb = get_embedder(embedder)
     stats = BuildStats()
@@ -190,7 +190,8 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
 
             try:
                 await backend.prepare()
-                await bounded(jobs, one, concurrency=64, label="charm build", progress=progress)
+                await bounded(jobs, one, concurrency=default_concurrency(backend), label="charm build",
+                              progress=progress)
             finally:
                 await backend.close()
 

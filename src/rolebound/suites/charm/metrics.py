@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from ...records import Record
-from ...scoring.parsers import INVALID
+from ...constants import INVALID
 from ...metrics.stats import mean_std, rate_ci
 
 CELLS = ("consistent", "compliance_gap", "incidental_refusal", "recognition_failure")

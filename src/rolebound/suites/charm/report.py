@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .metrics import CELL_LABELS, CELLS, instances
-from ...metrics.stats import fmt_rate
+from ...report.fmt import fmt_pm, fmt_rate
 from ...report.builder import Report, extraction_section, read_by, run_facts
 
 CELL_COLORS = {"consistent": "#4c9f70", "compliance_gap": "#e07b39",
@@ -228,14 +228,9 @@ def compare_tables(rep: Report, entries) -> None:
     t17 = across_models(per_model)
     rep.table("Table 17: by region, mean \u00b1 std across models",
               ["region", "C-Gap", "n", "Override", "n", "models"],
-              [[r, _ms(v["c_gap"]), v["n"], _ms(v["override"]), v["n_override"], v["models"]] for r, v in t17.items()])
+              [[r, fmt_pm(v["c_gap"]), v["n"], fmt_pm(v["override"]), v["n_override"], v["models"]] for r, v in t17.items()])
     rows18 = []
     for label, met in per_model.items():
         for reg, v in met.get("by_region", {}).items():
             rows18.append([label, reg, fmt_rate(v["c_gap"]), fmt_rate(v["override"])])
     rep.table("Table 18: model \u00d7 region", ["model", "region", "C-Gap", "Override"], rows18)
-
-
-def _ms(pair) -> str:
-    m, s = pair
-    return "-" if m is None else f"{m:.1f} \u00b1 {s:.1f}"

@@ -27,7 +27,7 @@ from ...errors import InputError
 from ...records import Message
 from ...scoring import extract
 from .. import register_suite
-from ..base import Dataset, RunSettings, Suite, flag
+from ..base import Dataset, RunSettings, Suite
 from ...protocol import Protocol
 from .options import CharmOptions
 from .data import ABSTAIN, CharmItem, data_hash, expand, load_data
@@ -96,25 +96,23 @@ class CharmSuite(Suite):
 
     def __init__(self):
         self._extraction = "rules"
-        self._sim: dict[str, float] = {}
-        self._embedder_name: str | None = None
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
-        opts = settings.options
+        opts = self.opts(settings)
         files = [f.strip() for f in str(data).split(",") if f.strip()] if data else []
-        builtin = flag(opts, "builtin", True)
+        builtin = opts.builtin
         if not builtin and not files:
             raise InputError("builtin=false needs --data FILE", field="builtin")
         d, sources = load_data(files, builtin=builtin)
         if not d.concepts and not d.facts:
             raise InputError("no concepts or facts to ask about", file=sources[-1] if sources else None)
-        seed = int(opts.get("data_seed", 0))
+        seed = opts.data_seed
         items, info = expand(d, seed=seed)
         src = "builtin:charm" + ("+" + ",".join(files) if files else "") if builtin else ",".join(files)
         return Dataset(items=items, source=src, hash=data_hash(d, seed), extra={"data": d, **info})
 
-    def select(self, items, limit):
+    def select(self, items, limit, settings=None):
         """Keep whole instances: BC questions taken round-robin over (region, boundary), plus the
         BA and KV questions they pair with, until about `limit` questions."""
         if not limit or limit >= len(items):
@@ -169,23 +167,25 @@ class CharmSuite(Suite):
     # -- run --------------------------------------------------------------------------------
     async def before_items(self, session, dataset: Dataset, items, settings: RunSettings) -> None:
         """Distractor-to-answer similarity per MCQ (Table 14), stored in each record's meta."""
-        if not flag(settings.options, "similarity", True):
+        if not self.opts(settings).similarity:
             return
         mcqs = [i for i in items if i.stage in ("bc", "kv") and i.answer]
         if not mcqs:
             return
         from ...scoring.embeddings import embedder_name, mean_similarity
 
-        path = settings.options.get("embedder")
+        path = self.opts(settings).embedder
         groups = {i.id: (i.answer, [o for o in i.options if o not in (i.answer, ABSTAIN)]) for i in mcqs}
         # cached on disk by the option texts and the embedder (a re-run loads no model)
-        self._sim = await asyncio.to_thread(mean_similarity, groups, path)
-        self._embedder_name = embedder_name(path)
+        settings.state["sim"] = await asyncio.to_thread(mean_similarity, groups, path)
+        settings.state["embedder"] = embedder_name(path)
 
-    def _meta(self, item: CharmItem) -> dict[str, Any]:
+    @staticmethod
+    def _meta(item: CharmItem, settings: RunSettings) -> dict[str, Any]:
         m = item.meta()
-        if item.id in self._sim:
-            m["sim"], m["embedder"] = self._sim[item.id], self._embedder_name
+        sim = settings.state.get("sim") or {}
+        if item.id in sim:
+            m["sim"], m["embedder"] = sim[item.id], settings.state.get("embedder")
         return m
 
     async def _ba(self, ctx, stage: str, item: CharmItem, messages: list[Message], scoring: str, meta,
@@ -208,8 +208,8 @@ class CharmSuite(Suite):
 
     async def run_item(self, item: CharmItem, ctx, strategy: str, settings: RunSettings) -> None:
         scoring = settings.scoring or "generate"
-        self._extraction = settings.options.get("extraction", "rules")
-        meta = self._meta(item)
+        self._extraction = self.opts(settings).extraction
+        meta = self._meta(item, settings)
         if strategy == "independent":
             if item.stage == "ba":
                 await self._ba(ctx, "ba", item, [Message(role="user", content=ba_prompt(item))], scoring, meta)
@@ -259,7 +259,7 @@ class CharmSuite(Suite):
         return out
 
     def summary(self, metrics) -> list[tuple[str, str]]:
-        from ...metrics.stats import fmt_rate
+        from ...report.fmt import fmt_rate
 
         m = metrics.get("matrix", {}).get("all", {})
         if not m or not m.get("n"):

@@ -328,6 +328,7 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
     rd = RunDir(build_dir)
     started = now()
     with open_session(rd, "knowledge-errors", backend, decoding, use_cache=use_cache) as session:
+        # a job is a whole chunk (a chain of calls), so fewer in flight than run items
         conc = concurrency or (64 if getattr(backend, "batching", False) else 8)
 
         async def go():

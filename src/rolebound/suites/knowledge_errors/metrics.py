@@ -14,58 +14,31 @@ category size), and the overall average is over all items.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import Any, Iterable
 
 import numpy as np
 
-from ...scoring.parsers import INVALID
+from ...constants import INVALID
 from ...metrics.stats import mean_sem
+from ...rejudge import judge_calls, judge_rounds, newest_round, record_round, verdicts
+from ...rejudge import judge_stage as core_judge_stage
+from .prompts import JUDGE_STAGE
 
 CATEGORIES = ("event", "relational", "attitudinal", "identity")
 ERROR_TYPES = ("KKE", "UKE")
 ANSWER_STAGE = "answer"
 
-_MD = re.compile(r"[*_`#]+")
-_JUDGMENT = re.compile(r"judge?ment\s*[:：]\s*[\"'\[(<]?\s*(yes|no)\b", re.IGNORECASE)
-
-
-def parse_judgment(text: str | None) -> str:
-    """'yes' or 'no' from a `judgment: yes|no` line (Tables 14-15); anything else is INVALID.
-
-    Markdown emphasis and the spelling "judgement" are tolerated; two different verdicts are
-    INVALID (never guessed).
-    """
-    if not text:
-        return INVALID
-    found = {m.group(1).lower() for m in _JUDGMENT.finditer(_MD.sub("", text))}
-    if len(found) != 1:
-        return INVALID
-    return found.pop()
-
-
 def judge_stage(round_: int) -> str:
-    return "judge" if round_ == 0 else f"judge@{round_}"
-
-
-def judge_rounds(records: Iterable) -> dict[int, str]:
-    """round -> judge model spec, from the judge records present."""
-    out: dict[int, str] = {}
-    for r in records:
-        if r.role == "judge" and r.stage.startswith("judge"):
-            out.setdefault(int(r.meta.get("judge_round", 0)), r.model)
-    return dict(sorted(out.items()))
+    return core_judge_stage(JUDGE_STAGE, round_)
 
 
 def judge_modes(records: Iterable) -> dict[int, str]:
     """round -> judge scoring mode ("generate" or "logprob"). Records from before the option
     carry no `judge_scoring`; their call kind tells."""
     out: dict[int, str] = {}
-    for r in records:
-        if r.role == "judge" and r.stage.startswith("judge"):
-            out.setdefault(int(r.meta.get("judge_round", 0)),
-                           r.meta.get("judge_scoring") or ("logprob" if r.kind == "score" else "generate"))
+    for r in judge_calls(records):
+        out.setdefault(record_round(r), r.meta.get("judge_scoring") or ("logprob" if r.kind == "score" else "generate"))
     return dict(sorted(out.items()))
 
 
@@ -75,15 +48,12 @@ def _is_item(r) -> bool:
 
 def outcomes(records: list, round_: int | None = None) -> tuple[int | None, list[dict]]:
     """One row per final answer: strategy, repeat, item, grouping fields and the judgment."""
-    rounds = judge_rounds(records)
     if round_ is None:
-        round_ = max(rounds) if rounds else None
+        round_ = newest_round(records)
     verdict: dict[tuple, Any] = {}
-    if round_ is not None:
-        stage = judge_stage(round_)
-        for r in records:
-            if r.role == "judge" and r.stage == stage and r.error is None:
-                verdict[(r.item_id, r.strategy, r.repeat)] = r.parsed
+    for r in verdicts(records, round_):
+        if r.error is None:
+            verdict[(r.item_id, r.strategy, r.repeat)] = r.parsed
     rows = []
     for r in records:
         if r.stage != ANSWER_STAGE or r.role != "model" or r.error is not None or not _is_item(r):
@@ -185,14 +155,6 @@ def compute(records: list, strategies: list[str], round_: int | None = None) -> 
         "s2rd": s2rd_notes(records, strategies),
         "failed_calls": sum(1 for r in records if r.error),
     }
-
-
-def fmt_cell(c: dict | None, sem: bool = True) -> str:
-    if not c or c.get("mean") is None:
-        return "-"
-    # one repeat has no SEM: print none rather than a misleading "± 0.00"
-    sem = sem and len(c.get("per_repeat") or []) > 1
-    return f"{c['mean']:.2f}" + (f" ± {c['sem']:.2f}" if sem else "")
 
 
 # -- hidden states (paper §6.3, Figure 4) --------------------------------------------------------

@@ -8,6 +8,10 @@ paper prints it. Placeholders use str.format names.
 
 from __future__ import annotations
 
+import re
+
+from ...constants import INVALID
+
 ROLE_INTRO = ("I want you to act like {role_name}. I want you to respond and answer like {role_name}, "
               "using the tone, manner and vocabulary {role_name} would use. You must know all of the "
               "knowledge of {role_name}.")
@@ -235,3 +239,23 @@ def all_templates() -> dict[str, str]:
     out.update({f"kke_explain_{k}": v for k, v in KKE_EXPLAIN.items()})
     out.update({f"uke_explain_{k}": v for k, v in UKE_EXPLAIN.items()})
     return out
+
+
+# -- parsing the judge's reply (Tables 14-15) ------------------------------------------------------
+JUDGE_STAGE = "judge"          # round N of re-judging writes stage judge@N (rolebound.rejudge)
+_MD = re.compile(r"[*_`#]+")
+_JUDGMENT = re.compile(r"judge?ment\s*[:：]\s*[\"'\[(<]?\s*(yes|no)\b", re.IGNORECASE)
+
+
+def parse_judgment(text: str | None) -> str:
+    """'yes' or 'no' from a `judgment: yes|no` line (Tables 14-15); anything else is INVALID.
+
+    Markdown emphasis and the spelling "judgement" are tolerated; two different verdicts are
+    INVALID (never guessed).
+    """
+    if not text:
+        return INVALID
+    found = {m.group(1).lower() for m in _JUDGMENT.finditer(_MD.sub("", text))}
+    if len(found) != 1:
+        return INVALID
+    return found.pop()

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from . import metrics as M
+from ...rejudge import rounds_text, verdicts
+from ...report.fmt import fmt_mean_sem, fmt_num
 from ...report.builder import Report, extraction_section, read_by, run_facts
 from .data import CATEGORIES, CATEGORY_SHORT, ERROR_TYPES
 
@@ -24,18 +26,14 @@ METHOD_COLUMNS = (["method"] + [f"KKE {CATEGORY_SHORT[c]}" for c in CATEGORIES] 
                   + [f"UKE {CATEGORY_SHORT[c]}" for c in CATEGORIES] + ["UKE Avg.", "Avg."])
 
 
-def _mean(c: dict | None) -> str:
-    return "-" if not c or c.get("mean") is None else f"{c['mean']:.2f}"
-
-
 def method_rows(metrics: dict) -> list[list[str]]:
     """Table 3 layout: one row per method, mean accuracy over repeats."""
     rows = []
     for strat, acc in metrics.get("accuracy", {}).items():
         row = [strat]
         for et in ERROR_TYPES:
-            row += [_mean(acc[et][c]) for c in CATEGORIES] + [_mean(acc[et]["all"])]
-        rows.append(row + [_mean(acc["overall"])])
+            row += [fmt_mean_sem(acc[et][c], False) for c in CATEGORIES] + [fmt_mean_sem(acc[et]["all"], False)]
+        rows.append(row + [fmt_mean_sem(acc["overall"], False)])
     return rows
 
 
@@ -45,12 +43,7 @@ def _facts(rep: Report, metrics: dict, manifest, run_dir: Path) -> None:
     modes = metrics.get("judge_scoring") or {}
     rnd = metrics.get("judge_round")
     if rnd is not None:
-        def who(k: str) -> str:
-            return f"{judges.get(k, '?')} ({modes[k]})" if k in modes else judges.get(k, "?")
-
-        rep.facts([("judgments used", f"round {rnd}: {who(str(rnd))}"
-                    + (f" (earlier: {', '.join(f'{k}: {who(k)}' for k in judges if k != str(rnd))})"
-                       if len(judges) > 1 else ""))])
+        rep.facts([("judgments used", rounds_text(judges, rnd, modes))])
         mode = modes.get(str(rnd))
         if mode:
             rep.facts([("judge scoring", JUDGE_SCORING_FACT.get(mode, mode))])
@@ -75,7 +68,7 @@ def build(metrics: dict, records: list, manifest, run_dir: Path) -> list[Path]:
             f"detected. Mean ± SEM over {reps} repeat(s) (± SEM only with two or more); n: judged answers per repeat.")
     heads = [f"{CATEGORY_SHORT[c][:-1]}-Mem." for c in CATEGORIES] + ["Average"]
     for et, label in (("KKE", "Known Knowledge Errors (KKE)"), ("UKE", "Unknown Knowledge Errors (UKE)")):
-        rows = [[s] + [M.fmt_cell(a[et][c]) for c in CATEGORIES] + [M.fmt_cell(a[et]["all"]), a[et]["all"]["n"]]
+        rows = [[s] + [fmt_mean_sem(a[et][c]) for c in CATEGORIES] + [fmt_mean_sem(a[et]["all"]), a[et]["all"]["n"]]
                 for s, a in acc.items()]
         rep.table(f"Table 2 layout: {label}, {manifest.model}", ["method"] + heads + ["n"], rows, note=note)
     rep.table("Table 3 layout: methods (accuracy %, mean over repeats)", METHOD_COLUMNS, method_rows(metrics),
@@ -95,8 +88,8 @@ def build(metrics: dict, records: list, manifest, run_dir: Path) -> list[Path]:
                    + "unjudged: the judge call failed (rerun the command to retry).")
 
     cost = metrics.get("cost", {})
-    rows = [[s, c.get("items", 0), _f(c.get("model_calls")), _f(c.get("prompt_tokens"), 0),
-             _f(c.get("completion_tokens"), 0), _f(c.get("judge_calls")), _f(c.get("judge_tokens"), 0)]
+    rows = [[s, c.get("items", 0), fmt_num(c.get("model_calls")), fmt_num(c.get("prompt_tokens"), 0),
+             fmt_num(c.get("completion_tokens"), 0), fmt_num(c.get("judge_calls")), fmt_num(c.get("judge_tokens"), 0)]
             for s, c in cost.items()]
     rep.table("Cost per item (and repeat)", ["method", "items", "model calls", "prompt tokens", "completion tokens",
                                              "judge calls", "judge tokens"], rows,
@@ -105,8 +98,8 @@ def build(metrics: dict, records: list, manifest, run_dir: Path) -> list[Path]:
     rows = []
     for s, a in acc.items():
         for ch, d in a.get("by_character", {}).items():
-            rows.append([ch, s, M.fmt_cell(d["KKE"]), d["KKE"]["n"],
-                         M.fmt_cell(d["UKE"]), d["UKE"]["n"]])
+            rows.append([ch, s, fmt_mean_sem(d["KKE"]), d["KKE"]["n"],
+                         fmt_mean_sem(d["UKE"]), d["UKE"]["n"]])
     rep.table("Accuracy by character", ["character", "method", "KKE", "KKE n", "UKE", "UKE n"], rows)
 
     s2 = metrics.get("s2rd") or {}
@@ -118,10 +111,6 @@ def build(metrics: dict, records: list, manifest, run_dir: Path) -> list[Path]:
     _hidden_section(rep, run_dir)
     _samples(rep, records, metrics.get("judge_round"))
     return rep.write(run_dir)
-
-
-def _f(v: Any, digits: int = 2) -> str:
-    return "-" if v is None else f"{v:.{digits}f}"
 
 
 def _hidden_section(rep: Report, run_dir: Path) -> None:
@@ -138,7 +127,7 @@ def _hidden_section(rep: Report, run_dir: Path) -> None:
         kinds, chars = [str(x) for x in z["kind"]], [str(x) for x in z["character"]]
         mode, model = str(z["mode"]), str(z["model"])
     dist = M.cosine_distances(vecs, mids, kinds, chars)
-    rows = [[ch, d["memories"], _f(d["correct_vs_KKE"], 4), _f(d["correct_vs_UKE"], 4)] for ch, d in dist.items()]
+    rows = [[ch, d["memories"], fmt_num(d["correct_vs_KKE"], 4), fmt_num(d["correct_vs_UKE"], 4)] for ch, d in dist.items()]
     what = "yes/no queries" if mode == "query" else "first-person memory statements (items lack correct_query)"
     rep.table("Mean cosine distance of last-token top-layer states", ["character", "memories",
                                                                       "correct vs KKE", "correct vs UKE"], rows,
@@ -183,8 +172,7 @@ def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
 
 
 def _samples(rep: Report, records: list, round_: int | None) -> None:
-    stage = M.judge_stage(round_) if round_ is not None else None
-    judges = {(r.item_id, r.strategy, r.repeat): r for r in records if r.role == "judge" and r.stage == stage}
+    judges = {(r.item_id, r.strategy, r.repeat): r for r in verdicts(records, round_)} if round_ is not None else {}
     rows = []
     for r in records:
         if r.stage != M.ANSWER_STAGE or r.role != "model":

@@ -219,7 +219,7 @@ class Methods:
     async def judge(self, ctx: ItemContext, *, character: str, error_type: str, correct_memory: str,
                     query: str, response: str, round_: int = 0, judge_spec: str | None = None):
         from ...scoring import extract
-        from .metrics import judge_stage
+        from ...rejudge import judge_stage
 
         tpl = P.JUDGE_KKE if error_type == "KKE" else P.JUDGE_UKE
         prompt = tpl.format(role_name=character, correct_memory=correct_memory, given_query=query,
@@ -229,10 +229,10 @@ class Methods:
             meta["judge"] = judge_spec
         if self.judge_scoring == "logprob":
             # parsed is "yes"/"no" exactly as in generate mode, so the metrics need not know the mode
-            return await ctx.score(judge_stage(round_), list(P.JUDGE_CHOICES), messages=self._user(prompt),
+            return await ctx.score(judge_stage(P.JUDGE_STAGE, round_), list(P.JUDGE_CHOICES), messages=self._user(prompt),
                                    assistant_prefix=P.JUDGE_PREFIX, role="judge", parse=_verdict, gold="yes",
                                    meta=meta)
-        return await ctx.chat(judge_stage(round_), self._user(prompt), role="judge", parse=extract.judgment(),
+        return await ctx.chat(judge_stage(P.JUDGE_STAGE, round_), self._user(prompt), role="judge", parse=extract.judgment(),
                               gold="yes", max_tokens=self.judge_tokens, meta=meta)
 
 

@@ -26,12 +26,13 @@ from . import metrics as M
 from ...models.base import CHAT, CHAT_TEMPLATE, HIDDEN, LOGPROB
 from ...records import Message
 from ...report.builder import Report
+from ...report.fmt import fmt_mean_sem
 from . import prompts as P
 from .strategies import STRATEGIES, USES_RETRIEVAL, Methods
 from .retrieval import Retriever
 from . import data as D
 from .. import register_suite
-from ..base import Dataset, RunSettings, Suite, default_scoring_for, interleave
+from ..base import Dataset, RunSettings, Suite, default_scoring_for, interleave, validate_options
 from ...protocol import Protocol
 from .importers import roleke_items
 from .options import KnowledgeErrorsOptions
@@ -40,23 +41,9 @@ from .report import HIDDEN_FILE, RETRIEVAL_FILE
 JUDGE_SCORING = ("generate", "logprob")
 
 
-def _int_opt(opts: dict, key: str, default: int | None, lo: int = 1) -> int | None:
-    v = opts.get(key, default)
-    if v is None:
-        return None
-    try:
-        v = int(v)
-    except (TypeError, ValueError):
-        raise InputError(f"must be a whole number, not {v!r}", field=key) from None
-    if v < lo:
-        raise InputError(f"must be at least {lo}", field=key)
-    return v
-
-
-def judge_scoring_mode(opts: dict, judge) -> str:
-    """The judge's scoring mode: `judge_scoring` if set, else the default rule of `--scoring`
+def judge_scoring_mode(v: str | None, judge) -> str:
+    """The judge's scoring mode: `judge_scoring` (v) if set, else the default rule of `--scoring`
     (logprob on the demo models, generate on every other model)."""
-    v = opts.get("judge_scoring")
     if v is None or str(v).strip() == "":
         mode = default_scoring_for(judge)
     else:
@@ -71,8 +58,8 @@ def judge_scoring_mode(opts: dict, judge) -> str:
     return mode
 
 
-def _hidden_mode(opts: dict) -> str:
-    v = str(opts.get("hidden_states", "true")).lower()
+def _hidden_mode(value) -> str:
+    v = str(value).lower()
     if v in ("1", "true", "yes", "on"):
         return "run"
     if v in ("0", "false", "no", "off"):
@@ -99,18 +86,13 @@ class KnowledgeErrorsSuite(Suite):
                               "need --temperature above 0")
     repeats_native = True           # its tables already give mean +- SEM over repeats
 
-    def __init__(self):
-        self.methods: Methods | None = None
-        self.dataset: Dataset | None = None
-
     # -- data -------------------------------------------------------------------------------
     def prompt_templates(self) -> dict[str, str]:
         return P.all_templates()
 
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
-        opts = settings.options      # checked against KnowledgeErrorsOptions by the framework
-        target = _int_opt(opts, "chunk_sentences", 8)
-        _hidden_mode(opts)
+        opts = self.opts(settings)   # validated against KnowledgeErrorsOptions
+        target = opts.chunk_sentences
         if data:
             items_path = Path(data)
             source = str(items_path)
@@ -118,7 +100,7 @@ class KnowledgeErrorsSuite(Suite):
             items_path = D.starter_dir() / D.STARTER_ITEMS
             source = "builtin:knowledge-errors/starter"
         items = D.load_items(items_path, roleke_items(items_path) if D.looks_like_roleke(items_path) else None)
-        corpus_path = Path(opts["corpus"]) if opts.get("corpus") else D.sibling_corpus(items_path)
+        corpus_path = Path(opts.corpus) if opts.corpus else D.sibling_corpus(items_path)
         if corpus_path is not None and not corpus_path.exists():
             raise InputError("corpus file not found", file=str(corpus_path), field="corpus")
         corpora = D.corpora_chunks(D.load_corpus(corpus_path), target) if corpus_path else {}
@@ -126,24 +108,21 @@ class KnowledgeErrorsSuite(Suite):
         fallback = sorted(c for c in from_items if not corpora.get(c))
         for c in fallback:
             corpora[c] = from_items[c]
-        pool_path = Path(opts["few_shot"]) if opts.get("few_shot") else D.starter_dir() / "few_shot.yaml"
+        pool_path = Path(opts.few_shot) if opts.few_shot else D.starter_dir() / "few_shot.yaml"
         pool = D.load_cases(pool_path)
         digest = stable_hash([file_sha256(items_path), file_sha256(corpus_path) if corpus_path else None,
                               file_sha256(pool_path), target])
         ds = Dataset(items=items, source=source, hash=digest, extra={
             "corpora": corpora, "corpus_file": str(corpus_path) if corpus_path else None,
             "corpus_from_items": fallback, "few_shot_file": str(pool_path), "pool": pool})
-        self.dataset = ds
-        self.methods = Methods(
-            retriever=Retriever(corpora, opts.get("embedder")), pool=pool,
-            rag_k=_int_opt(opts, "rag_k", 3), m=_int_opt(opts, "m", 3),
-            step_tokens=_int_opt(opts, "step_max_tokens", 192),
-            answer_tokens=_int_opt(opts, "answer_max_tokens", None),
-            judge_tokens=_int_opt(opts, "judge_max_tokens", None),
-            judge_scoring=str(opts.get("judge_scoring") or "generate"))
+        # this run's methods (retriever, case pool, caps), for run_item() and after_items()
+        settings.state["methods"] = Methods(
+            retriever=Retriever(corpora, opts.embedder), pool=pool, rag_k=opts.rag_k, m=opts.m,
+            step_tokens=opts.step_max_tokens, answer_tokens=opts.answer_max_tokens,
+            judge_tokens=opts.judge_max_tokens, judge_scoring=opts.judge_scoring or "generate")
         return ds
 
-    def select(self, items: Sequence[D.KEItem], limit: int | None) -> list[D.KEItem]:
+    def select(self, items: Sequence[D.KEItem], limit: int | None, settings: RunSettings | None = None) -> list[D.KEItem]:
         """Whole KKE/UKE pairs, taken round-robin over characters and, inside a character, over
         memory categories, so a small --limit still spans characters and categories."""
         if not limit:
@@ -203,8 +182,8 @@ class KnowledgeErrorsSuite(Suite):
         backend.require(CHAT, "the methods generate free-text answers")
         if judge is not None:
             # the resolved mode goes into the options, hence into the manifest and the resume key
-            settings.options["judge_scoring"] = judge_scoring_mode(settings.options, judge)
-        if USES_RETRIEVAL & set(settings.strategies) and not settings.options.get("embedder"):
+            settings.resolve("judge_scoring", judge_scoring_mode(self.opts(settings).judge_scoring, judge))
+        if USES_RETRIEVAL & set(settings.strategies) and not self.opts(settings).embedder:
             try:
                 from ...scoring.embeddings import default_path
 
@@ -213,12 +192,13 @@ class KnowledgeErrorsSuite(Suite):
                 raise BackendError(f"{exc} (RAG and S2RD retrieve with it), or --set embedder=PATH") from None
 
     async def run_item(self, item: D.KEItem, ctx, strategy: str, settings: RunSettings) -> None:
-        if self.methods is None:
+        methods = settings.state.get("methods")
+        if methods is None:
             raise RuntimeError("load() must run before run_item()")
         ctx.meta = {"character": item.character, "category": item.memory_category,
                     "error_type": item.error_type, "memory_id": item.memory_id}
-        ans = await self.methods.answer(item, ctx, strategy)
-        await self.methods.judge(ctx, character=item.character, error_type=item.error_type,
+        ans = await methods.answer(item, ctx, strategy)
+        await methods.judge(ctx, character=item.character, error_type=item.error_type,
                                  correct_memory=item.correct_memory, query=item.query,
                                  response=ans.response or "")
 
@@ -228,17 +208,17 @@ class KnowledgeErrorsSuite(Suite):
                 "corpus_from_items": dataset.extra.get("corpus_from_items", []),
                 "few_shot_file": dataset.extra.get("few_shot_file"),
                 "chunks": {c: len(v) for c, v in dataset.extra.get("corpora", {}).items()}}
-        if USES_RETRIEVAL & set(settings.strategies) and self.methods is not None:
-            info["embedder"] = self.methods.retriever.name
+        if USES_RETRIEVAL & set(settings.strategies) and settings.state.get("methods") is not None:
+            info["embedder"] = settings.state["methods"].retriever.name
         (run_dir / RETRIEVAL_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8")
-        mode = _hidden_mode(settings.options)
+        mode = _hidden_mode(self.opts(settings).hidden_states)
         if mode == "off":
             return
         backend = session.backend
         if not backend.supports(HIDDEN):
             (run_dir / HIDDEN_FILE).unlink(missing_ok=True)
             return
-        items = dataset.items if mode == "all" else self.select(dataset.items, settings.limit)
+        items = dataset.items if mode == "all" else self.select(dataset.items, settings.limit, settings)
         await save_hidden_states(backend, items, run_dir / HIDDEN_FILE)
 
     # -- results ----------------------------------------------------------------------------
@@ -253,8 +233,8 @@ class KnowledgeErrorsSuite(Suite):
         for strat, acc in metrics.get("accuracy", {}).items():
             j = acc["judgments"]
             out.append((f"{strat}: KKE / UKE / avg",
-                        f"{M.fmt_cell(acc['KKE']['all'], False)} / {M.fmt_cell(acc['UKE']['all'], False)} / "
-                        f"{M.fmt_cell(acc['overall'], False)} (invalid judgments {j['invalid']}/{j['answers']})"))
+                        f"{fmt_mean_sem(acc['KKE']['all'], False)} / {fmt_mean_sem(acc['UKE']['all'], False)} / "
+                        f"{fmt_mean_sem(acc['overall'], False)} (invalid judgments {j['invalid']}/{j['answers']})"))
         return out
 
     def report(self, metrics, records, manifest, run_dir) -> list[Path]:
@@ -332,7 +312,7 @@ async def save_hidden_states(backend, items: Sequence[D.KEItem], path: Path) -> 
 async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, progress: bool) -> int:
     from ...models import create_backend
     from ...records import Decoding
-    from ...rejudge import judge_answers, log_rejudge
+    from ...rejudge import judge_answers, log_rejudge, next_round
     from ...runner import ItemContext
     from ...store import RunDir, load_records
 
@@ -347,14 +327,12 @@ async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, 
     judge = create_backend(judge_spec, Decoding(max_tokens=dec.max_tokens, seed=dec.seed))
     opts = manifest.options or {}
     # no --set here: the new judge gets the default rule (logprob on the demo models)
-    mode = judge_scoring_mode({}, judge)
-    rounds, modes = M.judge_rounds(records), M.judge_modes(records)
-    if not rounds and manifest.judge:
-        rounds, modes = {0: manifest.judge}, {0: opts.get("judge_scoring", "generate")}
-    last = max(rounds) if rounds else -1
-    # resume the latest round only if it used the same judge in the same mode
-    round_ = last if last >= 0 and rounds[last] == judge.spec and modes.get(last) == mode else last + 1
-    methods = Methods(judge_tokens=_int_opt(opts, "judge_max_tokens", None), judge_scoring=mode)
+    mode = judge_scoring_mode(None, judge)
+    modes = M.judge_modes(records)
+    if not modes and manifest.judge:
+        modes = {0: opts.get("judge_scoring", "generate")}
+    round_ = next_round(records, manifest, judge.spec, mode, modes)
+    methods = Methods(judge_tokens=validate_options(suite, opts).judge_max_tokens, judge_scoring=mode)
 
     async def judge_one(session, a):
         ctx = ItemContext(session=session, item_id=a.item_id, strategy=a.strategy, repeat=a.repeat,

@@ -10,7 +10,6 @@ first standalone letter (lm-eval's `first_letter` filter).
 
 from __future__ import annotations
 
-import string
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,12 @@ from ...io import file_sha256, read_jsonl
 from ...metrics.stats import rate_ci
 from ...records import Message
 from ...report.builder import Report, run_facts
-from ...scoring.parsers import INVALID, parse_first_letter
+from ...constants import INVALID, LETTERS
+from ...scoring.parsers import parse_first_letter
 from .. import register_suite
-from ..base import Dataset, RunSettings, Suite, flag
+from ..base import Dataset, RunSettings, Suite
 from .options import MCQOptions
 
-LETTERS = string.ascii_uppercase
 DEFAULT_TEMPLATE = (
     "{% if name %}You are {{ name }}{% if source %} from {{ source }}{% endif %}. "
     "Answer the question as this character.\n{% endif %}"
@@ -78,24 +77,29 @@ class MCQSuite(Suite):
     options_model = MCQOptions
 
     def __init__(self):
+        # the text prompt_templates() hashes into the manifest (it takes no settings); the
+        # compiled template a run renders is in settings.state
         self._template_src = DEFAULT_TEMPLATE
-        self._template = None
 
-    def _setup(self, settings: RunSettings) -> None:
-        opts = settings.options
+    def _setup(self, settings: RunSettings):
+        if "template" in settings.state:
+            return settings.state["template"]
+        opts = self.opts(settings)
         src = DEFAULT_TEMPLATE
-        if opts.get("template_file"):
-            p = Path(opts["template_file"])
+        if opts.template_file:
+            p = Path(opts.template_file)
             if not p.exists():
                 raise InputError("template file not found", file=str(p), field="template_file")
             src = p.read_text(encoding="utf-8")
-        elif opts.get("template"):
-            src = str(opts["template"])
+        elif opts.template:
+            src = str(opts.template)
         try:
-            self._template = Environment(undefined=StrictUndefined, keep_trailing_newline=True).from_string(src)
+            template = Environment(undefined=StrictUndefined, keep_trailing_newline=True).from_string(src)
         except TemplateError as exc:
             raise InputError(f"bad template: {exc}", field="template") from None
         self._template_src = src
+        settings.state["template"] = template
+        return template
 
     def prompt_templates(self) -> dict[str, str]:
         return {"mcq": self._template_src}
@@ -103,7 +107,7 @@ class MCQSuite(Suite):
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
         if not data:
             raise InputError("the mcq suite needs --data FILE.jsonl", field="data")
-        self._setup(settings)
+        template = self._setup(settings)
         items = read_jsonl(data, MCQItem)
         seen = set()
         for i, it in enumerate(items):
@@ -111,25 +115,24 @@ class MCQSuite(Suite):
                 raise InputError(f"duplicate id '{it.id}'", file=data, field="id")
             seen.add(it.id)
             try:
-                self.render(it)
+                self.render(it, template)
             except TemplateError as exc:
                 raise InputError(f"template cannot render item '{it.id}': {exc}", file=data) from None
         return Dataset(items=items, source=str(data), hash=file_sha256(data)[:16])
 
-    def render(self, item: MCQItem) -> str:
+    @staticmethod
+    def render(item: MCQItem, template) -> str:
         fields = {**item.model_dump(), "letters": LETTERS}
         fields.setdefault("name", None)
         fields.setdefault("source", None)
-        return self._template.render(**fields)
+        return template.render(**fields)
 
     async def run_item(self, item: MCQItem, ctx, strategy: str, settings: RunSettings) -> None:
-        if self._template is None:
-            self._setup(settings)
-        text = self.render(item)
+        opts = self.opts(settings)
+        text = self.render(item, self._setup(settings))
         letters = LETTERS[: len(item.options)]
-        chat = flag(settings.options, "chat", True)
-        meta = {"group": getattr(item, str(settings.options.get("group", "")), None)} \
-            if settings.options.get("group") else {}
+        chat = opts.chat
+        meta = {"group": getattr(item, opts.group, None)} if opts.group else {}
         if settings.scoring == "logprob":
             # Raw text: " A" after "Answer:" (lm-eval's target delimiter); chat: the assistant
             # turn opens with the letter.
@@ -137,8 +140,8 @@ class MCQSuite(Suite):
             kw = {"messages": [Message(role="user", content=text)]} if chat else {"prompt": text}
             await ctx.score("answer", conts, parse=lambda r: r.strip(), gold=item.answer, meta=meta, **kw)
         else:
-            max_tokens = int(settings.options.get("max_tokens", 32))
-            stop = ["\n"] if flag(settings.options, "stop_newline", True) else None
+            max_tokens = opts.max_tokens
+            stop = ["\n"] if opts.stop_newline else None
             parse = lambda r: parse_first_letter(r, letters)  # noqa: E731
             if chat:
                 await ctx.chat("answer", [Message(role="user", content=text)], parse=parse, gold=item.answer,

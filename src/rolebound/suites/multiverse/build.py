@@ -30,8 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import InputError
 from ...io import read_yaml, validate_yaml
-from ...scoring.parsers import INVALID
-from .prompts import CONFLICTS, LETTERS, attributes_text, lore_text
+from ...records import Message
+from ...constants import ABCD as LETTERS, INVALID
+from .prompts import CONFLICTS, attributes_text, lore_text
 from .data import Hero
 
 # Section 3.2.2, one line per conflict type (what the generated scenario must put at stake).
@@ -147,97 +148,148 @@ def _place(answer: str, wrong: list[str], seed_key: str) -> tuple[list[str], str
     return opts, LETTERS[pos]
 
 
-async def build(seeds_path: str | Path, out_dir: str | Path, *, model: str = "bundled", per_type: int = 3,
-                canon: bool = True, dilemmas: bool = True, temperature: float = 0.9, seed: int = 0,
-                max_tokens: int = 512, backend_options: dict[str, Any] | None = None) -> dict[str, Any]:
-    from ...models import create_backend
-    from ...models.base import CHAT, GenRequest
-    from ...records import Decoding, Message
+def _build_key(seeds: SeedFile, model: str, decoding, per_type: int, canon: bool, dilemmas: bool) -> dict:
+    from ...io import stable_hash
 
-    seeds = load_seeds(seeds_path)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    decoding = Decoding(temperature=temperature, seed=seed, max_tokens=max_tokens)
-    backend = create_backend(model, decoding, **(backend_options or {}))
-    backend.require(CHAT, "generation")
+    return {"model": model, "decoding": decoding.model_dump(), "seeds": stable_hash(seeds.model_dump()),
+            "per_type": per_type, "canon": canon, "dilemmas": dilemmas}
+
+
+async def _generate(session, seeds: SeedFile, *, per_type: int, canon: bool, dilemmas: bool, progress: bool):
+    """The model calls, through the run machinery (records in generation/, cache, resume). Each
+    dilemma iteration is its own repeat (own seed, own cache key), so a retry after a reply that
+    did not parse draws a new sample instead of replaying the old one."""
+    from ...loop import bounded, default_concurrency
+    from ...runner import CallFailed, ItemContext
+
     versions = {v.id: (h, v) for h in seeds.heroes for v in h.versions}
     log, rows, items, dils = [], [], [], []
-    generator = backend.spec
+    generator = session.backend.spec
+    conc = default_concurrency(session.backend)
 
-    async def ask(prompts: list[str]) -> list[str | None]:
-        if not prompts:
-            return []
-        res = await backend.generate([GenRequest(messages=[Message(role="user", content=p)]) for p in prompts],
-                                     decoding)
-        return [None if r.error else r.text for r in res]
+    async def ask(jobs: list[tuple[str, str, str, int]], label: str) -> list[str | None]:
+        """jobs: (item id, strategy, prompt, repeat); the replies in order, None for a failed call."""
+        async def one(job):
+            item_id, strategy, prompt, rep = job
+            ctx = ItemContext(session=session, item_id=item_id, strategy=strategy, repeat=rep)
+            try:
+                return (await ctx.chat("generate", [Message(role="user", content=prompt)], role="generator")).response
+            except CallFailed:
+                return None
+        return await bounded(jobs, one, concurrency=conc, label=label, progress=progress) if jobs else []
 
     def persona(vid: str) -> tuple[str, str]:
         _, ver = versions[vid]
         return ver.name, lore_text(ver.universe, ver.work)
 
-    await backend.prepare()
-    try:
-        if canon and seeds.canon_seeds:
-            counts: dict[tuple, int] = {}
-            prompts, ids = [], []
-            for s in seeds.canon_seeds:
-                counts[(s.version, s.phase)] = counts.get((s.version, s.phase), 0) + 1
-                ids.append(f"{s.version}-{s.phase}-{counts[(s.version, s.phase)]}")
-                name, lore = persona(s.version)
-                prompts.append(DISTRACTOR_PROMPT.format(name=name, lore=lore, phase=s.phase, question=s.question,
-                                                        answer=s.answer))
-            for sid, s, prompt, reply in zip(ids, seeds.canon_seeds, prompts, await ask(prompts)):
-                wrong = parse_distractors(reply, s.answer)
-                log.append({"id": sid, "task": "canon", "prompt": prompt, "reply": reply, "parsed": wrong != INVALID})
-                row = {"id": sid, "task": "canon", "hero": versions[s.version][0].id, "version": s.version,
-                       "group": s.phase + (str(s.part) if s.part else ""), "text": s.question}
-                if wrong == INVALID:
+    if canon and seeds.canon_seeds:
+        counts: dict[tuple, int] = {}
+        prompts, ids = [], []
+        for s in seeds.canon_seeds:
+            counts[(s.version, s.phase)] = counts.get((s.version, s.phase), 0) + 1
+            ids.append(f"{s.version}-{s.phase}-{counts[(s.version, s.phase)]}")
+            name, lore = persona(s.version)
+            prompts.append(DISTRACTOR_PROMPT.format(name=name, lore=lore, phase=s.phase, question=s.question,
+                                                    answer=s.answer))
+        replies = await ask([(sid, "distractors", p, 0) for sid, p in zip(ids, prompts)], "multiverse build: canon")
+        for sid, s, prompt, reply in zip(ids, seeds.canon_seeds, prompts, replies):
+            wrong = parse_distractors(reply, s.answer)
+            log.append({"id": sid, "task": "canon", "prompt": prompt, "reply": reply, "parsed": wrong != INVALID})
+            row = {"id": sid, "task": "canon", "hero": versions[s.version][0].id, "version": s.version,
+                   "group": s.phase + (str(s.part) if s.part else ""), "text": s.question}
+            if wrong == INVALID:
+                rows.append({**row, "status": "generation failed", "raw reply": reply or "(call failed)"})
+                continue
+            opts, letter = _place(s.answer, wrong, sid)
+            item = {"id": sid, "version": s.version, "phase": s.phase, "part": s.part, "question": s.question,
+                    "options": opts, "answer": letter, "key": s.key, "source": s.source,
+                    "note": _join(s.note, f"wrong options generated by {generator}; needs expert review"),
+                    "validated": False}
+            items.append({k: v for k, v in item.items() if v is not None})
+            rows.append({**row, **{f"option {L}": o for L, o in zip(LETTERS, opts)}, "answer": letter,
+                         "status": "to review"})
+    if dilemmas:
+        targets = seeds.dilemma_versions or list(versions)
+        earlier: dict[tuple[str, str], list[str]] = {(v, c): [] for v in targets for c in CONFLICTS}
+        for it in range(1, per_type + 1):
+            pairs = list(earlier)
+            prompts = []
+            for vid, c in pairs:
+                name, lore = persona(vid)
+                attrs = attributes_text(versions[vid][1].attributes.model_dump())
+                pole_a, pole_b, title = CONFLICTS[c]
+                avoid = AVOID.format(items="\n".join(f"- {x}" for x in earlier[(vid, c)])) if earlier[(vid, c)] else ""
+                prompts.append(DILEMMA_PROMPT.format(name=name, lore=lore, attributes=f" ({attrs})" if attrs else "",
+                                                     title=title, brief=CONFLICT_BRIEF[c], pole_a=pole_a,
+                                                     pole_b=pole_b, avoid=avoid))
+            replies = await ask([(f"{vid}-{c}", "dilemma", p, it - 1) for (vid, c), p in zip(pairs, prompts)],
+                                f"multiverse build: dilemmas {it}/{per_type}")
+            for (vid, c), prompt, reply in zip(pairs, prompts, replies):
+                did = f"{vid}-{c}-{it}"
+                got = parse_dilemma(reply)
+                log.append({"id": did, "task": "dilemma", "iteration": it, "prompt": prompt, "reply": reply,
+                            "parsed": got != INVALID})
+                row = {"id": did, "task": "dilemma", "hero": versions[vid][0].id, "version": vid, "group": c,
+                       "iteration": it}
+                if got == INVALID:
                     rows.append({**row, "status": "generation failed", "raw reply": reply or "(call failed)"})
                     continue
-                opts, letter = _place(s.answer, wrong, sid)
-                item = {"id": sid, "version": s.version, "phase": s.phase, "part": s.part, "question": s.question,
-                        "options": opts, "answer": letter, "key": s.key, "source": s.source,
-                        "note": _join(s.note, f"wrong options generated by {generator}; needs expert review"),
-                        "validated": False}
-                items.append({k: v for k, v in item.items() if v is not None})
-                rows.append({**row, **{f"option {L}": o for L, o in zip(LETTERS, opts)}, "answer": letter,
-                             "status": "to review"})
-        if dilemmas:
-            targets = seeds.dilemma_versions or list(versions)
-            earlier: dict[tuple[str, str], list[str]] = {(v, c): [] for v in targets for c in CONFLICTS}
-            for it in range(1, per_type + 1):
-                pairs = list(earlier)
-                prompts = []
-                for vid, c in pairs:
-                    name, lore = persona(vid)
-                    attrs = attributes_text(versions[vid][1].attributes.model_dump())
-                    pole_a, pole_b, title = CONFLICTS[c]
-                    avoid = AVOID.format(items="\n".join(f"- {x}" for x in earlier[(vid, c)])) if earlier[(vid, c)] else ""
-                    prompts.append(DILEMMA_PROMPT.format(name=name, lore=lore, attributes=f" ({attrs})" if attrs else "",
-                                                         title=title, brief=CONFLICT_BRIEF[c], pole_a=pole_a,
-                                                         pole_b=pole_b, avoid=avoid))
-                for (vid, c), prompt, reply in zip(pairs, prompts, await ask(prompts)):
-                    did = f"{vid}-{c}-{it}"
-                    got = parse_dilemma(reply)
-                    log.append({"id": did, "task": "dilemma", "iteration": it, "prompt": prompt, "reply": reply,
-                                "parsed": got != INVALID})
-                    row = {"id": did, "task": "dilemma", "hero": versions[vid][0].id, "version": vid, "group": c,
-                           "iteration": it}
-                    if got == INVALID:
-                        rows.append({**row, "status": "generation failed", "raw reply": reply or "(call failed)"})
-                        continue
-                    earlier[(vid, c)].append(got["situation"])
-                    dils.append({"id": did, "version": vid, "conflict": c, "situation": got["situation"],
-                                 "choices": [{"text": got["choice_A"], "consequence": got["consequence_A"]},
-                                             {"text": got["choice_B"], "consequence": got["consequence_B"]}],
-                                 "canonical": None, "iteration": it,
-                                 "note": f"generated by {generator}; needs expert review (set `canonical` only where "
-                                         "the canon shows the choice)", "validated": False})
-                    rows.append({**row, "text": got["situation"], "option A": got["choice_A"],
-                                 "consequence A": got["consequence_A"], "option B": got["choice_B"],
-                                 "consequence B": got["consequence_B"], "status": "to review"})
-    finally:
-        await backend.close()
+                earlier[(vid, c)].append(got["situation"])
+                dils.append({"id": did, "version": vid, "conflict": c, "situation": got["situation"],
+                             "choices": [{"text": got["choice_A"], "consequence": got["consequence_A"]},
+                                         {"text": got["choice_B"], "consequence": got["consequence_B"]}],
+                             "canonical": None, "iteration": it,
+                             "note": f"generated by {generator}; needs expert review (set `canonical` only where "
+                                     "the canon shows the choice)", "validated": False})
+                rows.append({**row, "text": got["situation"], "option A": got["choice_A"],
+                             "consequence A": got["consequence_A"], "option B": got["choice_B"],
+                             "consequence B": got["consequence_B"], "status": "to review"})
+    return log, rows, items, dils
+
+
+def build(seeds_path: str | Path, out_dir: str | Path, *, model: str = "bundled", per_type: int = 3,
+          canon: bool = True, dilemmas: bool = True, temperature: float = 0.9, seed: int = 0,
+          max_tokens: int = 512, backend_options: dict[str, Any] | None = None, use_cache: bool = True,
+          overwrite: bool = False, progress: bool = False) -> dict[str, Any]:
+    """Run the pipeline. Every call is a record in OUT/generation/records.jsonl, so the same --out
+    resumes (no new calls for what is done) and the response cache applies."""
+    import shutil
+
+    from ...errors import RoleboundError
+    from ...models import create_backend
+    from ...models.base import CHAT
+    from ...records import Decoding
+    from ...runner import open_session
+    from ...store import RunDir
+
+    seeds = load_seeds(seeds_path)
+    out = Path(out_dir)
+    decoding = Decoding(temperature=temperature, seed=seed, max_tokens=max_tokens)
+    backend = create_backend(model, decoding, **(backend_options or {}))
+    backend.require(CHAT, "generation")
+    gen_dir = out / "generation"
+    key = _build_key(seeds, backend.spec, decoding, per_type, canon, dilemmas)
+    key_path = gen_dir / "build.json"
+    if overwrite and gen_dir.exists():
+        shutil.rmtree(gen_dir)
+    elif key_path.exists() and json.loads(key_path.read_text(encoding="utf-8")).get("key") != key:
+        raise RoleboundError(f"{gen_dir} holds a different build (model, seeds or options differ); "
+                             "use another --out, or --overwrite")
+    out.mkdir(parents=True, exist_ok=True)
+    rd = RunDir(gen_dir)
+    with open_session(rd, "multiverse-build", backend, decoding, use_cache=use_cache) as session:
+        rd.write_json("build.json", {"key": key})
+
+        async def go():
+            await backend.prepare()
+            try:
+                return await _generate(session, seeds, per_type=per_type, canon=canon, dilemmas=dilemmas,
+                                       progress=progress)
+            finally:
+                await backend.close()
+
+        log, rows, items, dils = asyncio.run(go())
+    generator = backend.spec
 
     doc = {"heroes": [h.model_dump(exclude_none=True) for h in seeds.heroes], "canon": items, "dilemmas": dils}
     (out / "dataset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110),
@@ -254,7 +306,9 @@ async def build(seeds_path: str | Path, out_dir: str | Path, *, model: str = "bu
         for r in rows:
             w.writerow(r)
     failed = sum(1 for r in rows if r["status"] == "generation failed")
-    return {"canon": len(items), "dilemmas": len(dils), "failed": failed, "out": str(out)}
+    return {"canon": len(items), "dilemmas": len(dils), "failed": failed, "out": str(out),
+            "model_calls": session.counts.calls, "cache_hits": session.counts.cache_hits,
+            "resumed": session.counts.resumed, "records": str(rd.records_path)}
 
 
 def _join(*parts: str | None) -> str:
@@ -262,4 +316,4 @@ def _join(*parts: str | None) -> str:
 
 
 def run_build(seeds_path, out_dir, **kw) -> dict[str, Any]:
-    return asyncio.run(build(seeds_path, out_dir, **kw))
+    return build(seeds_path, out_dir, **kw)

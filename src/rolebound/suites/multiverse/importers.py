@@ -31,6 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ...constants import ABCD
 from ...errors import InputError
 
 CANON_FILE = "characters_canon_events.json"
@@ -126,7 +127,7 @@ def normalise_options(question: str, options: list[str]) -> tuple[str, list[str]
             notes.append("joined a sub-question to the question")
         else:
             notes.append(f"dropped label {s[:40]!r}")
-    if [L for L, _ in split] != list("ABCD"):
+    if [L for L, _ in split] != list(ABCD):
         return question, None, "; ".join(notes + [f"letters {''.join(L for L, _ in split) or 'none'}, not ABCD"])
     texts = [re.sub(r"\s+", " ", t).strip() for _, t in split]
     if any(not t for t in texts):

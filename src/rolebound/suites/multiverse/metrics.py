@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ...metrics.stats import N_BOOT, mean_sem, rate_ci
-from ...scoring.parsers import INVALID
+from ...constants import ABCD, INVALID
 TASKS = ("canon", "dilemma")
 PHASES = ("childhood", "pre-hero", "hero")
 CONFLICTS = ("save-one-vs-greater-good", "hero-or-villain", "duty-vs-desire", "ends-vs-moral-code")
@@ -139,7 +139,7 @@ def _letters(recs) -> str:
     for r in recs:
         if r.meta.get("letters"):
             return r.meta["letters"]
-    return "ABCD"
+    return ABCD
 
 
 def accuracy_block(recs: list, group_field: str, groups: Sequence[str]) -> dict[str, Any]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from ..base import Options, choice
@@ -13,8 +11,9 @@ class MultiverseOptions(Options):
     tasks: str | list[str] | None = Field(None, description="canon and/or dilemma, comma-separated (default: both)")
     attributes: bool = Field(True, description="put the version's attributes in the role prompt")
     analysis: bool = Field(True, description="thinking/acting analysis: segmenter, TAM and the 0-5 judge")
-    judge_input: Literal["raw", "segmented"] = Field("raw", description="what the judge reads: the raw reply or "
-                                                                       "the segmenter's tagged text")
+    judge_input: choice("raw", "segmented") = Field(
+        None, description="what the judge reads: the raw reply or the segmenter's tagged text (default: "
+                          "segmented under the paper's protocol, raw on the demo model)")
     embedder: str | None = Field(None, description="local sentence-transformers folder for TAM")
     cot_max_tokens: int | None = Field(None, ge=1, description="token limit of CoT answers (default 1024; 64 on the bundled model)")
     direct_max_tokens: int | None = Field(None, ge=1, description="token limit of direct answers")

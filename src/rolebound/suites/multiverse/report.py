@@ -6,30 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...metrics.stats import fmt_rate
+from ...report.fmt import fmt_diff, fmt_mean_n, fmt_num, fmt_rate
 from .prompts import CONFLICTS
 from .data import PHASES
 from ...report.builder import Report, extraction_section, read_by, run_facts
-
-
-def _r(d: dict | None) -> str:
-    return fmt_rate(d)
-
-
-def _num(v: float | None, digits: int = 2) -> str:
-    return "-" if v is None else f"{v:.{digits}f}"
-
-
-def _diff(d: dict | None, digits: int = 1) -> str:
-    if not d:
-        return "-"
-    return f"{d['diff']:+.{digits}f} [{d['lo']:+.{digits}f}, {d['hi']:+.{digits}f}]"
-
-
-def _mean(d: dict | None, digits: int = 2) -> str:
-    if not d or d.get("mean") is None:
-        return "-"
-    return f"{d['mean']:.{digits}f} (n={d['n']})"
 
 
 def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> list[Path]:
@@ -61,22 +41,22 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
             a = c.get("analysis") or {}
             w = c.get("weighted") or {}
             parts = c.get("by_part", {})
-            canon_rows.append([s, c["n"], c["invalid"], _r(c["acc"]), _num(w.get("precision"), 1),
-                               _num(w.get("recall"), 1), _num(w.get("f1"), 1),
-                               _num((c.get("macro") or {}).get("f1"), 1), _mean(a.get("judge_thinking")),
-                               _mean(a.get("judge_acting")), _mean(a.get("tam"), 3)]
-                              + [_r(c["by_phase"].get(p)) for p in PHASES]
-                              + [_r(parts.get(f"hero{k}")) for k in (1, 2, 3)])
+            canon_rows.append([s, c["n"], c["invalid"], fmt_rate(c["acc"]), fmt_num(w.get("precision"), 1),
+                               fmt_num(w.get("recall"), 1), fmt_num(w.get("f1"), 1),
+                               fmt_num((c.get("macro") or {}).get("f1"), 1), fmt_mean_n(a.get("judge_thinking")),
+                               fmt_mean_n(a.get("judge_acting")), fmt_mean_n(a.get("tam"), 3)]
+                              + [fmt_rate(c["by_phase"].get(p)) for p in PHASES]
+                              + [fmt_rate(parts.get(f"hero{k}")) for k in (1, 2, 3)])
         d = block.get("dilemma")
         if d:
             a = d.get("analysis") or {}
             w = d.get("weighted") or {}
-            dil_rows.append([s, d["n"], d["labelled"], d["invalid"], _r(d["acc"]), _num(w.get("precision"), 1),
-                             _num(w.get("recall"), 1), _num(w.get("f1"), 1),
-                             _num((d.get("macro") or {}).get("f1"), 1),
-                             _r(d["choice_share"].get("A")), _mean(a.get("judge_thinking")),
-                             _mean(a.get("judge_acting")), _mean(a.get("tam"), 3)]
-                            + [_r(d["by_conflict"].get(k)) + " / " + _r(d.get("first_pole_share", {}).get(k))
+            dil_rows.append([s, d["n"], d["labelled"], d["invalid"], fmt_rate(d["acc"]), fmt_num(w.get("precision"), 1),
+                             fmt_num(w.get("recall"), 1), fmt_num(w.get("f1"), 1),
+                             fmt_num((d.get("macro") or {}).get("f1"), 1),
+                             fmt_rate(d["choice_share"].get("A")), fmt_mean_n(a.get("judge_thinking")),
+                             fmt_mean_n(a.get("judge_acting")), fmt_mean_n(a.get("tam"), 3)]
+                            + [fmt_rate(d["by_conflict"].get(k)) + " / " + fmt_rate(d.get("first_pole_share", {}).get(k))
                                for k in CONFLICTS])
         for task in ("canon", "dilemma"):
             b = block.get(task)
@@ -85,14 +65,14 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
             m = b.get("macro") or {}
             ci = b.get("macro_f1_ci") or [None, None]
             wci = b.get("weighted_f1_ci") or [None, None]
-            wt_rows.append([s, task, _num((b.get("weighted") or {}).get("f1"), 1),
-                            f"[{_num(wci[0], 1)}, {_num(wci[1], 1)}]", _num(m.get("precision"), 1),
-                            _num(m.get("recall"), 1), _num(m.get("f1"), 1), f"[{_num(ci[0], 1)}, {_num(ci[1], 1)}]"])
+            wt_rows.append([s, task, fmt_num((b.get("weighted") or {}).get("f1"), 1),
+                            f"[{fmt_num(wci[0], 1)}, {fmt_num(wci[1], 1)}]", fmt_num(m.get("precision"), 1),
+                            fmt_num(m.get("recall"), 1), fmt_num(m.get("f1"), 1), f"[{fmt_num(ci[0], 1)}, {fmt_num(ci[1], 1)}]"])
             a = b.get("analysis")
             if a:
                 top = a.get("judge_top")
                 an_rows.append([s, task, a["segment_calls"], a["segment_invalid"], a["tam"]["n"],
-                                a.get("rules_tried", 0), a.get("rules_invalid", 0), _mean(a.get("tam_rules"), 3),
+                                a.get("rules_tried", 0), a.get("rules_invalid", 0), fmt_mean_n(a.get("tam_rules"), 3),
                                 a.get("judge_scoring") or "-", a["judge_calls"], a["judge_invalid"],
                                 f"{top['pair']} ({top['n']})" if top else "-", a.get("embedder") or "-"])
     if canon_rows:
@@ -111,8 +91,8 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
                        "Accuracy needs a canonical choice; dilemmas without one count only in the choice shares. "
                        "A is the conflict's first pole (Save the One You Love, Hero, Duty, The Ends Justify the Means).")
     cmd = metrics.get("cot_minus_direct") or {}
-    rows = [[t, (v["acc"] or {}).get("n", "-"), _diff(v.get("acc")), _diff(v.get("weighted_f1")),
-             _diff(v.get("macro_f1")), _diff(v.get("tam"), 3), _diff(v.get("tam_rules"), 3)]
+    rows = [[t, (v["acc"] or {}).get("n", "-"), fmt_diff(v.get("acc")), fmt_diff(v.get("weighted_f1")),
+             fmt_diff(v.get("macro_f1")), fmt_diff(v.get("tam"), 3), fmt_diff(v.get("tam_rules"), 3)]
             for t, v in cmd.items() if v]
     if rows:
         rep.table("CoT minus direct (Table 3)", ["task", "paired items", "Δ Acc", "Δ F1", "Δ macro F1", "Δ TAM",
@@ -124,11 +104,11 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
             if not b:
                 continue
             dfr = b["differs"]
-            xrows.append([s, t, b["n"], b["invalid"], _r(b["acc"]), _r(b.get("in_version")),
-                          _r(b.get("cross_same_items")), _diff(b.get("drop")), dfr["n"],
-                          _r(dfr["asked_version"]), _r(dfr["played_version"]), dfr["other"], dfr["invalid"]])
+            xrows.append([s, t, b["n"], b["invalid"], fmt_rate(b["acc"]), fmt_rate(b.get("in_version")),
+                          fmt_rate(b.get("cross_same_items")), fmt_diff(b.get("drop")), dfr["n"],
+                          fmt_rate(dfr["asked_version"]), fmt_rate(dfr["played_version"]), dfr["other"], dfr["invalid"]])
             for p in b["by_pair"]:
-                prow.append([s, t, p["hero"], p["played"], p["asked"], p["n"], _r(p)])
+                prow.append([s, t, p["hero"], p["played"], p["asked"], p["n"], fmt_rate(p)])
     if xrows:
         rep.table("Cross-version (Tables 9, 11)",
                   ["strategy", "task", "answers", "invalid", "cross Acc", "in-version Acc (same Qs)",
@@ -205,12 +185,12 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     for s, block in metrics.get("strategies", {}).items():
         for t, b in block.items():
-            out.append((f"{s} {t} accuracy", f"{_r(b['acc'])} ({b['invalid']} invalid of {b['n']})"))
-            out.append((f"{s} {t} F1 (weighted)", _num((b.get("weighted") or {}).get("f1"), 1)))
+            out.append((f"{s} {t} accuracy", f"{fmt_rate(b['acc'])} ({b['invalid']} invalid of {b['n']})"))
+            out.append((f"{s} {t} F1 (weighted)", fmt_num((b.get("weighted") or {}).get("f1"), 1)))
     for s, tasks in (metrics.get("cross") or {}).items():
         for t, b in tasks.items():
             if b and b.get("drop"):
-                out.append((f"{s} {t} drop", _diff(b["drop"])))
+                out.append((f"{s} {t} drop", fmt_diff(b["drop"])))
     return out
 
 
@@ -222,9 +202,9 @@ def compare_table(rep: Report, entries) -> None:
             for task, b in block.items():
                 a = b.get("analysis") or {}
                 x = ((met.get("cross") or {}).get(strat) or {}).get(task) or {}
-                rows.append([str(run_dir), m.model, strat, task, b["n"], b["invalid"], _r(b["acc"]),
-                             _num((b.get("weighted") or {}).get("f1"), 1),
-                             _num((b.get("macro") or {}).get("f1"), 1), _mean(a.get("tam"), 3),
-                             _mean(a.get("judge_thinking")), _mean(a.get("judge_acting")), _diff(x.get("drop"))])
+                rows.append([str(run_dir), m.model, strat, task, b["n"], b["invalid"], fmt_rate(b["acc"]),
+                             fmt_num((b.get("weighted") or {}).get("f1"), 1),
+                             fmt_num((b.get("macro") or {}).get("f1"), 1), fmt_mean_n(a.get("tam"), 3),
+                             fmt_mean_n(a.get("judge_thinking")), fmt_mean_n(a.get("judge_acting")), fmt_diff(x.get("drop"))])
     rep.table("Runs side by side", ["run", "model", "strategy", "task", "n", "invalid", "Acc", "F1", "macro F1", "TAM",
                                     "Judge think", "Judge act", "cross drop"], rows)

@@ -21,7 +21,6 @@ from ...protocol import is_demo_spec
 from ...records import Message
 from ...scoring import extract
 from ...scoring.parsers import INVALID
-from ..base import flag
 from .prompts import (ANSWER_PREFIX, CONFLICTS, JUDGE, JUDGE_DIGITS, LETTERS, SEGMENT, attributes_text,
                                  canon_prompt, dilemma_prompt, lore_text, parse_judge,
                                  parse_letter_continuation, parse_segments, persona, think_act_matching)
@@ -37,7 +36,7 @@ SMALL_LIMITS = {"cot_max_tokens": 64, "segment_max_tokens": 192, "judge_max_toke
 def limit(suite, settings, key: str) -> int | None:
     """A call's token cap; None: the run's decoding decides (under the paper's protocol the
     answers and the judge get their Table 4 limits from the answer and judge decoding)."""
-    v = settings.options.get(key)
+    v = getattr(suite.opts(settings), key)
     if v is not None:
         return int(v)
     if settings.protocol == "paper" and key in ("cot_max_tokens", "judge_max_tokens"):
@@ -49,15 +48,15 @@ def limit(suite, settings, key: str) -> int | None:
     return (SMALL_LIMITS if small else LIMITS)[key]
 
 
-def judge_input(settings) -> str:
+def judge_input(suite, settings) -> str:
     """What the judge reads: the segmenter's thinking/acting output, as the paper's judge does
     (Section 4.2, Figure 2), under the paper's protocol; the raw reply (the authors' scoring.py)
     on the demo model. `--set judge_input=raw|segmented` decides either way."""
-    return settings.options.get("judge_input") or ("segmented" if settings.protocol == "paper" else "raw")
+    return suite.opts(settings).judge_input or ("segmented" if settings.protocol == "paper" else "raw")
 
 
-def item_meta(suite, item) -> dict[str, Any]:
-    hero = suite.index.hero_of(item.version)
+def item_meta(index, item) -> dict[str, Any]:
+    hero = index.hero_of(item.version)
     meta = {"task": item.task, "hero": hero.id, "version": item.version, "played": item.version,
             "cross": False, "key": item.key}
     if item.task == "canon":
@@ -68,8 +67,8 @@ def item_meta(suite, item) -> dict[str, Any]:
 
 
 def build_prompt(suite, item, played: str, cot: bool, settings) -> str:
-    _, ver = suite.index.versions[played]
-    attrs = attributes_text(ver.attributes.model_dump()) if flag(settings.options, "attributes", True) else ""
+    _, ver = settings.state["index"].versions[played]
+    attrs = attributes_text(ver.attributes.model_dump()) if suite.opts(settings).attributes else ""
     who = persona(ver.name, lore_text(ver.universe, ver.work), attrs)
     if item.task == "canon":
         return canon_prompt(who, item.question, item.options, cot)
@@ -94,7 +93,7 @@ async def answer(suite, item, ctx, *, played: str, stage: str, cot: bool, settin
                         assistant_prefix=(reason.response or "").rstrip() + "\n\n" + ANSWER_PREFIX,
                         parse=parse_letter_continuation, gold=gold, meta=meta)
         return reason
-    cap = limit(suite, settings, "cot_max_tokens") if cot else settings.options.get("direct_max_tokens")
+    cap = limit(suite, settings, "cot_max_tokens") if cot else suite.opts(settings).direct_max_tokens
     return await ctx.chat(stage, msgs, parse=answer_extractor(item), gold=gold,
                           max_tokens=int(cap) if cap is not None else None, meta=meta)
 
@@ -122,12 +121,12 @@ async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
     text = reply.response or ""
     if not text.strip():
         return
-    _, ver = suite.index.versions[item.version]
+    _, ver = settings.state["index"].versions[item.version]
     lore = lore_text(ver.universe, ver.work)
     attrs = attributes_text(ver.attributes.model_dump()) or "-"
-    embedder = suite.embedder
+    embedder = settings.state.get("embedder")
 
-    fallback = settings.options.get("segment_fallback", "none") == "rules"
+    fallback = suite.opts(settings).segment_fallback == "rules"
     cut = reply.finish_reason == "length"
 
     def parse_seg(seg_reply: str):
@@ -144,7 +143,7 @@ async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
                         meta={**meta, "embedder": getattr(embedder, "name", None),
                               "segment_fallback": "rules" if fallback else "none"})
     judge_max = limit(suite, settings, "judge_max_tokens")
-    by_logprob = settings.options.get("judge_scoring") == "logprob"
+    by_logprob = suite.opts(settings).judge_scoring == "logprob"
 
     async def judge_call(response: str, source: str):
         prompt = [Message(role="user", content=JUDGE.format(name=ver.name, lore=lore, attributes=attrs,
@@ -158,7 +157,7 @@ async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
         return await ctx.score("judge", JUDGE_DIGITS, messages=prompt, assistant_prefix=f"{t},", role="judge",
                                parse=lambda a: parse_judge(f"{t},{a}"), meta=m)
 
-    if judge_input(settings) == "segmented":
+    if judge_input(suite, settings) == "segmented":
         seg = await seg_call
         if isinstance(seg.parsed, dict) and seg.parsed.get("segmenter") == "llm":
             await judge_call(seg.response or "", "segmented")
@@ -169,9 +168,9 @@ async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
 
 async def run_item(suite, item, ctx, strategy: str, settings) -> None:
     cot = strategy.endswith("cot")
-    meta = item_meta(suite, item)
+    idx = settings.state["index"]
+    meta = item_meta(idx, item)
     if strategy.startswith("cross-"):
-        idx = suite.index
 
         async def as_version(ver):
             own = idx.own_canon_answer(item, ver.id) if item.task == "canon" else idx.own_dilemma_choice(item, ver.id)

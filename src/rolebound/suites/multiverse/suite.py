@@ -32,7 +32,7 @@ from ...errors import InputError
 from ...io import stable_hash
 from .prompts import TEMPLATES
 from .. import register_suite
-from ..base import Dataset, RunSettings, Suite, flag, interleave
+from ..base import Dataset, RunSettings, Suite, interleave
 from ...protocol import Protocol
 from .options import MultiverseOptions
 from .data import STARTER, MVIndex, dataset_tables, load_file
@@ -71,15 +71,11 @@ class MultiverseSuite(Suite):
                         notes="judge and segmenter read with judge decoding; the judge reads the segmented "
                               "thinking/acting spans (Section 4.2)")
 
-    def __init__(self):
-        self.index: MVIndex | None = None
-        self.embedder = None
-
     # -- data -----------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
         path = Path(data) if data else STARTER
         loaded = load_file(path)
-        tasks = settings.options.get("tasks")
+        tasks = self.opts(settings).tasks
         items = loaded["items"]
         if tasks:
             wanted = {t.strip() for t in (tasks if isinstance(tasks, list) else str(tasks).split(","))}
@@ -87,17 +83,17 @@ class MultiverseSuite(Suite):
             if bad:
                 raise InputError(f"unknown task '{sorted(bad)[0]}'; use canon and/or dilemma", field="tasks")
             items = [it for it in items if it.task in wanted]
-        self.index = MVIndex(loaded)
+        index = settings.state["index"] = MVIndex(loaded)
         payload = {"heroes": [h.model_dump() for h in loaded["heroes"]], "items": [it.model_dump() for it in items]}
         return Dataset(items=items, source="builtin:multiverse-starter" if not data else str(path),
-                       hash=stable_hash(payload), extra={"index": self.index, "import_report": loaded["import_report"]})
+                       hash=stable_hash(payload), extra={"index": index, "import_report": loaded["import_report"]})
 
-    def select(self, items: Sequence[Any], limit: int | None) -> list[Any]:
+    def select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
         """Round-robin over versions (hero by hero), each version cycling through canon phases and
         dilemma types, so a small --limit still covers several versions of one hero."""
         if not limit or limit >= len(items):
             return list(items)
-        index = self.index
+        index = settings.state.get("index") if settings is not None else None
         per_version: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
         for it in items:
             per_version[it.version][it.phase if it.task == "canon" else "dilemma"].append(it)
@@ -125,8 +121,8 @@ class MultiverseSuite(Suite):
             backend.require(CHAT, "generated answers and CoT")
         if self.analysis_on(settings):
             # the resolved choices go into the manifest's options
-            opts["judge_scoring"] = self.judge_scoring(opts, judge or backend)
-            opts["segment_fallback"] = _choice(opts, "segment_fallback", ("rules", "none"))
+            settings.resolve("judge_scoring", self.judge_scoring(opts, judge or backend))
+            settings.resolve("segment_fallback", _choice(opts, "segment_fallback", ("rules", "none")))
             (judge or backend).require(CHAT, "the segmenter" + (" and the judge" if opts["judge_scoring"] == "generate"
                                                                 else ""))
             if not opts.get("embedder"):
@@ -134,7 +130,7 @@ class MultiverseSuite(Suite):
                 # installed; all-MiniLM-L6-v2 is the named fallback (the report says so)
                 from ...scoring.embeddings import default_path, mpnet_available
 
-                opts["embedder"] = "mpnet" if mpnet_available() else "minilm"
+                settings.resolve("embedder", "mpnet" if mpnet_available() else "minilm")
                 if opts["embedder"] == "minilm":
                     default_path()   # fails early, with the install hint, if the embedder is missing
 
@@ -154,19 +150,20 @@ class MultiverseSuite(Suite):
     def analysis_on(self, settings: RunSettings) -> bool:
         """Thinking/acting analysis needs reply text: CoT always has it, direct only when generated."""
         texts = "cot" in settings.strategies or ("direct" in settings.strategies and settings.scoring == "generate")
-        return texts and flag(settings.options, "analysis", True)
+        return texts and self.opts(settings).analysis
 
     # -- work -----------------------------------------------------------------------------------
     async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
         import asyncio
 
-        self.index = dataset.extra["index"]
+        settings.state["index"] = dataset.extra["index"]
         if self.analysis_on(settings):
             from ...scoring.embeddings import LazyEmbedder, get_embedder
 
-            path = settings.options.get("embedder") or None
+            path = self.opts(settings).embedder or None
             # a resumed run loads it only if a new reply needs it (a finished one: never)
-            self.embedder = LazyEmbedder(path) if session.completed else await asyncio.to_thread(get_embedder, path)
+            settings.state["embedder"] = (LazyEmbedder(path) if session.completed
+                                          else await asyncio.to_thread(get_embedder, path))
 
     async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
         from .strategies import run_item

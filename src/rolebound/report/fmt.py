@@ -1,0 +1,61 @@
+"""The number formats of every report table and summary line: one place, '-' for a missing value."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def fmt_num(v: float | None, digits: int = 2) -> str:
+    """'0.42' or '-'."""
+    return "-" if _missing(v) else f"{v:.{digits}f}"
+
+
+def fmt_rate(d: dict | None, digits: int = 1) -> str:
+    """A rate with its bootstrap CI (metrics.stats.rate_ci): '72.1 [68.0, 76.2]' or '-'."""
+    if not d or d.get("rate") is None:
+        return "-"
+    s = f"{d['rate']:.{digits}f}"
+    if d.get("lo") is not None:
+        s += f" [{d['lo']:.{digits}f}, {d['hi']:.{digits}f}]"
+    return s
+
+
+def fmt_diff(d: dict | None, digits: int = 1) -> str:
+    """A paired difference with its CI: '+3.2 [-1.0, +7.5]' or '-'."""
+    if not d:
+        return "-"
+    return f"{d['diff']:+.{digits}f} [{d['lo']:+.{digits}f}, {d['hi']:+.{digits}f}]"
+
+
+def fmt_mean_sd(v: float | None, sd: float | None = None, digits: int = 3) -> str:
+    """A mean and, in brackets, its spread: '0.884 (0.009)' (Table 3 of RoleCapBench) or '-'."""
+    if _missing(v):
+        return "-"
+    return f"{v:.{digits}f}" + (f" ({sd:.{digits}f})" if sd is not None else "")
+
+
+def fmt_pm(pair: tuple[float | None, float | None], digits: int = 1) -> str:
+    """(mean, spread) as '12.5 ± 1.3', or '-'."""
+    m, s = pair
+    return "-" if m is None else f"{m:.{digits}f} \u00b1 {s:.{digits}f}"
+
+
+def fmt_mean_sem(c: dict | None, sem: bool = True, digits: int = 2) -> str:
+    """A {mean, sem, per_repeat} cell: '66.67 ± 4.81'; one repeat has no SEM, so none is printed
+    (rather than a misleading '± 0.00')."""
+    if not c or c.get("mean") is None:
+        return "-"
+    sem = sem and len(c.get("per_repeat") or []) > 1
+    return f"{c['mean']:.{digits}f}" + (f" \u00b1 {c['sem']:.{digits}f}" if sem else "")
+
+
+def fmt_mean_n(d: dict | None, digits: int = 2) -> str:
+    """A {mean, n} cell: '1.25 (n=40)' or '-'."""
+    if not d or d.get("mean") is None:
+        return "-"
+    return f"{d['mean']:.{digits}f} (n={d['n']})"

@@ -56,19 +56,20 @@ SPECS = [
     Spec("knowledge-errors-qwen", "knowledge-errors",
          ["--model", QWEN, "--judge", SMOL, "--strategy", KE_ALL, "--limit", "6",
           "--set", "answer_max_tokens=128", "--set", "step_max_tokens=96"],
-         ["Table", "Accuracy", "Judge", "Answer extraction"]),
+         ["Table 3 layout", "Judge outputs", "S2RD self-recollection"]),
     Spec("knowledge-errors-smollm2", "knowledge-errors",
          ["--model", SMOL, "--judge", QWEN, "--strategy", KE_ALL, "--limit", "6",
           "--set", "answer_max_tokens=128", "--set", "step_max_tokens=96", "--set", "judge_max_tokens=256"],
-         ["Table", "Accuracy", "Judge", "Answer extraction"]),
+         ["Table 3 layout", "Judge outputs", "S2RD self-recollection"]),
     Spec("multiverse", "multiverse",
          ["--model", QWEN, "--judge", "self", "--strategy", "direct,cot,cross-direct,cross-cot", "--limit", "6",
           "--set", "cot_max_tokens=256", "--set", "segment_max_tokens=384", "--set", "judge_max_tokens=64"],
-         ["Table", "Think", "Answer extraction"]),
+         ["Canon events", "Moral dilemmas", "CoT minus direct", "Cross-version (Tables", "Reasoning analysis",
+          "Answer extraction"]),
     Spec("capability", "capability",
          ["--model", QWEN, "--strategy", CAP_ALL, "--set", "roles=kindergarten,middle,college",
           "--set", "per_level=1", "--max-tokens", "384"],
-         ["Table", "Injection", "Answer extraction", "Boxed"]),
+         ["Table 3", "Answer extraction", "No-role baseline", "Figure 5 data"]),
 ]
 BY_NAME = {s.name: s for s in SPECS}
 
@@ -88,8 +89,8 @@ def run(names: list[str]) -> int:
 def sections(md: str, wanted: list[str]) -> str:
     """The `## ` sections of a report.md whose heading starts with one of `wanted`, in order."""
     parts = re.split(r"(?m)^(?=## )", md)
-    keep = [p for p in parts if p.startswith("## ")
-            and any(p[3:].startswith(w) for w in wanted) and not p.startswith("## Per-sample")]
+    keep = [p for p in parts if p.startswith("## ") and any(p[3:].startswith(w) for w in wanted)
+            and not p.startswith("## Per-sample") and "![" not in p]      # figures live beside the report
     return "\n".join("#" + p.rstrip() + "\n" for p in keep)    # one level down on the page
 
 
@@ -116,18 +117,22 @@ def starter_size(suite: str) -> int | None:
         return None
 
 
-def answers_read(rd: Path) -> str:
-    """Model replies that have a gold answer, and how many of them no rule read (invalid)."""
+def answers_read(rd: Path, role: str = "model") -> str:
+    """Replies of `role` that are read against something (model answers with a gold label; every
+    generated judge verdict), and how many of them no rule read (invalid)."""
     from collections import Counter
 
     total, bad = Counter(), Counter()
     path = rd / "records.jsonl"
     for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
         r = json.loads(line)
-        if r.get("role") == "model" and r.get("gold") is not None and not r.get("error"):
-            stage = str(r.get("stage", "")).split("@")[0]
-            total[stage] += 1
-            bad[stage] += r.get("parsed") in (None, "invalid", "INVALID")
+        if r.get("role") != role or r.get("error") or r.get("kind") == "score":
+            continue
+        stage = str(r.get("stage", "")).split("@")[0]
+        if (role == "model" and r.get("gold") is None) or (role == "judge" and not stage.startswith("judge")):
+            continue                       # segmenter replies: see the suite's own table
+        total[stage] += 1
+        bad[stage] += r.get("parsed") in (None, "invalid", "INVALID")
     if not total:
         return "-"
     n, b = sum(total.values()), sum(bad.values())
@@ -151,6 +156,7 @@ def describe(spec: Spec, rd: Path) -> str:
         ("items / model calls / cache hits / failed",
          f"{c.get('items')} / {c.get('model_calls')} / {c.get('cache_hits')} / {c.get('failed_calls')}"),
         ("answers with a gold label", answers_read(rd)),
+        ("judge verdicts (generated)", answers_read(rd, "judge")),
         ("tokens in / out", f"{c.get('prompt_tokens')} / {c.get('completion_tokens')}"),
         ("wall time", (f"{w / 60:.1f} min" if w is not None else "-")
          + (f" (last of {c['invocations']} invocations)" if c.get("invocations", 1) > 1 else "")),

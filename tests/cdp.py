@@ -104,3 +104,22 @@ class Browser:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def screenshot_page(page: Path, png: Path, width: int = 1200, height: int | None = None) -> None:
+    """A full-page screenshot of a local HTML file (docs/figures/card.png is one)."""
+    b = Browser(width=width, height=900)
+    try:
+        b.open(Path(page).resolve().as_uri())
+        b.wait("Array.from(document.images).every(function (i) { return i.complete; })")
+        h = height or int(b.js("document.documentElement.scrollHeight"))
+        b.call("Emulation.setDeviceMetricsOverride", width=width, height=h, deviceScaleFactor=1, mobile=False)
+        b.screenshot(Path(png))
+    finally:
+        b.close()
+
+
+if __name__ == "__main__":      # python tests/cdp.py PAGE.html OUT.png [HEIGHT]
+    import sys
+
+    screenshot_page(Path(sys.argv[1]), Path(sys.argv[2]), height=int(sys.argv[3]) if len(sys.argv) > 3 else None)

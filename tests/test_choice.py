@@ -197,3 +197,99 @@ def test_strict_reading_is_the_papers():
     assert yes_no_strict("**Answer:** Yes").value == "Yes"
     assert yes_no_strict("Nay, I know not.") == Reading(None, "none:strict_no_leading_yes_no")
     assert read_yes_no("Nay, I know not.") == "No"
+
+
+# -- issue 13's real runs: the rules added for them ---------------------------------------------------
+SCENARIO = [("A", "Save the One You Love: Go after Vicki first."),
+            ("B", "Save the Greater Good: Take the balloons away with the Batwing first.")]
+
+
+def test_the_scenario_choice_text_names_its_option():
+    # the dilemma's "Choice B: Take the balloons away ..." counts as well as the pole's title
+    assert read_choice("As Batman, I would choose to take the balloons away with the Batwing first.", SCENARIO) == 1
+    assert read_choice("I will choose to go after Vicki Vale first. Let's think.", SCENARIO) == 0
+    # naming both scenario choices in one decision names no single option
+    assert read_choice("I will choose to go after Vicki first and take the balloons away with the Batwing.",
+                       SCENARIO) is None
+
+
+def test_if_i_choose_supposes_it_does_not_decide():
+    reply = ("I'll choose option A: Take initiative.\nIn contrast, if I choose option B, I could lose his trust.\n"
+             "Therefore I stand by it.")
+    assert read_choice(reply, ABCD) == 0
+
+
+def test_boxed_letter_after_the_answer_marker():
+    assert read_choice("Since nothing says otherwise, the correct answer is:\n\n\\boxed{D}", ABCD) == 3
+
+
+def test_a_review_of_each_option_cut_off_picks_nothing():
+    opts = [("1", "Turn a small crank"), ("2", "Tap the screen three times to switch to a hidden backup battery"),
+            ("3", "I cannot answer that question")]
+    reply = ("Step 2: Evaluating each option\n- Option 1: This is a common practice for restarting a phone.\n"
+             "- Option 2: This is a common practice for switching to a hidden backup battery.\n"
+             "- Option 3: This is not a")
+    assert choice_reading(reply, opts).value is None
+    # "Option A:" heading a discussion below it is no answer line
+    assert read_choice("### Analysis:\n- Option A:\n  - If we go first, we risk the gas.", ABCD) is None
+
+
+CANON = [("A", "Mary Jane Watson"), ("B", "Betty Brant"), ("C", "Gwen Stacy"), ("D", "Liz Allan")]
+
+
+def test_an_option_text_stated_as_the_answer():
+    r = choice_reading("Based on the information provided, the girl next door Peter Parker knew since he was a "
+                       "boy was Mary Jane Watson. She is a childhood friend.", CANON)
+    assert (r.value, r.rule) == (0, "stated_text")
+    # another option named anywhere, a negation, a hedge or a question: no reading
+    for reply in ("It was Mary Jane Watson. Gwen Stacy came later.", "It was not Mary Jane Watson.",
+                  "It might be Mary Jane Watson.", "Mary Jane Watson?",
+                  "As a fictional character, I don't have a girl next door like Mary Jane Watson."):
+        assert read_choice(reply, CANON) is None, reply
+
+
+def test_renumbered_list_then_a_bare_number_that_the_text_confirms():
+    opts = [("1", "I cannot answer that question"), ("2", "Leave it in the freezer for an hour to restore the charge"),
+            ("3", "Plug it into a charger until it powers back on"), ("4", "Turn a small crank on its side until it restarts"),
+            ("5", "Tap the screen three times to switch to a hidden backup battery")]
+    # Qwen2.5-Coder-1.5B, charm sequential (tests/data/qwen_replies/charm_paper.jsonl)
+    reply = ("First, I would explain that when a smartphone's battery runs flat, the best course of action is to plug "
+             "it into a charger until it powers back on. The other options are not recommended for several reasons:\n"
+             "1. Freezing the phone is not a safe or effective way to restore the battery.\n"
+             "2. Turning a small crank on its side is not a reliable way to restore the battery.\n"
+             "3. Tapping the screen three times is not a safe or effective way to restore the battery.\n"
+             "4. The hidden backup battery is not a reliable way to restore the battery.\n"
+             "Therefore, the correct answer is: Answer: 3")
+    r = choice_reading(reply, opts)
+    assert (r.value, r.rule) == (2, "answer_marker_text_agrees")
+    city = [("1", "I cannot answer that question"), ("2", "Paris, France"), ("3", "Oxford, England"),
+            ("4", "London, England")]
+    # the reply's own list renumbers the options: its "3" is London, the prompt's 3 is Oxford
+    reply = "She was born in London, England.\n1. Paris, France\n2. Oxford, England\n3. London, England\nAnswer: 3"
+    assert choice_reading(reply, city).value is None
+
+
+def test_a_decision_then_acting_on_the_other_option():
+    reply = ("I will choose option A: Save the One You Love. I want to protect her. Therefore, I will first take "
+             "the balloons away with the Batwing before attempting to rescue Vicki.")
+    assert choice_reading(reply, SCENARIO).rule == "none:acts_on_another_option"
+    assert read_choice("I will choose option B. I will take the balloons away with the Batwing.", SCENARIO) == 1
+
+
+def test_stated_text_is_the_options_own_text_ending_a_clause():
+    poles = [("Option 1", "The Ends Justify the Means"), ("Option 2", "Uphold the Moral Code")]
+    # a quotation the character muses on is not an answer
+    story = "The city burns below him and the council waits for his word. "
+    assert read_choice(story + "\u201cThe ends justify the means,\u201d he muses, his voice heavy with doubt.",
+                       poles) is None
+    assert read_choice(story + "In the end I know what I must do: the ends justify the means.", poles) == 0
+
+
+def test_a_title_is_matched_as_whole_words():
+    opts = [("Activate the Iron Legion", "Send the suits"), ("Action", "Enter the digital universe")]
+    assert read_choice("It's a modified digital extraction algorithm I developed after that whole mess.",
+                       opts) is None
+
+
+def test_if_i_had_to_pick_still_decides():
+    assert read_choice("So, if I had to pick one, it would probably be D) Confront him directly.", ABCD) == 3

@@ -15,6 +15,7 @@ import pytest
 
 from rolebound.suites.knowledge_errors.prompts import parse_judgment
 from rolebound.suites.capability.boxed import parse_boxed_letter
+from rolebound.scoring.extract import Extractor
 from rolebound.scoring.parsers import INVALID, parse_answer_number
 from rolebound.suites.charm.suite import CharmSuite
 from rolebound.suites.knowledge_errors.strategies import parse_recollections
@@ -22,7 +23,13 @@ from rolebound.suites.multiverse.prompts import CONFLICTS, parse_judge, parse_se
 from rolebound.suites.multiverse.suite import MultiverseSuite
 
 DIR = Path(__file__).parent / "data" / "qwen_replies"
-SUITES = ("knowledge_errors", "capability", "multiverse", "charm_sequential")
+# fixture file -> the suite whose reader it goes through (the *_paper / _judge files: issue 13's runs
+# of every suite in the paper protocol, see the README there)
+KIND = {"knowledge_errors": "knowledge_errors", "capability": "capability", "multiverse": "multiverse",
+        "charm_sequential": "charm_sequential", "multiverse_paper": "multiverse",
+        "knowledge_errors_judge": "knowledge_errors", "charm_paper": "charm_sequential",
+        "capability_paper": "capability"}
+SUITES = tuple(KIND)
 
 
 def _rows(suite):
@@ -41,13 +48,14 @@ def _extract(suite, rec):
 
 
 def read(suite: str, row: dict):
+    suite = KIND.get(suite, suite)
     text, stage = row["response"], row["stage"]
     if suite == "knowledge_errors":
         return parse_judgment(text) if stage.startswith("judge") else len(parse_recollections(text, 3))
     if suite == "capability":
         return parse_boxed_letter(text)
     if suite == "multiverse":
-        if stage == "answer":
+        if stage == "answer" or stage.startswith("as."):      # as.<version>: a cross answer
             conflict = next((c for c in CONFLICTS if c in row["id"]), None)
             rec = _as_record(row, letters=row["letters"], task="canon" if row["letters"] == "ABCD" else "dilemma",
                              conflict=conflict)
@@ -72,6 +80,10 @@ def _params():
 @pytest.mark.parametrize(("suite", "row"), _params())
 def test_a_careful_reader_and_the_parser_agree(suite, row):
     assert read(suite, row) == row["label"]
+    if row.get("extract"):
+        # the extractor the run stored in the record reads it the same way (`rolebound report`)
+        got = Extractor.from_spec(row["extract"])(row["response"]).value
+        assert (INVALID if got is None else got) == row["label"]
 
 
 def test_the_strict_charm_reading_keeps_the_papers_format():
@@ -98,3 +110,19 @@ def test_injection_prompt_leaves_the_assistant_turn_open():
         assert "<|im_start|>assistant\n<think>\nOkay, I am" in tail
         assert tail.rstrip().endswith("So, my role is")
         assert "<|im_end|>" not in tail.split("<|im_start|>assistant")[-1]
+
+
+def test_paper_protocol_injection_prefill_ends_the_prompt():
+    # the paper-protocol run: the prefill closes the prompt inside the open assistant turn of the Qwen template
+    inj = [r for r in _rows("capability_paper") if r["kind"] == "complete"]
+    assert len(inj) == 24
+    for r in inj:
+        tail = r["prompt_tail"]
+        assert tail.rstrip().endswith("So, my role is")
+        assert "<|im_end|>" not in tail.split("<|im_start|>assistant")[-1]
+
+
+def test_judge_replies_cut_before_the_judgment_line_read_as_none():
+    rows = _rows("knowledge_errors_judge")
+    cut = [r for r in rows if r["label"] == INVALID]
+    assert len(cut) == 9 and all(r["finish_reason"] == "length" for r in cut)

@@ -228,6 +228,50 @@ def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run dir
         print(p)
 
 
+@app.command()
+def card(paths: Optional[List[Path]] = typer.Argument(None, metavar="[RUN_DIR | CARD]...",
+                                                      help="with --runs: run folders to reuse; with --compare: cards"),
+         model: Optional[str] = typer.Option(None, "--model", "-m", help="BACKEND:NAME (see `rolebound models`)"),
+         judge: Optional[str] = typer.Option(None, "--judge", help="judge model BACKEND:NAME, or 'self' (judged suites)"),
+         runs: bool = typer.Option(False, "--runs", help="reuse the run folders given (one per suite, matched by "
+                                                         "its manifest); the other suites run"),
+         compare: bool = typer.Option(False, "--compare", help="put the cards given (folders or card.json) side by side"),
+         out: Optional[Path] = typer.Option(None, "--out", "-o", help="card folder (default cards/<model>; "
+                                                                      "the same --out resumes)"),
+         limits: Optional[List[str]] = typer.Option(None, "--limit", help="SUITE=N: another subset size (repeatable)"),
+         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars")):
+    """A model card across charm, knowledge-errors, multiverse and capability: each suite's quick,
+    balanced subset in its paper protocol, headline figures with CIs, a chart each, links to the
+    full reports (card.html, card.md, card.json)."""
+    if compare:
+        if runs or model:
+            raise InputError("--compare takes cards only (no --model or --runs)", field="--compare")
+        from .card.compare import compare_cards
+
+        for p in compare_cards(paths or [], out):
+            print(p)
+        return
+    if not model:
+        raise InputError("give --model BACKEND:NAME (or --compare CARD ...)", field="--model")
+    if paths and not runs:
+        raise InputError(f"unexpected argument '{paths[0]}': put --runs before run folders "
+                         "(or --compare before cards)", field="--runs")
+    from .card.build import make_card
+
+    lim = {k: v for k, v in parse_sets(limits, "--limit").items()}
+    for k, v in lim.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise InputError(f"{k}={v}: the limit must be a whole number of at least 1", field="--limit")
+    res = make_card(model, judge=judge, runs=paths or [], out=out, limits=lim, progress=not quiet)
+    print(f"card folder: {res.out}")
+    for p in res.paths:
+        print(f"card: {p}")
+    if res.failed_calls:
+        print(f"{res.failed_calls} failed call(s), listed in errors.log in the run folders; rerun the same "
+              "command to retry them", file=sys.stderr)
+        raise typer.Exit(3)
+
+
 models_app = typer.Typer(invoke_without_command=True, help="List the model backends and bundled models.")
 app.add_typer(models_app, name="models")
 

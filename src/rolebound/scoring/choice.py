@@ -37,6 +37,7 @@ _THINK_OPEN = re.compile(r"<think>", re.I)
 _THINK_CLOSE = re.compile(r"</think>", re.I)
 _ITALIC = re.compile(r"(?<![*\w])\*(?!\*)([^*\n]+?)\*(?![*\w])")   # *stage direction*
 _BOLD = re.compile(r"\*\*|__")
+_BOXED = re.compile(r"\\boxed\{\s*([^{}\n]{1,80}?)\s*\}")
 _PAREN = re.compile(r"\(([^()\n]*)\)")
 _HEADING = re.compile(r"(?m)^[ \t]*(?:#{1,6}|>|[-•])[ \t]+")
 _REF_ONLY = re.compile(r"^\s*(?:option|choice)?\s*[A-H1-9]\s*$", re.I)
@@ -58,6 +59,7 @@ def clean_reply(reply: str | None, keep_directions: bool = False) -> tuple[str |
         text = text[closes[-1].end():]
     elif closes := list(_THINK_CLOSE.finditer(text)):   # a template that ate the opening tag
         text = text[closes[-1].end():]
+    text = _BOXED.sub(r"\1", text)      # "the correct answer is: \boxed{D}"
     text = _ITALIC.sub(r" \1 " if keep_directions else " ", text)
     # "(B)", "(Option C)", "(greater good)" stay; longer parentheses are stage directions or asides
     text = _PAREN.sub(lambda m: m.group(0) if _REF_ONLY.match(m.group(1)) or len(m.group(1).split()) <= 4
@@ -144,6 +146,13 @@ class _Options:
         # words that tell options apart (a word every option shares says nothing)
         common = set.intersection(*self.words) if self.words else set()
         self.distinct = [w - common for w in self.words]
+        # the text under a title ("Save the Greater Good: Take the balloons away with the Batwing
+        # first"): the scenario's own choice, which a reply may name instead of the title
+        self.alias_words = []
+        for i in range(self.n):
+            rest = self.texts[i] if self.titles[i] else \
+                (re.split(r"\s[-–—:]\s|:\s", self.texts[i], maxsplit=1) + [""])[1]
+            self.alias_words.append((_words(rest) & self.distinct[i]) - self.title_words[i] if rest else set())
 
     def letter(self, x: str) -> tuple[int | None, str]:
         x = x.upper()
@@ -173,10 +182,10 @@ class _Options:
 
     def quoted(self, s: str) -> int | None:
         """The one option whose whole text (or whole title) appears in `s`."""
-        norm = _norm(s)
+        norm = f" {_norm(s)} "     # whole words: the title "Action" is not in "extraction"
         hits = {i for i in range(self.n)
-                if (len(_norm(self.texts[i])) >= 4 and _norm(self.texts[i]) in norm)
-                or (len(_norm(self.titles[i])) >= 4 and _norm(self.titles[i]) in norm)}
+                if (len(_norm(self.texts[i])) >= 4 and f" {_norm(self.texts[i])} " in norm)
+                or (len(_norm(self.titles[i])) >= 4 and f" {_norm(self.titles[i])} " in norm)}
         if len(hits) > 1:   # "Padang" inside "Padang Panjang": keep the longest
             longest = max(hits, key=lambda i: len(_norm(self.texts[i])))
             if all(_norm(self.texts[j]) in _norm(self.texts[longest]) for j in hits):
@@ -232,8 +241,11 @@ _AFTER_REF = re.compile(
     r"is\s+the\s+(?:correct|right|best|most\s+appropriate|most\s+accurate)\s+(?:answer|choice|option))\b)")
 _THIS_IS = re.compile(r"^\W*(?i:(?:this|that|it)(?:'s|\s+is|\s+would\s+be|\s+will\s+be)\s+(?:my|the)\s+"
                       r"(?:choice|answer|pick|decision|one)|that's\s+the\s+one)\b")
-_CONDITIONAL = re.compile(r"(?i:\b(?:if|whether|unless)\b(?!\s+(?:i\s+)?(?:am\s+|were\s+|was\s+)?(?:forced|pressed|"
-                          r"(?:had|have|must|were)\s+to\s+(?:choose|pick|decide))))")
+_CONDITIONAL = re.compile(r"(?i:\b(?:if|whether|unless)\b(?!\s+(?:i\s+|you\s+|we\s+)?(?:am\s+|are\s+|were\s+|was\s+)?"
+                          r"(?:forced|pressed|(?:had|have|must|were)\s+(?:to\s+)?(?:choose|pick|decide))))")
+# not "if I had to pick" / "if I must choose": those are forced choices, and they decide
+_SUPPOSE = re.compile(r"(?i:\b(?:if|unless)\s+(?:i|we)\s+(?:(?!(?:had|have|must|were|was|am|forced|to|got)\b)[\w']+\s+){0,2}?)"
+                      + _VERB + r"$")
 _THEN_START = re.compile(r"^\W*(?i:then|maybe|perhaps)\b")
 
 _NONE_SENT = re.compile(
@@ -314,12 +326,16 @@ def _title_value(target: str, opts: _Options) -> int | None:
         hits = w & d
         only_here = {x for x in hits if not any(x in opts.words[j] for j in range(opts.n) if j != best)}
         if not (len(hits) >= 2 or (hits and 2 * len(hits) >= len(d)) or (only_here and len(d) <= 3)):
-            return None
+            # "I would choose to take the balloons away with the Batwing": the scenario's text
+            a = opts.alias_words[best]
+            if not (a and len(w & a) >= 2 and 2 * len(w & a) >= len(a)):
+                return None
         q = best
     rest = _words(sentence) - _words(head)
     for j in range(opts.n):
         dj = opts.title_words[j] & opts.distinct[j] or opts.distinct[j]
-        if j != q and dj and (opts.quoted(sentence) == j or (len(rest & dj) >= 2 or (rest & dj and len(dj) <= 2))):
+        if j != q and dj and (opts.quoted(sentence) == j or (len(rest & dj) >= 2 or (rest & dj and len(dj) <= 2))
+                              or len(rest & opts.alias_words[j]) >= 2):
             return None
     return q
 
@@ -379,12 +395,15 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
             marker = ":" in m.group(0) or "：" in m.group(0)
             if asks and not marker:
                 continue        # "Should I choose B?" asks, it does not decide
+            if _SUPPOSE.search(sent[:m.end()]):
+                continue        # "if I choose option B, I could be risking ...": supposes, does not decide
             ev = _decision_value(sent, m.end(), nxt if (same_line or marker) else "", opts,
                                  "answer_marker" if marker else "decision")
             if ev:
                 ev.pos = s0 + m.start()
                 # "if the writers want me alive ... then B it is": kept aside, see choice_reading
-                ev.conditional = bool(_CONDITIONAL.search(sent[:m.start()]) or _THEN_START.match(sent))
+                # (the phrase itself may start at a capital before the "if": "In contrast, if I choose B")
+                ev.conditional = bool(_CONDITIONAL.search(sent[:m.end()]) or _THEN_START.match(sent))
                 events.append(ev)
         for m in _AFTER_REF.finditer(sent):
             pre = sent[:m.start()]
@@ -472,12 +491,23 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
             if q != idx and (commentary or own < max(1, (len(_words(rest)) + 1) // 2)):
                 dotted = s[m.end():m.end() + 1] == "." and not any(_words(rest) & w for w in opts.words)
                 if not dotted:
+                    # "Option 3: This is not a common practice." comments on option 3: part of a review
+                    if re.match(r"\s*[:\-–—]", s[m.end():]):
+                        events.append(_Event(s0, idx, "comment_line", s[:160], review=True))
                     continue
                 bare = True        # "Option A. Always the hero, never the boyfriend."
         elif how == "position" and m.group("lone"):
             continue
+        elif s.endswith(":") and not m.group(0).endswith(":"):
+            # "Option A:" heading the discussion of option A below it
+            events.append(_Event(s0, idx, "comment_line", s[:160], review=True))
+            continue
         events.append(_Event(s0, idx, "answer_line" + ("_by_position" if how == "position" else ""), s[:160],
                              bare=bare))
+    # comments and headings on options make a review only when they go through two options or more;
+    # one comment ("Option B: Tinker around ...") is part of the setting, not a review
+    if len({e.value for e in events if e.rule == "comment_line"}) < 2:
+        events = [e for e in events if e.rule != "comment_line"]
     return events
 
 
@@ -518,7 +548,22 @@ def _read(text: str, opts: _Options) -> Reading:
         if last.value is None:
             return Reading(None, "none:" + last.none_reason, last.span)
         if confused and last.bare:
-            return Reading(None, "none:numbering_contradicts_options", last.span)
+            # a renumbered list makes a bare "Answer: 3" ambiguous, unless the reply states option 3's
+            # own text as its answer ("... is to plug it into a charger ... Answer: 3")
+            if _stated(text, opts) != last.value:
+                return Reading(None, "none:numbering_contradicts_options", last.span)
+            return Reading(last.value, last.rule + "_text_agrees", last.span)
+        for s0, _, sent in _sentences(text):
+            # "I will choose option A ... Therefore, I will first take the balloons away (option B)"
+            m = _ACTS.match(sent)
+            if s0 > last.pos and m and not sent.rstrip().endswith("?") and not _HEDGE.search(sent):
+                # only the scenario's own choice text counts here, most of it ("take the balloons
+                # away with the Batwing"), and more of it than of the chosen option's
+                w = _words(sent[m.end():])
+                mine = len(w & opts.alias_words[last.value]) if last.value is not None else 0
+                for j, a in enumerate(opts.alias_words):
+                    if j != last.value and a and len(w & a) >= 2 and 2 * len(w & a) > len(a) and len(w & a) > mine:
+                        return Reading(None, "none:acts_on_another_option", sent.strip()[:160])
         reading = Reading(last.value, last.rule, last.span)
     elif [e for e in lines if not e.review]:
         reviewed = lines
@@ -544,10 +589,13 @@ def _read(text: str, opts: _Options) -> Reading:
         reading = Reading(after[-1].value, rule, after[-1].span)
     else:
         q = opts.quoted(text)    # a short reply that is an option's text and nothing else
-        if q is not None and len(_words(text)) <= len(opts.words[q]) + 6:
+        if q is not None and len(_words(text)) <= len(opts.words[q]) + 6 and not _hedged(text, opts.texts[q]) \
+                and not text.rstrip().endswith("?"):
             reading = Reading(q, "text_only", text.strip()[:160])
         elif events:
             return Reading(None, "none:only_conditional_decision", events[-1].span)
+        elif (st := _stated(text, opts)) is not None:
+            reading = Reading(st, "stated_text", _stated_span(text, opts, st))
         else:
             return Reading(None, "none:no_decision")
     if any(e.conditional and e.value != reading.value for e in events):
@@ -560,6 +608,43 @@ def _read(text: str, opts: _Options) -> Reading:
                 if idx is not None and idx != reading.value and how != "out_of_range":
                     return Reading(None, "none:also_takes_another_option", sent.strip()[:160])
     return reading
+
+
+_ACTS = re.compile(r"^\W*(?i:(?:so|therefore|thus|then|instead|ultimately|in\s+the\s+end|in\s+conclusion),?\s+)?"
+                   r"(?i:i|we)\s*(?i:will|'ll|would|shall|am\s+going\s+to|must)\s+(?i:first\s+)?")
+_HEDGE = re.compile(r"\b(?:not|never|no|nor|cannot|if|whether|unless|might|may|could|perhaps|possibly|maybe|"
+                    r"some\s+say|or)\b|n't\b", re.I)
+
+
+def _stated(text: str, opts: _Options) -> int | None:
+    """The option whose whole text the reply states as a plain fact ("the girl next door ... was Mary
+    Jane Watson."), when no other option's text appears anywhere in the reply and no sentence that
+    holds it negates, hedges, supposes or asks."""
+    q = opts.quoted(text)
+    if q is None:
+        return None
+    holding = [sent for _, _, sent in _sentences(text) if opts.quoted(sent) == q]
+    if not holding or any(sent.rstrip().endswith("?") or _hedged(sent, opts.texts[q]) for sent in holding):
+        return None
+    # the option's own text (not a title: "Greater Good" is a concept a reply may muse on) ending a
+    # clause, not quoted: "... was Mary Jane Watson.", "... because they were arrested."
+    words = _WORD.findall(opts.texts[q].lower())
+    if not words:
+        return None
+    pat = re.compile(r"(?<![\w\"“'])" + r"\W+".join(re.escape(w) for w in words) + r"(?!\w)\W*?(?=[.,;:!)\]]|\s*$)", re.I)
+    if not any(pat.search(sent) for sent in holding):
+        return None
+    return q
+
+
+def _hedged(sentence: str, option_text: str) -> bool:
+    """A negation, hedge or condition in the sentence outside the option's own words ("It was not
+    X"; the option "I cannot answer that question" says "cannot" itself)."""
+    return bool(_HEDGE.search(_norm(sentence).replace(_norm(option_text), " ")))
+
+
+def _stated_span(text: str, opts: _Options, q: int) -> str:
+    return next((sent.strip()[:160] for _, _, sent in _sentences(text) if opts.quoted(sent) == q), "")
 
 
 def read_choice(reply: str | None, options: list[tuple[str, str]]) -> int | None:

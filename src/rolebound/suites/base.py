@@ -149,6 +149,7 @@ class Suite:
     options_model: type[Options] = Options   # its `--set` options (none by default)
     protocol: Protocol | None = None         # the paper's decoding, scoring and judge (protocol.py)
     repeats_native: bool = False             # metrics already give mean +- SEM over repeats
+    card_limit: int | None = None            # `rolebound card`: the --limit of its quick, balanced subset
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
@@ -210,6 +211,11 @@ class Suite:
         """The answers a model-based extractor (`--extractor`) may read: none unless the suite
         opts in, usually with scoring.model_extract.rule_none (the rules' none readings)."""
         return []
+
+    def card_figures(self, metrics: dict[str, Any]) -> dict[str, Any] | None:
+        """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card.figures
+        builds them); None: the suite has no card section."""
+        return None
 
 
 class Item(BaseModel):

@@ -166,6 +166,18 @@ def test_rule_segments_read_decisions_with_the_questions_options():
     assert rule_segments(reply)["acting"] == ["Vicki would understand."]
 
 
+def test_rule_segments_a_mention_of_one_option_is_thinking():
+    options = [("A", "Mary Jane Watson"), ("B", "Betty Brant"), ("C", "Gwen Stacy"), ("D", "Liz Allan")]
+    # the reply answers by stating option A's text: that sentence acts, the others think
+    reply = "I remember the house next door. The girl next door I have loved since I was a boy is Mary Jane Watson."
+    assert rule_segments(reply, options=options)["acting"] == [reply.split(". ", 1)[1]]
+    # a review that mentions options one sentence at a time commits to none of them
+    review = ("Mary Jane Watson is a character who appears in several of the films about me and my friends from "
+              "school. Gwen Stacy is another character who appears in those same films about my years in high school. "
+              "I will go with the one I trust.")
+    assert rule_segments(review, options=options)["acting"] == ["I will go with the one I trust."]
+
+
 def test_judge_digits_make_well_formed_pairs():
     assert JUDGE_DIGITS == ["0", "1", "2", "3", "4", "5"]
     assert all(parse_judge(f"{t},{a}") != INVALID for t in JUDGE_DIGITS for a in JUDGE_DIGITS)

@@ -56,6 +56,7 @@ class CapabilitySuite(Suite):
     default_strategies = ["identity", "injection", "no-role"]
     uses_judge = True
     options_model = CapabilityOptions
+    card_limit = 8  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
     # Section F, Table 7: a maximum generation length of 32,768 tokens, top_p 0.95, temperature 1.0
     # (Gemma-4-E4B-IT, Qwen3.5-4B; OLMo-3-7B-Think used 0.6). Appendix E: the judge (GPT-OSS-20B)
     # at temperature 0, top_p 1, at most 4,096 tokens; the judge is exploratory, so optional here.
@@ -249,6 +250,11 @@ class CapabilitySuite(Suite):
             out.append(("no-role", f"TA {fmt_mean_sd(nr['TA'])} (valid boxed answers "
                                    f"{nr['outcomes']['valid']}/{nr['outcomes']['total']})"))
         return out
+
+    def card_figures(self, metrics) -> dict[str, Any]:
+        from .card import card_figures
+
+        return card_figures(metrics)
 
     def compare(self, rep: Report, entries) -> None:
         from .report import compare_tables

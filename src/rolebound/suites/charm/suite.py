@@ -89,6 +89,7 @@ class CharmSuite(Suite):
     default_strategies = ["independent"]
     offers_scoring = True
     options_model = CharmOptions
+    card_limit = 600  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
     # Appendix H: every model at temperature 0.0, top_p 0.95, max_completion_tokens 256, answers
     # generated ("First, briefly explain your reasoning ... Answer: <number>", Table 20).
     protocol = Protocol(source="CHARM Appendix H", scoring="generate",
@@ -271,6 +272,11 @@ class CharmSuite(Suite):
                 ("Compliance Gap %", fmt_rate(m.get("compliance_gap"))),
                 ("Recognition Failure %", fmt_rate(m.get("recognition_failure"))),
                 ("verified override %", f"{fmt_rate(ov)} ({ov.get('ba_pos_fc_bc_fc_kv', 0)}/{ov.get('ba_pos_fc_bc', 0)})")]
+
+    def card_figures(self, metrics) -> dict[str, Any]:
+        from .card import card_figures
+
+        return card_figures(metrics)
 
     def report(self, metrics, records, manifest, run_dir) -> list[Path]:
         from .report import write_report

@@ -77,6 +77,7 @@ class KnowledgeErrorsSuite(Suite):
     default_strategies = ["vanilla"]
     uses_judge = True
     options_model = KnowledgeErrorsOptions
+    card_limit = 24  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
     # Section 6.1: a separate evaluator (DeepSeek-v2, not GPT-4o, to avoid self-bias; Appendix C) writes
     # an explanation and yes/no (Tables 14-15); accuracy is mean +- SEM over three evaluations
     # (Tables 2-3). The paper states no decoding parameters, so ours stay (greedy, 256 tokens).
@@ -236,6 +237,11 @@ class KnowledgeErrorsSuite(Suite):
                         f"{fmt_mean_sem(acc['KKE']['all'], False)} / {fmt_mean_sem(acc['UKE']['all'], False)} / "
                         f"{fmt_mean_sem(acc['overall'], False)} (invalid judgments {j['invalid']}/{j['answers']})"))
         return out
+
+    def card_figures(self, metrics) -> dict[str, Any]:
+        from .card import card_figures
+
+        return card_figures(metrics)
 
     def report(self, metrics, records, manifest, run_dir) -> list[Path]:
         from .report import build

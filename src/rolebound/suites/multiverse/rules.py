@@ -10,8 +10,9 @@ Rules, following the segmenter prompt ("the final response or action" is acting)
   next ("The answer is:" / "C) Bruce Wayne"); fragments with fewer than two words of two or more
   letters ("A:", "A: A: A:") are dropped, a sentence repeated verbatim counts once, and when the
   reply hit its token cap, an unfinished last sentence is dropped;
-- acting: a sentence that commits to an answer (scoring.choice.read_choice reads one of the
-  question's options in it, or it says "the answer is", "I choose", "I decide", "my choice"); if
+- acting: a sentence that commits to an answer (scoring.choice reads one of the
+  question's options in it, or it says "the answer is", "I choose", "I decide", "my choice"; a
+  sentence that only states one option's text counts when the whole reply answers that way); if
   none does, the last sentence;
 - thinking: every other sentence; consecutive sentences of one kind form one span, and spans pair
   in order as the release zips the LLM's spans.
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from ...scoring.choice import read_choice
+from ...scoring.choice import choice_reading
 from ...scoring.parsers import INVALID
 from .prompts import LETTERS
 
@@ -65,8 +66,14 @@ def _last(lines: list[str]) -> str:
 _LETTERS_ONLY = [(L, "") for L in LETTERS]
 
 
-def is_acting(sentence: str, options: list[tuple[str, str]] | None = None) -> bool:
-    return read_choice(sentence, options or _LETTERS_ONLY) is not None or bool(_COMMITS.search(sentence))
+def is_acting(sentence: str, options: list[tuple[str, str]] | None = None, stated: int | None = None) -> bool:
+    """stated: the option the whole reply answers by stating its text (rule stated_text), if any. A
+    sentence that only mentions one option's text ("Mary Jane Watson is in the MCU.") is analysis
+    unless the reply's answer is read that way."""
+    r = choice_reading(sentence, options or _LETTERS_ONLY)
+    if r.value is not None and (r.rule != "stated_text" or r.value == stated):
+        return True
+    return bool(_COMMITS.search(sentence))
 
 
 def rule_segments(text: str | None, cut: bool = False, options: list[tuple[str, str]] | None = None) -> dict | str:
@@ -75,7 +82,9 @@ def rule_segments(text: str | None, cut: bool = False, options: list[tuple[str, 
     sents = sentences(text or "", cut)
     if len(sents) < 2:
         return INVALID
-    kinds = [is_acting(s, options) for s in sents]
+    whole = choice_reading(text, options) if options else None
+    stated = whole.value if whole is not None and whole.rule == "stated_text" else None
+    kinds = [is_acting(s, options, stated) for s in sents]
     if not any(kinds):
         kinds[-1] = True
     if all(kinds):

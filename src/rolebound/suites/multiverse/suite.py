@@ -62,6 +62,7 @@ class MultiverseSuite(Suite):
     uses_judge = True
     offers_scoring = True
     options_model = MultiverseOptions
+    card_limit = 96  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
     # Appendix B: answers at temperature 0.6 with 1024 output tokens (Table 4); the judge (Sonnet 3.7)
     # at 0.1 / 1024 (Table 4), as is the segmenter (GPT-4o-mini tags, Table 5). top_p is not given.
     protocol = Protocol(source="Beyond One World Appendix B, Tables 4-5", scoring="generate",
@@ -184,7 +185,9 @@ class MultiverseSuite(Suite):
             return None
         text = record.prompt[-1].get("content") or ""
         if record.meta.get("task") == "canon":
-            options = re.findall(r"(?m)^([A-D])\) (.*)$", text)
+            # the last option line carries the prompt's tail: "D) Ned Leeds, Let's think step by step.<question/>"
+            options = [(L, re.sub(r"(?:,\s*Let's think step by step\.)?\s*<question/>\s*$", "", o))
+                       for L, o in re.findall(r"(?m)^([A-D])\) (.*)$", text)]
         else:
             found = [re.search(rf"Choice {L}: (.*?) Consequence {L}:", text, re.S) for L in "AB"]
             poles = CONFLICTS.get(record.meta.get("conflict"), ("", ""))
@@ -205,6 +208,11 @@ class MultiverseSuite(Suite):
         from .report import build_report
 
         return build_report(metrics, records, manifest, run_dir)
+
+    def card_figures(self, metrics) -> dict[str, Any]:
+        from .card import card_figures
+
+        return card_figures(metrics)
 
     def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         from .report import summary_lines

@@ -1,0 +1,182 @@
+"""`rolebound card`: each suite's quick, balanced subset run (or reused) and its headline figures.
+
+The runs go under the card's folder (`cards/<model-slug>/runs/<suite>`) through `api.run`, which
+applies the paper protocol (demo settings on the demo backends) and resumes a finished run
+without a model call, so running the same card again only rebuilds the page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import quote
+
+from .. import __version__
+from ..errors import InputError
+from ..models import parse_spec
+from ..protocol import is_demo
+from ..store import METRICS, RunDir
+from ..suites import available, get_suite
+
+SUITES = ("charm", "knowledge-errors", "multiverse", "capability")
+CARD_JSON = "card.json"
+
+
+@dataclass
+class CardResult:
+    out: Path
+    card: dict[str, Any]
+    paths: list[Path]
+    failed_calls: int = 0
+    ran: list[str] = field(default_factory=list)
+
+
+def spec_of(model: str) -> str:
+    return ":".join(parse_spec(model))
+
+
+def slug(spec: str) -> str:
+    backend, name = parse_spec(spec)
+    name = Path(name).name if backend == "hf" else name
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{backend}-{name}").strip("-.") or "model"
+
+
+def default_out(model: str) -> Path:
+    return Path("cards") / slug(model)
+
+
+def reused_runs(paths: Sequence[str | Path], spec: str) -> dict[str, Path]:
+    """suite -> run folder of the --runs given; one clear InputError per problem."""
+    out: dict[str, Path] = {}
+    for p in paths:
+        p = Path(p)
+        if not p.is_dir():
+            raise InputError("no such run folder", file=str(p), field="--runs")
+        if not (p / "manifest.json").is_file():
+            raise InputError("not a run folder (no manifest.json)", file=str(p), field="--runs")
+        m = RunDir(p).read_manifest()
+        if m.suite not in SUITES:
+            known = "registered" if m.suite in available() else "unknown"
+            raise InputError(f"a run of suite '{m.suite}' ({known}), which the card does not cover; "
+                             f"the card takes runs of {', '.join(SUITES)}", file=str(p), field="--runs")
+        if m.suite in out:
+            raise InputError(f"two runs of suite {m.suite} ({out[m.suite]} and {p}); give one per suite",
+                             file=str(p), field="--runs")
+        if spec_of(m.model) != spec:
+            raise InputError(f"a run of model {m.model}, not of {spec} (the card's --model)", file=str(p),
+                             field="--runs")
+        out[m.suite] = p
+    return out
+
+
+def check_judge(names: Sequence[str], spec: str, judge: str | None) -> None:
+    """Before any call: a suite the paper judged with a model needs --judge on a real model."""
+    if judge or is_demo(parse_spec(spec)[0]):
+        return
+    need = [n for n in names if get_suite(n).uses_judge and getattr(get_suite(n).protocol, "judge_required", False)]
+    if need:
+        raise InputError(f"{' and '.join(need)} are judged by a model in their papers: give --judge BACKEND:NAME, "
+                         f"or --judge self to judge with {spec} itself (the card then says self-judged), "
+                         "or reuse judged runs with --runs", field="--judge")
+
+
+def make_card(model: str, *, judge: str | None = None, runs: Sequence[str | Path] = (),
+              out: str | Path | None = None, limits: dict[str, int] | None = None,
+              progress: bool = True, say=print) -> CardResult:
+    from .. import api
+    from .render import write_card
+
+    spec = spec_of(model)
+    reused = reused_runs(runs, spec)
+    limits = dict(limits or {})
+    bad = sorted(set(limits) - set(SUITES))
+    if bad:
+        raise InputError(f"unknown suite '{bad[0]}'; the card runs {', '.join(SUITES)}", field="--limit")
+    out = Path(out) if out else default_out(spec)
+    todo = [n for n in SUITES if n not in reused]
+    check_judge(todo, spec, judge)
+    sections, failed, ran = [], 0, []
+    for name in SUITES:
+        suite = get_suite(name)
+        if name in reused:
+            run_dir = reused[name]
+            say(f"card: {name}: reusing {run_dir}")
+            metrics = run_metrics(run_dir)
+        else:
+            run_dir = out / "runs" / name
+            limit = limits.get(name, suite.card_limit)
+            say(f"card: {name}: {'all items' if limit is None else f'--limit {limit}'} -> {run_dir}")
+            res = api.run(name, model=model, judge=judge if suite.uses_judge else None, limit=limit,
+                          out=run_dir, progress=progress)
+            failed += res.counts.errors
+            metrics = res.metrics or run_metrics(run_dir)
+            ran.append(name)
+        sections.append(section(name, suite, run_dir, metrics, out, reused=name in reused))
+    card = {"card": 1, "model": spec, "judge": judge, "demo": is_demo(parse_spec(spec)[0]),
+            "created": _now(), "rolebound": __version__, "git": _git(), "suites": sections}
+    paths = write_card(card, out)
+    return CardResult(out=out, card=card, paths=paths, failed_calls=failed, ran=ran)
+
+
+def run_metrics(run_dir: Path) -> dict[str, Any]:
+    """metrics.json of a run; rebuilt from records.jsonl (no model call) when it is missing."""
+    path = Path(run_dir) / METRICS
+    if not path.exists():
+        from .. import api
+
+        return api.build_report(run_dir)[0]
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"unreadable metrics: {exc}", file=str(path)) from None
+
+
+def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: bool) -> dict[str, Any]:
+    m = RunDir(run_dir).read_manifest()
+    proto = m.protocol or {}
+    problems = []
+    try:
+        cf = suite.card_figures(metrics) or {}
+    except Exception as exc:  # noqa: BLE001 - a metrics.json from other code must not take the card down
+        cf = {}
+        problems.append(f"metrics.json does not hold this suite's figures ({type(exc).__name__}: {exc}); "
+                        f"rebuild it with `rolebound report {run_dir}`")
+    if not m.finished:
+        problems.append("the run is unfinished: rerun the card (or the run) to complete it")
+    c = m.counts or {}
+    if c.get("failed_calls") or c.get("failed_items"):
+        problems.append(f"{c.get('failed_calls', 0)} failed call(s), {c.get('failed_items', 0)} failed item(s) "
+                        "(errors.log in the run folder): rerun to retry them")
+    html = Path(run_dir) / "report.html"
+    return {
+        "suite": name, "title": cf.get("title") or name, "run_dir": str(run_dir), "reused": reused,
+        "report": link(html, out) if html.exists() else None,
+        "model": m.model, "judge": m.judge, "self_judged": bool(proto.get("self_judged")),
+        "protocol": proto.get("mode") or "none", "protocol_label": proto.get("label") or "",
+        "strategies": list(m.strategies), "scoring": m.scoring, "limit": m.limit, "n_items": m.n_items,
+        "repeats": m.repeats, "started": m.started, "finished": m.finished,
+        "model_calls": c.get("model_calls"), "figures": cf.get("figures") or [],
+        "finding": cf.get("finding") or "", "chart": cf.get("chart"), "problems": problems,
+    }
+
+
+def link(target: Path, out: Path) -> str:
+    """A relative URL from the card's folder to `target` (percent-encoded)."""
+    rel = os.path.relpath(Path(target).resolve(), Path(out).resolve())
+    return "/".join(quote(p) for p in Path(rel).parts)
+
+
+def _now() -> str:
+    from ..runner import now
+
+    return now()
+
+
+def _git() -> str | None:
+    from ..runner import git_revision
+
+    return git_revision()

@@ -1,0 +1,61 @@
+"""One grouped bar chart per suite (matplotlib, PNG bytes) from a rolebound.card.figures.chart spec.
+A missing value gets no bar and an "n/a" mark, never a bar of height 0."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from .figures import PCT, POINTS, SCALE01, digits
+
+COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
+
+
+def draw(spec: dict[str, Any]) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    groups, series = spec["groups"], spec["series"]
+    k = max(1, len(series))
+    width = 0.8 / k
+    x = np.arange(len(groups))
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(groups) + 2.5), 3.2))
+    top = {PCT: 100.0, SCALE01: 1.0}.get(spec.get("unit"))
+    for i, s in enumerate(series):
+        pos = x - 0.4 + width * (i + 0.5)
+        for j, b in enumerate(s["bars"]):
+            if b is None:
+                continue
+            if b.get("value") is None:
+                ax.text(pos[j], 0, "n/a", ha="center", va="bottom", fontsize=7, color="#777", rotation=90)
+                continue
+            v = b["value"]
+            if b.get("lo") is not None and b.get("hi") is not None:
+                err = [[max(0.0, v - b["lo"])], [max(0.0, b["hi"] - v)]]
+            elif b.get("spread") is not None:
+                err = [[b["spread"]], [b["spread"]]]
+            else:
+                err = None
+            ax.bar(pos[j], v, width, yerr=err, capsize=3, color=COLORS[i % len(COLORS)],
+                   label=s["label"] if j == next(n for n, bb in enumerate(s["bars"]) if bb and bb.get("value")
+                                                 is not None) else None)
+            # the value on the bar, so a real 0 reads as 0 (a missing one says n/a)
+            ax.text(pos[j], v, f"{v:.{digits(spec.get('unit', PCT))}f}", ha="center", va="bottom", fontsize=6,
+                    color="#333")
+    ax.set_xticks(x, groups)
+    if top is not None:
+        ax.set_ylim(0, top * 1.08)
+    if spec.get("unit") == POINTS:
+        ax.axhline(0, color="#333", linewidth=0.8)
+    ax.set_ylabel(spec.get("ylabel") or spec.get("unit") or "")
+    ax.set_title(spec.get("title") or "", fontsize=10)
+    if any(s["bars"] and any(b and b.get("value") is not None for b in s["bars"]) for s in series):
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()

@@ -1,0 +1,143 @@
+"""card.json, card.md and one self-contained card.html (charts inlined as base64 PNG, every text
+escaped by jinja2; markdown through report.builder's escaping; no network access)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from ..io import write_bytes_atomic, write_text_atomic
+from ..report.builder import md_escape, md_text
+from .chart import draw
+from .figures import fmt
+
+PROTOCOLS = {"paper": "paper protocol", "demo": "demo settings (not the paper's protocol)",
+             "none": "suite defaults"}
+
+
+def demo_note(card: dict) -> str:
+    if not card.get("demo"):
+        return ""
+    what = ("a deterministic test stand-in that knows nothing" if card["model"].startswith("fake:")
+            else "the bundled demo model (a 135M model on the CPU, demo settings)")
+    return (f"{card['model']} is {what}: these figures prove that the pipeline runs end to end, "
+            "not a result about any model.")
+
+
+def protocol_summary(card: dict) -> str:
+    modes = sorted({s["protocol"] for s in card["suites"]})
+    text = PROTOCOLS.get(modes[0], modes[0]) if len(modes) == 1 else \
+        "mixed: " + ", ".join(f"{s['suite']} {s['protocol']}" for s in card["suites"])
+    selfj = [s["suite"] for s in card["suites"] if s.get("self_judged")]
+    return text + (f"; self-judged: {', '.join(selfj)}" if selfj else "")
+
+
+def facts(card: dict) -> list[tuple[str, str]]:
+    judges = sorted({s["judge"] for s in card["suites"] if s.get("judge")})
+    return [("model", card["model"]),
+            ("judge", ", ".join(judges) if judges else (card.get("judge") or "none")),
+            ("protocol", protocol_summary(card)),
+            ("created", card["created"]),
+            ("rolebound", f"{card['rolebound']} (git {card.get('git') or 'unknown'})")]
+
+
+def run_line(s: dict) -> str:
+    parts = [f"strategies {', '.join(s['strategies'])}",
+             f"{s['n_items']} items" + (f" (--limit {s['limit']})" if s.get("limit") else ""),
+             s.get("protocol_label") or PROTOCOLS.get(s["protocol"], s["protocol"])]
+    if s.get("judge"):
+        parts.append(f"judge {s['judge']}" + (" (self-judged: the model judged its own answers)"
+                                               if s.get("self_judged") else ""))
+    if s.get("scoring"):
+        parts.append(f"scoring {s['scoring']}")
+    parts.append(f"finished {s['finished'] or 'unfinished'}")
+    if s.get("reused"):
+        parts.append("reused with --runs")
+    return "; ".join(parts)
+
+
+def figure_rows(s: dict) -> list[dict[str, str]]:
+    rows = []
+    for f in s["figures"]:
+        if f["value"] is None:
+            value, note = "-", f["why"]
+        else:       # the spread's kind ("std across roles") goes to the note column
+            value = fmt(f, kind=False)
+            kind = f"± is the {f['spread_kind']}" if f.get("spread") is not None and f.get("spread_kind") else ""
+            note = "; ".join(x for x in (f.get("note"), kind) if x)
+        rows.append({"label": f["label"], "value": value, "n": "" if f.get("n") is None else str(f["n"]),
+                     "note": note, "missing": f["value"] is None})
+    return rows
+
+
+def _env():
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    return Environment(loader=PackageLoader("rolebound", "report/templates"),
+                       autoescape=select_autoescape(["html", "j2"]))
+
+
+def write_card(card: dict, out: Path) -> list[Path]:
+    out = Path(out)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    pngs = {}
+    for s in card["suites"]:
+        if s.get("chart"):
+            pngs[s["suite"]] = draw(s["chart"])
+            write_bytes_atomic(out / "figures" / f"{s['suite']}.png", pngs[s["suite"]])
+    paths = [write_text_atomic(out / "card.json", json.dumps(card, indent=2, ensure_ascii=False, default=str))]
+    paths.append(write_text_atomic(out / "card.md", card_md(card, pngs)))
+    sections = [{**s, "rows": figure_rows(s), "run_line": run_line(s),
+                 "chart_src": "data:image/png;base64," + base64.b64encode(pngs[s["suite"]]).decode()
+                 if s["suite"] in pngs else None} for s in card["suites"]]
+    html = _env().get_template("card.html.j2").render(card=card, facts=facts(card), demo=demo_note(card),
+                                                       sections=sections)
+    paths.append(write_text_atomic(out / "card.html", html))
+    return paths
+
+
+def card_md(card: dict, pngs: dict[str, bytes]) -> str:
+    md = [f"# Model card: {md_escape(card['model'])}", ""]
+    note = demo_note(card)
+    if note:
+        md += [f"> **Demo only.** {md_text(note)}", ""]
+    md += ["| | |", "|---|---|"] + [f"| {md_escape(k)} | {md_escape(v)} |" for k, v in facts(card)] + [""]
+    for s in card["suites"]:
+        md += [f"## {md_escape(s['title'])}", ""]
+        if s.get("finding"):
+            md += [f"**What this shows:** {md_text(s['finding'])}", ""]
+        for p in s.get("problems") or []:
+            md += [f"- **Problem:** {md_text(p)}"]
+        if s.get("problems"):
+            md.append("")
+        md += ["| figure | value | n | note |", "|---|---|---|---|"]
+        md += [f"| {md_escape(r['label'])} | {md_escape(r['value'])} | {md_escape(r['n'])} | {md_escape(r['note'])} |"
+               for r in figure_rows(s)] + [""]
+        if s["suite"] in pngs:
+            md += [f"![{md_escape(s['title'])}](figures/{s['suite']}.png)", ""]
+        md += [md_text(run_line(s)), ""]
+        if s.get("report"):
+            md += [f"[Full report]({s['report']})", ""]
+    return "\n".join(md)
+
+
+def read_card(path: str | Path) -> dict[str, Any]:
+    """A card.json, from its path or its card folder."""
+    from ..errors import InputError
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "card.json"
+    if not p.is_file():
+        raise InputError("no card.json here (make one with rolebound card --model M)", file=str(p),
+                         field="--compare")
+    try:
+        card = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"unreadable card: {exc}", file=str(p), field="--compare") from None
+    if not isinstance(card, dict) or card.get("card") != 1 or not isinstance(card.get("suites"), list):
+        raise InputError("not a rolebound card.json (no 'card': 1 and 'suites')", file=str(p), field="--compare")
+    card["_path"] = str(p)
+    return card

@@ -1,0 +1,58 @@
+"""Knowledge-errors headline figures for `rolebound card` (Tables 2-3), read from metrics.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...card.figures import chart, figure, fmt_value
+from .metrics import CATEGORIES, ERROR_TYPES
+
+
+def _cell(key: str, label: str, c: dict | None, why: str) -> dict:
+    c = c or {}
+    reps = len(c.get("per_repeat") or [])
+    return figure(key, label, c.get("mean"), n=c.get("n"), spread=c.get("sem") if reps > 1 else None,
+                  spread_kind=f"SEM over {reps} repeats", why=why)
+
+
+def card_figures(metrics: dict[str, Any]) -> dict[str, Any]:
+    acc = metrics.get("accuracy") or {}
+    strat = next(iter(acc), None)
+    a = acc.get(strat) or {}
+    why = "no judged answer of this memory type in this run"
+    figs = []
+    for et in ERROR_TYPES:
+        figs.append(_cell(f"{et}/all", f"{et} accuracy (all memory types)", (a.get(et) or {}).get("all"), why))
+        figs += [_cell(f"{et}/{c}", f"{et} accuracy: {c} memories", (a.get(et) or {}).get(c), why)
+                 for c in CATEGORIES]
+    j = a.get("judgments") or {}
+    figs.append(figure("judge_invalid", "unreadable judgments (counted as not detected)",
+                       100.0 * j["invalid"] / j["answers"] if j.get("answers") else None, n=j.get("answers"),
+                       why="no answers judged"))
+    series = {et: [next(f for f in figs if f["key"] == f"{et}/{c}") for c in CATEGORIES] for et in ERROR_TYPES}
+    return {"title": "Knowledge errors: known (KKE) and unknown (UKE) character knowledge errors",
+            "strategy": strat, "figures": figs, "finding": finding(figs, strat),
+            "chart": chart(f"Detection accuracy by memory type ({strat or '-'})", list(CATEGORIES), series,
+                           ylabel="% of answers judged to detect the error")}
+
+
+def finding(figs: list[dict], strat: str | None) -> str:
+    f = {x["key"]: x for x in figs}
+    kke, uke = f["KKE/all"], f["UKE/all"]
+    if kke["value"] is None or uke["value"] is None:
+        return f"No detection accuracy: {kke['why'] or uke['why']}."
+    head = f"With {strat}, the model detects {fmt_value(kke)} of known-knowledge errors (KKE) and {fmt_value(uke)} of unknown ones (UKE)"
+    if kke["value"] == 0 and uke["value"] == 0:
+        return (f"With {strat}, the model detects none of the errors (KKE {fmt_value(kke)}, UKE {fmt_value(uke)}): "
+                "no type is the harder one here (the paper found KKE more elusive).")
+    if kke["value"] < uke["value"]:
+        s = f"{head}: errors in what the character knows are the harder to catch, as the paper found (KKE is more elusive)"
+    elif kke["value"] > uke["value"]:
+        s = f"{head}: unlike the paper, where KKE was the harder type, here errors beyond the character's knowledge are missed more"
+    else:
+        s = f"{head}: neither type is the harder one here (the paper found KKE more elusive)"
+    cells = [x for x in figs if "/" in x["key"] and not x["key"].endswith("/all") and x["value"] is not None]
+    if cells and len({x["value"] for x in cells}) > 1:
+        worst = min(cells, key=lambda x: x["value"])
+        s += f"; the weakest cell is {worst['label'].replace(' accuracy:', ',')} at {fmt_value(worst)}"
+    return s + "."

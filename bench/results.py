@@ -4,6 +4,8 @@ papers' protocol, and the page written from their run folders.
     python bench/results.py run [NAME ...]   # runs them one after another (resumable: a finished
                                              # run makes no calls); needs `make qwen`
     python bench/results.py write            # docs/results.md from the run folders, no model calls
+                                             # (each report is rebuilt first: `rolebound report`
+                                             # reads the stored replies again with today's rules)
     make results                             # both
 
 Runs go to runs/results/<name>/. The figures on the page are copied from each run's report.md
@@ -50,23 +52,58 @@ SPECS = [
     Spec("charm", "charm",
          ["--model", QWEN, "--strategy", "independent,sequential,no-role", "--limit", "40"],
          ["BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Accuracy by question type",
-          "Table 15", "Table 16", "Answer extraction"]),
+          "Table 15", "Table 16", "Answer extraction"],
+         reading="The generate path reads a format-following model: 83 of 86 gold-labelled answers are read "
+         "(3 none: two no-role replies that renumber the options or never decide, one sequential reply that "
+         "reviews every option). Qwen says \"Yes\" to most temporal BA questions whose in-role answer is "
+         "No, so temporal pairs land in Recognition Failure, while Cross-Universe pairs land in the "
+         "Compliance Gap: the BA-BC matrix separates the two failure types as CHARM intends. 18 paired "
+         "instances, so the CIs are wide. 59 of the 86 answer calls were cache hits from an earlier "
+         "identical `--limit 40` independent run (2.5 min), so the wall time covers mostly the sequential and "
+         "no-role calls, and the starter-set estimate is low by about that share (about 11 h without "
+         "the cache)."),
     Spec("knowledge-errors-qwen", "knowledge-errors",
-         ["--model", QWEN, "--judge", SMOL, "--strategy", KE_ALL, "--limit", "8",
-          "--set", "answer_max_tokens=160", "--set", "step_max_tokens=128"],
-         ["Table", "Accuracy", "Judge", "Answer extraction"]),
+         ["--model", QWEN, "--judge", SMOL, "--strategy", KE_ALL, "--limit", "6",
+          "--set", "answer_max_tokens=128", "--set", "step_max_tokens=96"],
+         ["Table 3 layout", "Judge outputs", "S2RD self-recollection"],
+         reading="SmolLM2-135M as the judge, reading its verdict by log-likelihood (it writes no `judgment:` line), "
+         "marks all 54 answers \"no\", so every accuracy is 0.00: the zeros measure this judge, not "
+         "Qwen's answers. The run shows the nine methods' multi-call flows end to end (133 calls, none "
+         "failed); S2RD's Self-Recollection now yields three memories per reply (Qwen writes one "
+         "paragraph; the parser splits its whole sentences)."),
     Spec("knowledge-errors-smollm2", "knowledge-errors",
-         ["--model", SMOL, "--judge", QWEN, "--strategy", KE_ALL, "--limit", "8",
-          "--set", "answer_max_tokens=160", "--set", "step_max_tokens=128", "--set", "judge_max_tokens=96"],
-         ["Table", "Accuracy", "Judge", "Answer extraction"]),
+         ["--model", SMOL, "--judge", QWEN, "--strategy", KE_ALL, "--limit", "6",
+          "--set", "answer_max_tokens=128", "--set", "step_max_tokens=96", "--set", "judge_max_tokens=256"],
+         ["Table 3 layout", "Judge outputs", "S2RD self-recollection"],
+         reading="Qwen as the judge writes the Tables 14-15 format: 51 of 54 verdicts are read (3 none: one "
+         "cut at 256 tokens, two with no `judgment:` line). With a 96-token cap, 9 of 54 were cut before "
+         "the verdict, so this run uses 256. The judge says \"yes\" (error detected) to 30 of 54 "
+         "answers of a 135M model, which is implausible: it is a lenient weak judge, and these figures "
+         "measure the judging path, not SmolLM2. SmolLM2 runs with its demo settings (the paper gives "
+         "no answer decoding for this suite, so only the label differs)."),
     Spec("multiverse", "multiverse",
-         ["--model", QWEN, "--judge", "self", "--strategy", "direct,cot,cross-direct,cross-cot", "--limit", "8",
+         ["--model", QWEN, "--judge", "self", "--strategy", "direct,cot,cross-direct,cross-cot", "--limit", "6",
           "--set", "cot_max_tokens=256", "--set", "segment_max_tokens=384", "--set", "judge_max_tokens=64"],
-         ["Table", "Think", "Answer extraction"]),
+         ["Canon events", "Moral dilemmas", "CoT minus direct", "Cross-version (Tables", "Reasoning analysis",
+          "Answer extraction"],
+         reading="27 of 36 answers are read after this round's extraction rules (the run recorded 22); the 9 none "
+         "are 4 in-character refusals (\"As Peter Parker, I have no friends in high school\"), one "
+         "CoT reply cut at 256 tokens, and 4 dilemma replies that name one option and argue or act "
+         "on the other. The self-judged segmenter returned tagged thinking/acting spans for 8 of 12 "
+         "analysed replies (the rest went to the rule fallback) and the judge's `think_score: N` / "
+         "`act_score: M` lines are read 8 of 8. Three canon and three dilemma items per strategy: no "
+         "conclusion about versions or CoT."),
     Spec("capability", "capability",
          ["--model", QWEN, "--strategy", CAP_ALL, "--set", "roles=kindergarten,middle,college",
           "--set", "per_level=1", "--max-tokens", "384"],
-         ["Table", "Injection", "Answer extraction", "Boxed"]),
+         ["Table 3", "Answer extraction", "No-role baseline", "Figure 5 data"],
+         reading="At the paper's temperature 1.0 (max_tokens capped at 384, listed as a departure), 48 of 100 "
+         "answers hold a valid boxed letter; Appendix D counts the rest as wrong: 24 open with a bare "
+         "letter and no box (\"A. children\"), 16 Injection replies answer in words with no box (mostly "
+         "refusals), 7 Injection replies box IDK and 5 others have no letter. The Injection prefill works through Qwen's chat template "
+         "(the raw prompt ends in the open assistant turn with the prefill; Qwen2.5's template has no "
+         "think tag), and it drives TA to 0.000 (0.083 with the syllabus). Four questions across three roles: no conclusion about "
+         "leakage."),
 ]
 BY_NAME = {s.name: s for s in SPECS}
 
@@ -86,8 +123,8 @@ def run(names: list[str]) -> int:
 def sections(md: str, wanted: list[str]) -> str:
     """The `## ` sections of a report.md whose heading starts with one of `wanted`, in order."""
     parts = re.split(r"(?m)^(?=## )", md)
-    keep = [p for p in parts if p.startswith("## ")
-            and any(p[3:].startswith(w) for w in wanted) and not p.startswith("## Per-sample")]
+    keep = [p for p in parts if p.startswith("## ") and any(p[3:].startswith(w) for w in wanted)
+            and not p.startswith("## Per-sample") and "![" not in p]      # figures live beside the report
     return "\n".join("#" + p.rstrip() + "\n" for p in keep)    # one level down on the page
 
 
@@ -114,6 +151,32 @@ def starter_size(suite: str) -> int | None:
         return None
 
 
+def answers_read(rd: Path, role: str = "model") -> str:
+    """Replies of `role` that are read against something (model answers with a gold label; every
+    generated judge verdict), and how many of them no rule read (invalid)."""
+    from collections import Counter
+
+    total, bad = Counter(), Counter()
+    path = rd / "records.jsonl"
+    latest: dict[str, dict] = {}            # records are append-only: a re-read call's last record counts
+    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+        r = json.loads(line)
+        latest[r.get("call_id") or str(len(latest))] = r
+    for r in latest.values():
+        if r.get("role") != role or r.get("error") or r.get("kind") == "score":
+            continue
+        stage = str(r.get("stage", "")).split("@")[0]
+        if (role == "model" and r.get("gold") is None) or (role == "judge" and not stage.startswith("judge")):
+            continue                       # segmenter replies: see the suite's own table
+        total[stage] += 1
+        bad[stage] += r.get("parsed") in (None, "invalid", "INVALID")
+    if not total:
+        return "-"
+    n, b = sum(total.values()), sum(bad.values())
+    where = ", ".join(f"{s} {bad[s]}/{total[s]}" for s in total if bad[s])
+    return f"{n - b}/{n} read, {b} invalid ({100 * b / n:.1f}%)" + (f": {where}" if where else "")
+
+
 def describe(spec: Spec, rd: Path) -> str:
     if not (rd / "manifest.json").exists():
         return f"## {spec.name}\n\nNot run yet: `{shlex.join(spec.command())}`\n"
@@ -127,7 +190,10 @@ def describe(spec: Spec, rd: Path) -> str:
         ("protocol", proto.get("label", "-")),
         ("departures from the paper", "; ".join(proto.get("departures") or []) or "none"),
         ("scoring", m.get("scoring") or "-"),
-        ("items / model calls / failed", f"{c.get('items')} / {c.get('model_calls')} / {c.get('failed_calls')}"),
+        ("items / model calls / cache hits / failed",
+         f"{c.get('items')} / {c.get('model_calls')} / {c.get('cache_hits')} / {c.get('failed_calls')}"),
+        ("answers with a gold label", answers_read(rd)),
+        ("judge verdicts (generated)", answers_read(rd, "judge")),
         ("tokens in / out", f"{c.get('prompt_tokens')} / {c.get('completion_tokens')}"),
         ("wall time", (f"{w / 60:.1f} min" if w is not None else "-")
          + (f" (last of {c['invocations']} invocations)" if c.get("invocations", 1) > 1 else "")),
@@ -136,7 +202,7 @@ def describe(spec: Spec, rd: Path) -> str:
     ]
     n_full = starter_size(spec.suite)
     if w is not None and n_full and m.get("n_items"):
-        facts.append(("whole starter set (linear estimate)",
+        facts.append(("whole starter set, same strategies and options (linear estimate)",
                       f"{n_full} items, about {w * n_full / m['n_items'] / 3600:.1f} h at this run's rate"))
     lines += ["| | |", "|---|---|"] + [f"| {k} | {str(v).replace('|', '/')} |" for k, v in facts] + [""]
     report = rd / "report.md"
@@ -165,7 +231,21 @@ wall times are upper bounds.
 """
 
 
-def write() -> Path:
+def rebuild(rd: Path) -> str:
+    """`rolebound report RUN`: today's extraction rules on the stored replies; its summary line."""
+    exe = Path(sys.executable).with_name("rolebound")
+    out = subprocess.run([str(exe), "report", str(rd), "-q"], cwd=ROOT, capture_output=True, text=True)
+    text = (out.stdout + out.stderr).strip()
+    if out.returncode:
+        return f"not rebuilt ({text.splitlines()[-1] if text else out.returncode}); its report is copied as it is"
+    return text.splitlines()[0] if text else "report rebuilt"
+
+
+def write(refresh: bool = True) -> Path:
+    if refresh:
+        for spec in SPECS:
+            if (RUNS / spec.name / "records.jsonl").exists():
+                print(f"{spec.name}: {rebuild(RUNS / spec.name)}")
     body = [HEAD, f"*Page written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.*", ""]
     body += [describe(spec, RUNS / spec.name) for spec in SPECS]
     PAGE.write_text("\n".join(body).rstrip() + "\n", encoding="utf-8")
@@ -176,13 +256,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["run", "write"])
     ap.add_argument("names", nargs="*", help=f"runs to do (default all): {', '.join(BY_NAME)}")
+    ap.add_argument("--no-refresh", action="store_true", help="write: copy the reports as they are")
     a = ap.parse_args(argv)
     unknown = [n for n in a.names if n not in BY_NAME]
     if unknown:
         ap.error(f"unknown run '{unknown[0]}'; available: {', '.join(BY_NAME)}")
     if a.what == "run":
         return run(a.names)
-    print(write())
+    print(write(refresh=not a.no_refresh))
     return 0
 
 

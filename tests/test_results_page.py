@@ -1,0 +1,51 @@
+"""bench/results.py: the page is copied from run folders; readings count a call's last record."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _results():
+    spec = importlib.util.spec_from_file_location("results_page", ROOT / "bench" / "results.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["results_page"] = mod          # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_sections_copies_the_chosen_tables_one_level_down_without_figures():
+    md = ("# t\n\n## Table 1: x\n\n| a |\n|---|\n| 1 |\n\n## Figure 3\n\n![f](figures/f.png)\n\n"
+          "## Table 1 again, with a figure\n\n![g](figures/g.png)\n\n## Per-sample records\n\nrows\n")
+    out = _results().sections(md, ["Table 1", "Per-sample", "Figure"])
+    assert out.startswith("### Table 1: x") and "| 1 |" in out
+    assert "![" not in out and "Per-sample" not in out
+
+
+def test_answers_read_counts_the_last_record_of_each_call(tmp_path):
+    rows = [
+        {"call_id": "a", "role": "model", "stage": "bc", "gold": "1", "parsed": "invalid"},
+        {"call_id": "a", "role": "model", "stage": "bc", "gold": "1", "parsed": "2"},   # re-read later
+        {"call_id": "b", "role": "model", "stage": "bc", "gold": "3", "parsed": None},
+        {"call_id": "c", "role": "model", "stage": "bc", "gold": None, "parsed": None},  # no gold: not counted
+        {"call_id": "d", "role": "judge", "stage": "judge", "kind": "chat", "parsed": "yes"},
+        {"call_id": "e", "role": "judge", "stage": "segment", "kind": "chat", "parsed": "invalid"},
+    ]
+    (tmp_path / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = _results()
+    assert r.answers_read(tmp_path) == "1/2 read, 1 invalid (50.0%): bc 1/2"
+    assert r.answers_read(tmp_path, "judge") == "1/1 read, 0 invalid (0.0%)"
+
+
+def test_every_spec_names_a_registered_suite_and_strategy():
+    from rolebound.suites import get_suite
+
+    for spec in _results().SPECS:
+        suite = get_suite(spec.suite)
+        strategies = spec.args[spec.args.index("--strategy") + 1].split(",")
+        assert set(strategies) <= set(suite.strategies), spec.name
+        assert spec.reading, spec.name

@@ -133,3 +133,19 @@ def test_every_module_imports_on_its_own():
             "sys.exit(1 if bad else 0)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_atomic_dir_replaces_its_target_only_when_the_block_finishes(tmp_path):
+    from rolebound.io import atomic_dir
+
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "old").write_text("x")
+    with pytest.raises(RuntimeError):
+        with atomic_dir(target) as tmp:
+            (tmp / "half").write_text("y")
+            raise RuntimeError("conversion failed")
+    assert [p.name for p in tmp_path.iterdir()] == ["model"] and (target / "old").exists()
+    with atomic_dir(target) as tmp:
+        (tmp / "new").write_text("z")
+    assert [p.name for p in target.iterdir()] == ["new"] and [p.name for p in tmp_path.iterdir()] == ["model"]

@@ -6,6 +6,8 @@ import csv
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -193,6 +195,22 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         if isinstance(exc, OSError):
             raise RunDirError(target, exc) from None
         raise
+
+
+@contextmanager
+def atomic_dir(target: str | Path, prefix: str = ".tmp-") -> Iterator[Path]:
+    """A temp folder next to `target` that replaces it only if the block finishes (a converted
+    model is never seen half written); removed whatever happens."""
+    target = Path(target)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix))
+    try:
+        yield tmp
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_text_atomic(target: str | Path, text: str) -> Path:

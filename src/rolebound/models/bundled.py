@@ -11,12 +11,10 @@ from __future__ import annotations
 import fcntl
 import importlib.util
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from ..errors import BackendError
+from ..io import atomic_dir
 from ..paths import model_dir
 from .local import LocalBackend
 
@@ -76,19 +74,12 @@ def _convert(gguf: Path, target: Path) -> None:
     plain.tie_weights()
     plain.generation_config = quant.generation_config
     plain = plain.to(torch.bfloat16)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".convert-"))
-    try:
+    with atomic_dir(target, ".convert-") as tmp:
         plain.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         (tmp / "rolebound.json").write_text(json.dumps(
             {"source": str(gguf), "size": gguf.stat().st_size, "dtype": "bfloat16",
              "note": "dequantized from Q4_1; keeps its rounding"}))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class BundledBackend(LocalBackend):

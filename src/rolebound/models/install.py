@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import BackendError
+from ..io import atomic_dir
 from ..paths import model_dir
 
 SHARD_BYTES = 512 << 20        # bf16 bytes per safetensors shard: bounds the memory of a conversion
@@ -215,9 +216,8 @@ def convert_gguf(gguf: Path, target: Path, *, prog=None, meta: dict | None = Non
     del skeleton
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".convert-"))
     step.update(description="convert", total=sum(int(t.n_bytes) for t in reader.tensors))
-    try:
+    with atomic_dir(target, ".convert-") as tmp:
         shard: dict[str, torch.Tensor] = {}
         shard_bytes, files, weight_map, written = 0, [], {}, set()
 
@@ -268,12 +268,6 @@ def convert_gguf(gguf: Path, target: Path, *, prog=None, meta: dict | None = Non
         info = {"source": gguf.name, "size": gguf.stat().st_size, "dtype": "bfloat16",
                 "peak_rss_mb": peak_rss_mb(), **(meta or {})}
         (tmp / "rolebound.json").write_text(json.dumps(info, indent=1))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "results"
 PAGE = ROOT / "docs" / "results.md"
+sys.path.insert(0, str(ROOT / "src"))
 QWEN = "bundled:qwen2.5-coder-1.5b"
 SMOL = "bundled"
 
@@ -137,7 +138,6 @@ def wall_s(manifest: dict) -> float | None:
 
 def starter_size(suite: str) -> int | None:
     """Items in the suite's whole built-in starter set, for the extrapolated time."""
-    sys.path.insert(0, str(ROOT / "src"))
     try:
         from rolebound.suites import get_suite
         from rolebound.suites.base import RunSettings, validate_options
@@ -156,20 +156,17 @@ def answers_read(rd: Path, role: str = "model") -> str:
     generated judge verdict), and how many of them no rule read (invalid)."""
     from collections import Counter
 
+    from rolebound.store import load_records   # the last record of each call (re-reads append)
+
     total, bad = Counter(), Counter()
-    path = rd / "records.jsonl"
-    latest: dict[str, dict] = {}            # records are append-only: a re-read call's last record counts
-    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
-        r = json.loads(line)
-        latest[r.get("call_id") or str(len(latest))] = r
-    for r in latest.values():
-        if r.get("role") != role or r.get("error") or r.get("kind") == "score":
+    for r in load_records(rd) if (rd / "records.jsonl").exists() else []:
+        if r.role != role or r.error or r.kind == "score":
             continue
-        stage = str(r.get("stage", "")).split("@")[0]
-        if (role == "model" and r.get("gold") is None) or (role == "judge" and not stage.startswith("judge")):
+        stage = str(r.stage).split("@")[0]
+        if (role == "model" and r.gold is None) or (role == "judge" and not stage.startswith("judge")):
             continue                       # segmenter replies: see the suite's own table
         total[stage] += 1
-        bad[stage] += r.get("parsed") in (None, "invalid", "INVALID")
+        bad[stage] += r.parsed in (None, "invalid", "INVALID")
     if not total:
         return "-"
     n, b = sum(total.values()), sum(bad.values())

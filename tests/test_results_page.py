@@ -35,7 +35,8 @@ def test_answers_read_counts_the_last_record_of_each_call(tmp_path):
         {"call_id": "d", "role": "judge", "stage": "judge", "kind": "chat", "parsed": "yes"},
         {"call_id": "e", "role": "judge", "stage": "segment", "kind": "chat", "parsed": "invalid"},
     ]
-    (tmp_path / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ids = {"item_id": "i", "suite": "charm", "strategy": "s"}
+    (tmp_path / "records.jsonl").write_text("".join(json.dumps({**ids, **r}) + "\n" for r in rows))
     r = _results()
     assert r.answers_read(tmp_path) == "1/2 read, 1 invalid (50.0%): bc 1/2"
     assert r.answers_read(tmp_path, "judge") == "1/1 read, 0 invalid (0.0%)"

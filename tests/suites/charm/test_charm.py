@@ -14,7 +14,8 @@ from rolebound.suites.charm.build import cohen_kappa, parse_incorrect, pick_dist
 from rolebound.errors import InputError
 from rolebound.suites.charm import metrics as cm
 from rolebound.records import Record
-from rolebound.suites.charm.suite import BA_PROMPT, CharmSuite, mcq_prompt
+from rolebound.suites.charm.prompts import BA_PROMPT, mcq_prompt
+from rolebound.suites.charm.suite import CharmSuite
 from rolebound.suites.charm.data import ABSTAIN, expand, load_data
 
 HERE = Path(__file__).resolve().parent

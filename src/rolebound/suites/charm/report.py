@@ -234,3 +234,16 @@ def compare_tables(rep: Report, entries) -> None:
         for reg, v in met.get("by_region", {}).items():
             rows18.append([label, reg, fmt_rate(v["c_gap"]), fmt_rate(v["override"])])
     rep.table("Table 18: model \u00d7 region", ["model", "region", "C-Gap", "Override"], rows18)
+
+
+def summary_lines(metrics: dict) -> list[tuple[str, str]]:
+    m = metrics.get("matrix", {}).get("all", {})
+    if not m or not m.get("n"):
+        return []
+    acc = metrics.get("stage_accuracy", {})
+    ov = metrics.get("override", {})
+    return [("instances (BC paired with BA)", str(m["n"])),
+            ("BA acc %", fmt_rate(acc.get("ba/all"))), ("BC acc %", fmt_rate(acc.get("bc/all"))),
+            ("Compliance Gap %", fmt_rate(m.get("compliance_gap"))),
+            ("Recognition Failure %", fmt_rate(m.get("recognition_failure"))),
+            ("verified override %", f"{fmt_rate(ov)} ({ov.get('ba_pos_fc_bc_fc_kv', 0)}/{ov.get('ba_pos_fc_bc', 0)})")]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...records import Message
-from . import prompts as P
+from . import prompts
 from .data import CATEGORY_LABEL, KECorpus, KEItem, chunk_text, draw_topics
 
 STRATEGY = "build"
@@ -132,7 +132,7 @@ def parse_question(text: str | None) -> str | None:
 
 # -- steps (each one model call, a record of its own) ----------------------------------------------
 async def step_memories(ctx, character: str, chunk: str, max_tokens: int | None = None):
-    rec = await ctx.chat("memories", _user(P.MEMORIES.format(role_name=character, memory_chunk=chunk)),
+    rec = await ctx.chat("memories", _user(prompts.MEMORIES.format(role_name=character, memory_chunk=chunk)),
                          role="generator", max_tokens=max_tokens)
     return parse_memories(rec.response)
 
@@ -141,11 +141,11 @@ async def step_inject(ctx, kind: str, j: int, character: str, category: str, mem
                       topics: list[str] | None = None, max_tokens: int | None = None):
     label = CATEGORY_LABEL[category]
     if kind == "KKE":
-        prompt = P.KKE_INJECT.format(role_name=character, memory_category=label, correct_memory=memory,
-                                     memory_explanation=P.KKE_EXPLAIN[category].format(role_name=character))
+        prompt = prompts.KKE_INJECT.format(role_name=character, memory_category=label, correct_memory=memory,
+                                     memory_explanation=prompts.KKE_EXPLAIN[category].format(role_name=character))
     else:
-        prompt = P.UKE_INJECT.format(role_name=character, memory_category=label, correct_memory=memory,
-                                     memory_explanation=P.UKE_EXPLAIN[category].format(role_name=character),
+        prompt = prompts.UKE_INJECT.format(role_name=character, memory_category=label, correct_memory=memory,
+                                     memory_explanation=prompts.UKE_EXPLAIN[category].format(role_name=character),
                                      topic1=topics[0], topic2=topics[1])
     rec = await ctx.chat(f"{kind.lower()}.{j}", _user(prompt), role="generator", max_tokens=max_tokens,
                          meta={"memory": j, "category": category, "error_type": kind})
@@ -153,7 +153,7 @@ async def step_inject(ctx, kind: str, j: int, character: str, category: str, mem
 
 
 async def step_question(ctx, stage: str, character: str, memory: str, max_tokens: int | None = None):
-    rec = await ctx.chat(stage, _user(P.TO_QUESTION.format(role_name=character, manipulate_memory=memory)),
+    rec = await ctx.chat(stage, _user(prompts.TO_QUESTION.format(role_name=character, manipulate_memory=memory)),
                          role="generator", max_tokens=max_tokens)
     return parse_question(rec.response)
 

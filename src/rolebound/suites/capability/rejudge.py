@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import InputError
-from . import metrics as cm
+from .metrics import answer_records
 from ...models import create_backend
 from ...models.base import CHAT
 from ...records import Decoding
 from ...rejudge import ROUND, judge_answers, judge_stage, log_rejudge, next_round
 from ...runner import ItemContext
 from ...store import RunDir, load_records
-from . import judge as cj
+from .judge import judge_messages, parse_judge
 from ..base import settings_from_manifest
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,7 +36,7 @@ async def _rejudge(suite: CapabilitySuite, run_dir: Path, judge_spec: str, progr
     rd = RunDir(run_dir)
     manifest = rd.read_manifest()
     records = load_records(run_dir)
-    answers = [r for r in cm.answer_records(records) if r.meta.get("role")]
+    answers = [r for r in answer_records(records) if r.meta.get("role")]
     if not answers:
         raise InputError("no role-prompted answers to judge in this run", file=str(rd.records_path))
     settings = settings_from_manifest(suite, manifest)
@@ -55,8 +55,8 @@ async def _rejudge(suite: CapabilitySuite, run_dir: Path, judge_spec: str, progr
     async def judge_one(session, a):
         ctx = ItemContext(session=session, item_id=a.item_id, strategy=a.strategy, repeat=a.repeat)
         role = roles[a.meta["role"]]
-        await ctx.chat(judge_stage(f"judge.{role.id}", round_), cj.judge_messages(role, items[a.item_id], a.response),
-                       role="judge", parse=cj.parse_judge,
+        await ctx.chat(judge_stage(f"judge.{role.id}", round_), judge_messages(role, items[a.item_id], a.response),
+                       role="judge", parse=parse_judge,
                        meta={**a.meta, "judged": a.call_id, ROUND: round_, "judge": judge.spec},
                        max_tokens=int(jmax) if jmax else None)
 

@@ -12,7 +12,7 @@ from .data import PHASES
 from ...report.builder import Report, extraction_section, read_by, run_facts
 
 
-def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> list[Path]:
+def write_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> list[Path]:
     rep = Report("Beyond One World (multiverse): canon events, dilemmas, cross-version",
                  "Rates in %, 95% percentile bootstrap CIs in brackets; differences in percentage points.")
     rep.facts(run_facts(manifest))
@@ -194,7 +194,7 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def compare_table(rep: Report, entries) -> None:
+def compare_tables(rep: Report, entries) -> None:
     """`rolebound compare`: one row per run, strategy and task."""
     rows = []
     for run_dir, m, met in entries:

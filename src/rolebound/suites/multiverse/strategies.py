@@ -15,6 +15,7 @@ Stages per item and strategy
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from ...protocol import is_demo_spec
@@ -182,3 +183,21 @@ async def run_item(suite, item, ctx, strategy: str, settings) -> None:
     reply = await answer(suite, item, ctx, played=item.version, stage="answer", cot=cot, settings=settings, meta=meta)
     if reply is not None and suite.analysis_on(settings):
         await analyse(suite, item, ctx, reply, settings, meta)
+
+
+def extractor_for(record):
+    """How to read a stored answer that predates stored extractor specs (`rolebound report`)."""
+    letters = (record.meta or {}).get("letters")
+    if record.role != "model" or not letters or record.stage.endswith(".reason") or \
+            not isinstance(record.prompt, list) or not record.prompt:
+        return None
+    text = record.prompt[-1].get("content") or ""
+    if record.meta.get("task") == "canon":
+        # the last option line carries the prompt's tail: "D) Ned Leeds, Let's think step by step.<question/>"
+        options = [(L, re.sub(r"(?:,\s*Let's think step by step\.)?\s*<question/>\s*$", "", o))
+                   for L, o in re.findall(r"(?m)^([A-D])\) (.*)$", text)]
+    else:
+        found = [re.search(rf"Choice {L}: (.*?) Consequence {L}:", text, re.S) for L in "AB"]
+        poles = CONFLICTS.get(record.meta.get("conflict"), ("", ""))
+        options = [(L, f"{poles[k]}: {m.group(1)}") for k, (L, m) in enumerate(zip("AB", found)) if m]
+    return extract.choice(options, "label") if len(options) >= 2 else None

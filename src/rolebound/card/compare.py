@@ -10,7 +10,7 @@ from ..errors import InputError
 from ..io import write_text_atomic
 from ..report.builder import md_escape, md_text
 from .build import SUITES
-from .figures import fmt
+from ..card_figures import fmt
 from .render import _env, demo_note, protocol_summary, read_card
 
 

@@ -199,7 +199,7 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
     from .suites import get_suite
 
     suite = get_suite(RunDir(run_dir).read_manifest().suite)
-    n, changed = reextract(run_dir, getattr(suite, "extractor_for", None))
+    n, changed = reextract(run_dir, suite.extractor_for)
     if n:
         print(f"re-extracted {n} answers from the stored replies: {changed} readings changed")
     _, paths = api.build_report(run_dir)

@@ -126,7 +126,9 @@ def test_rejudge_scores_an_existing_run_without_touching_answers(tmp_path, monke
                   out=tmp_path / "run", options={"roles": "kindergarten,college"}, progress=False)
     answers_before = [r for r in load_records(res.run_dir) if r.role == "model"]
     monkeypatch.setattr(fake, "POOL", ["RV: 2\nC: 1\nRC: 0"])
-    n = CapabilitySuite().rejudge(res.run_dir, "fake:random", progress=False)
+    from rolebound.rejudge import rejudge
+
+    n = rejudge(res.run_dir, "fake:random", progress=False).answers
     assert n == 4 * 2 * 2                                   # role-prompted answers only, not no-role
     recs = load_records(res.run_dir)
     assert [r for r in recs if r.role == "model"] == answers_before
@@ -138,7 +140,7 @@ def test_rejudge_scores_an_existing_run_without_touching_answers(tmp_path, monke
     assert api.load_manifest(res.run_dir).rejudges[0]["answers"] == n
     # a second judge is a new round: the metrics read it, the first round's verdicts stay as history
     monkeypatch.setattr(fake, "POOL", ["RV: 0\nC: 0\nRC: 2"])
-    CapabilitySuite().rejudge(res.run_dir, "fake:echo", progress=False)
+    rejudge(res.run_dir, "fake:echo", progress=False)
     metrics, _ = api.build_report(res.run_dir)
     assert metrics["by_strategy"]["identity"]["judge_invalid"] == 8     # echo repeats the prompt: unreadable
     assert metrics["by_strategy"]["injection"]["macro"]["RV"]["mean"] is None
@@ -149,7 +151,7 @@ def test_rejudge_scores_an_existing_run_without_touching_answers(tmp_path, monke
     report = (res.run_dir / "report.md").read_text()
     assert "round 1: fake:echo (earlier: 0: fake:random)" in report
     lines = (res.run_dir / "records.jsonl").read_text().count("\n")
-    CapabilitySuite().rejudge(res.run_dir, "fake:echo", progress=False)    # same judge again: resumes round 1
+    rejudge(res.run_dir, "fake:echo", progress=False)    # same judge again: resumes round 1
     assert (res.run_dir / "records.jsonl").read_text().count("\n") == lines
     assert [r["round"] for r in api.load_manifest(res.run_dir).rejudges] == [0, 1, 1]
 

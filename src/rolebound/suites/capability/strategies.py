@@ -57,3 +57,32 @@ async def one_role(item, ctx, strategy: str, role: Role, base: dict, settings: R
         await ctx.chat(f"judge.{role.id}", judge_messages(role, item, rec.response), role="judge",
                        parse=parse_judge, meta={**meta, "judged": rec.call_id},
                        max_tokens=int(jmax) if jmax else None)
+
+
+# -- re-judging (`rolebound report RUN --judge MODEL`, rolebound.rejudge) ---------------------------
+def rejudge_plan(suite, records, manifest, judge):
+    """Every role-prompted answer judged again on the questions and roles the model saw."""
+    from ...errors import InputError
+    from ...models.base import CHAT
+    from ...rejudge import ROUND, JudgePlan, judge_stage
+    from ..base import settings_from_manifest
+    from .metrics import answer_records
+
+    settings = settings_from_manifest(suite, manifest)
+    dataset = suite.load(None if manifest.dataset.startswith("builtin:") else manifest.dataset, settings)
+    if dataset.hash != manifest.dataset_hash:
+        raise InputError("the questions or roles changed since this run; the judge would not see what the "
+                         "model saw", file=manifest.dataset)
+    items = {it.id: it for it in dataset.items}
+    roles = {r.id: r for r in settings.state["cfg"].roles}
+    judge.require(CHAT, "the judge scores RV, C, RC in a chat")
+    jmax = settings.opts.judge_max_tokens
+
+    async def judge_one(ctx, a, round_: int, judge_spec: str):
+        role = roles[a.meta["role"]]
+        await ctx.chat(judge_stage(f"judge.{role.id}", round_), judge_messages(role, items[a.item_id], a.response),
+                       role="judge", parse=parse_judge,
+                       meta={**a.meta, "judged": a.call_id, ROUND: round_, "judge": judge_spec},
+                       max_tokens=int(jmax) if jmax else None)
+
+    return JudgePlan(answers=[r for r in answer_records(records) if r.meta.get("role")], judge_one=judge_one)

@@ -11,7 +11,7 @@ optional LM judge scores RV, C and RC (Table 6).
 
 A runner item is one question; each role-prompted variant makes one call per role
 (stage `answer.<role>`), no-role one call (stage `answer`). Roles, levels and questions live in
-data.py, re-judging in rejudge.py, the report in report.py.
+data.py, the calls and re-judging in strategies.py, the report in report.py.
 """
 
 from __future__ import annotations
@@ -121,12 +121,9 @@ class CapabilitySuite(Suite):
         await strategies.run_item(item, ctx, strategy, settings, self.opts(settings))
 
     # -- re-judging (`rolebound report RUN --judge MODEL`) ------------------------------------
-    def rejudge(self, run_dir: Path, judge_spec: str, *, progress: bool = True) -> int:
-        """Judge every role-prompted answer of a finished run again with another judge model;
-        returns the number of answers judged. Answers are never touched."""
-        from .rejudge import rejudge
-
-        return rejudge(self, Path(run_dir), judge_spec, progress=progress)
+    def rejudge(self, records, manifest, judge):
+        """Every role-prompted answer judged again (stage judge.<role>@N); answers are never touched."""
+        return strategies.rejudge_plan(self, records, manifest, judge)
 
     # -- results -------------------------------------------------------------------------------
     def metrics(self, records, manifest) -> dict[str, Any]:

@@ -260,3 +260,30 @@ class Methods:
 
 def _verdict(choice: str) -> str:
     return choice.strip().lower()
+
+
+# -- re-judging (`rolebound report RUN --judge MODEL`, rolebound.rejudge) ---------------------------
+CONTEXT_KEYS = ("character", "category", "error_type", "memory_id")
+
+
+def rejudge_plan(records, manifest, judge, judge_tokens):
+    """Every final answer judged again; the new judge gets the default rule of judge_scoring (no
+    --set here: logprob on the demo models)."""
+    from ...rejudge import JudgePlan, judge_modes
+    from .data import ERROR_TYPES
+
+    answers = [r for r in records if r.stage == "answer" and r.role == "model" and r.error is None
+               and r.meta.get("error_type") in ERROR_TYPES]
+    mode = judge_scoring_mode(None, judge)
+    modes = judge_modes(records)
+    if not modes and manifest.judge:
+        modes = {0: (manifest.options or {}).get("judge_scoring", "generate")}
+    methods = Methods(judge_tokens=judge_tokens, judge_scoring=mode)
+
+    async def judge_one(ctx, a, round_: int, judge_spec: str):
+        await methods.judge(ctx, character=a.meta.get("character", ""), error_type=a.meta["error_type"],
+                            correct_memory=a.meta.get("correct_memory", ""), query=a.meta.get("query", ""),
+                            response=a.response or "", round_=round_, judge_spec=judge_spec)
+
+    return JudgePlan(answers=answers, judge_one=judge_one, mode=mode, modes=modes,
+                     context_meta=lambda a: {k: a.meta[k] for k in CONTEXT_KEYS if k in a.meta})

@@ -22,7 +22,7 @@ from ...io import file_sha256, stable_hash
 from ...models.base import CHAT
 from ...protocol import Protocol
 from .. import register_suite
-from ..base import Dataset, RunSettings, Suite
+from ..base import Dataset, RunSettings, Suite, validate_options
 from .data import (STARTER_ITEMS, KEItem, chunks_from_items, corpora_chunks, load_cases, load_corpus, load_items,
                    looks_like_roleke, select_items, sibling_corpus, starter_dir, stats_tables)
 from .importers import roleke_items
@@ -153,8 +153,9 @@ class KnowledgeErrorsSuite(Suite):
         compare_tables(rep, entries)
 
     # -- re-judging -------------------------------------------------------------------------
-    def rejudge(self, run_dir: Path, judge_spec: str, *, progress: bool = True) -> int:
-        """Judge every final answer again with another judge; returns the round written."""
-        from .rejudge import rejudge
+    def rejudge(self, records, manifest, judge):
+        """Every final answer judged again (stage judge@N); the answers are never touched."""
+        from .strategies import rejudge_plan
 
-        return rejudge(self, Path(run_dir), judge_spec, progress=progress)
+        opts = validate_options(self, manifest.options or {})
+        return rejudge_plan(records, manifest, judge, opts.judge_max_tokens)

@@ -164,6 +164,12 @@ class MultiverseSuite(Suite):
 
         return extractor_for(record)
 
+    def rejudge(self, records, manifest, judge):
+        """The judge (not the segmenter) again on the replies it read: stage judge@N."""
+        from .strategies import rejudge_plan
+
+        return rejudge_plan(self, records, manifest, judge)
+
     def model_extraction_candidates(self, records):
         from ...scoring.model_extract import rule_none
 

@@ -238,77 +238,91 @@ def intermediate(mk: Maker) -> None:
 
 # -- high school (Regents) ---------------------------------------------------------------------
 def high_school(mk: Maker) -> None:
+    for _ in range(2):
+        _high_school_algebra(mk)
+        _high_school_functions(mk)
+    _high_school_science(mk)
+
+
+def _high_school_algebra(mk: Maker) -> None:
+    r = mk.rng
+    r1, r2 = sorted(r.sample([v for v in range(-9, 10) if v != 0], 2))
+    while r2 == -r1:
+        r1, r2 = sorted(r.sample([v for v in range(-9, 10) if v != 0], 2))
+    coeffs = [1, -(r1 + r2), r1 * r2]
+
+    def both(a, b):
+        a, b = sorted((a, b))
+        return f"x = {a} and x = {b}"
+
+    mk.add("mathematics", f"What are the solutions of the equation {poly(coeffs)} = 0?", both(r1, r2),
+           [both(-r1, -r2), both(-r1, r2) if -r1 != r2 else both(r1 + 1, r2), both(r1 + r2, r1 * r2),
+            both(r1, -r2)],
+           {"roots": poly(coeffs, pretty=False)})
+    x, y = r.randint(2, 12), r.choice([v for v in range(-6, 10) if v != 0])
+    while y == x:
+        y = r.choice([v for v in range(-6, 10) if v != 0])
+    s, d = x + y, x - y
+    mk.add("mathematics", f"If x + y = {s} and x − y = {d}, what is the value of x?", num(x),
+           [num(v) for v in mk.pick([y, s, d, x + 1], x)],
+           {"system": [f"x + y - ({s})", f"x - y - ({d})"], "target": "x"})
+    a, b = r.sample([v for v in range(-7, 8) if v != 0], 2)
+    while b == -a:
+        a, b = r.sample([v for v in range(-7, 8) if v != 0], 2)
+    coeffs = [1, a + b, a * b]
+
+    def lin(c):
+        return f"x + {c}" if c > 0 else f"x - {-c}"
+
+    # a distractor x + c is wrong exactly when -c is not a root, i.e. c is neither a nor b
+    wrong = [c for c in (-a, -b, a + b, a - b, 2 * a, a * b) if c not in (0, a, b)]
+    mk.add("mathematics", f"Which expression is a factor of {poly(coeffs)}?", lin(a),
+           [lin(c) for c in mk.pick(wrong, a)], {"factor_of": poly(coeffs, pretty=False)})
+
+
+def _high_school_functions(mk: Maker) -> None:
     r = mk.rng
     triples = [(3, 4, 5), (5, 12, 13), (8, 15, 17), (7, 24, 25), (20, 21, 29)]
-    for _ in range(2):
-        r1, r2 = sorted(r.sample([v for v in range(-9, 10) if v != 0], 2))
-        while r2 == -r1:
-            r1, r2 = sorted(r.sample([v for v in range(-9, 10) if v != 0], 2))
-        coeffs = [1, -(r1 + r2), r1 * r2]
+    a = r.choice([1, 2, 3, -1, -2])
+    h = r.choice([v for v in range(-5, 6) if v != 0])
+    b = -2 * a * h
+    c = r.randint(-9, 9)
+    mk.add("mathematics", f"What is the x-coordinate of the vertex of the parabola y = {poly([a, b, c])}?",
+           num(h), [num(v) for v in mk.pick([-h, b, c if c != h else c + 1, 2 * h], h)],
+           {"value": f"-({b})/(2*({a}))"})
+    a, b, n = r.randint(2, 5), r.choice([2, 3]), r.randint(2, 4)
+    v = a * b ** n
+    mk.add("mathematics", f"If f(x) = {a}({b})ˣ, what is f({n})?", num(v),
+           [num(t) for t in mk.pick([(a * b) ** n, a * b * n, a * b ** (n - 1), v + a], v)],
+           {"value": f"{a}*{b}**{n}"})
+    a1, d, n = r.randint(-5, 12), r.choice([-4, -3, 2, 3, 5, 7]), r.randint(8, 20)
+    v = a1 + (n - 1) * d
+    mk.add("mathematics", f"The first term of an arithmetic sequence is {a1} and the common difference is "
+                          f"{d}. What is term number {n}?", num(v),
+           [num(t) for t in mk.pick([a1 + n * d, n * d, a1 * d * n, v - 2 * d], v)],
+           {"value": f"({a1}) + ({n} - 1)*({d})"})
+    rad = r.randint(2, 12)
+    mk.add("mathematics", f"What is the area of a circle with radius {rad} cm?", f"{rad * rad}π cm²",
+           [f"{2 * rad}π cm²", f"{rad}π cm²", f"{2 * rad * rad}π cm²", f"{rad * rad * 4}π cm²"],
+           {"value": f"pi*{rad}**2", "unit": "cm²"})
+    b, c, n = r.randint(-6, 6), r.randint(-9, 9), r.randint(-5, -1)
+    v = n * n + b * n + c
+    mk.add("mathematics", f"If f(x) = {poly([1, b, c])}, what is f({n})?", num(v),
+           [num(t) for t in mk.pick([-n * n + b * n + c, n * n - b * n + c, v + 2 * n * n, v + 1], v)],
+           {"value": f"({n})**2 + ({b})*({n}) + ({c})"})
+    a, b, c = r.choice(triples)
+    mk.add("mathematics", f"In right triangle ABC, angle C is the right angle, BC = {a}, AC = {b}, and "
+                          f"AB = {c}. What is sin A?", f"{a}/{c}",
+           [f"{b}/{c}", f"{a}/{b}", f"{c}/{a}", f"{b}/{a}"], {"value": f"Rational({a},{c})"})
+    p, q = r.randint(2, 7), r.randint(2, 7)
+    exps = mk.pick([e for e in (p * q, abs(p - q), p + q + 1, 2 * (p + q)) if e >= 2], p + q, k=2)
+    mk.add("mathematics", f"Which expression is equivalent to x{str(p).translate(SUP)} · "
+                          f"x{str(q).translate(SUP)}?", f"x^{p + q}",
+           [f"x^{e}" for e in exps] + [f"2x^{p + q}"], {"equiv": f"x**{p} * x**{q}"})
 
-        def both(a, b):
-            a, b = sorted((a, b))
-            return f"x = {a} and x = {b}"
 
-        mk.add("mathematics", f"What are the solutions of the equation {poly(coeffs)} = 0?", both(r1, r2),
-               [both(-r1, -r2), both(-r1, r2) if -r1 != r2 else both(r1 + 1, r2), both(r1 + r2, r1 * r2),
-                both(r1, -r2)],
-               {"roots": poly(coeffs, pretty=False)})
-        x, y = r.randint(2, 12), r.choice([v for v in range(-6, 10) if v != 0])
-        while y == x:
-            y = r.choice([v for v in range(-6, 10) if v != 0])
-        s, d = x + y, x - y
-        mk.add("mathematics", f"If x + y = {s} and x − y = {d}, what is the value of x?", num(x),
-               [num(v) for v in mk.pick([y, s, d, x + 1], x)],
-               {"system": [f"x + y - ({s})", f"x - y - ({d})"], "target": "x"})
-        a, b = r.sample([v for v in range(-7, 8) if v != 0], 2)
-        while b == -a:
-            a, b = r.sample([v for v in range(-7, 8) if v != 0], 2)
-        coeffs = [1, a + b, a * b]
-
-        def lin(c):
-            return f"x + {c}" if c > 0 else f"x - {-c}"
-
-        # a distractor x + c is wrong exactly when -c is not a root, i.e. c is neither a nor b
-        wrong = [c for c in (-a, -b, a + b, a - b, 2 * a, a * b) if c not in (0, a, b)]
-        mk.add("mathematics", f"Which expression is a factor of {poly(coeffs)}?", lin(a),
-               [lin(c) for c in mk.pick(wrong, a)], {"factor_of": poly(coeffs, pretty=False)})
-        a = r.choice([1, 2, 3, -1, -2])
-        h = r.choice([v for v in range(-5, 6) if v != 0])
-        b = -2 * a * h
-        c = r.randint(-9, 9)
-        mk.add("mathematics", f"What is the x-coordinate of the vertex of the parabola y = {poly([a, b, c])}?",
-               num(h), [num(v) for v in mk.pick([-h, b, c if c != h else c + 1, 2 * h], h)],
-               {"value": f"-({b})/(2*({a}))"})
-        a, b, n = r.randint(2, 5), r.choice([2, 3]), r.randint(2, 4)
-        v = a * b ** n
-        mk.add("mathematics", f"If f(x) = {a}({b})ˣ, what is f({n})?", num(v),
-               [num(t) for t in mk.pick([(a * b) ** n, a * b * n, a * b ** (n - 1), v + a], v)],
-               {"value": f"{a}*{b}**{n}"})
-        a1, d, n = r.randint(-5, 12), r.choice([-4, -3, 2, 3, 5, 7]), r.randint(8, 20)
-        v = a1 + (n - 1) * d
-        mk.add("mathematics", f"The first term of an arithmetic sequence is {a1} and the common difference is "
-                              f"{d}. What is term number {n}?", num(v),
-               [num(t) for t in mk.pick([a1 + n * d, n * d, a1 * d * n, v - 2 * d], v)],
-               {"value": f"({a1}) + ({n} - 1)*({d})"})
-        rad = r.randint(2, 12)
-        mk.add("mathematics", f"What is the area of a circle with radius {rad} cm?", f"{rad * rad}π cm²",
-               [f"{2 * rad}π cm²", f"{rad}π cm²", f"{2 * rad * rad}π cm²", f"{rad * rad * 4}π cm²"],
-               {"value": f"pi*{rad}**2", "unit": "cm²"})
-        b, c, n = r.randint(-6, 6), r.randint(-9, 9), r.randint(-5, -1)
-        v = n * n + b * n + c
-        mk.add("mathematics", f"If f(x) = {poly([1, b, c])}, what is f({n})?", num(v),
-               [num(t) for t in mk.pick([-n * n + b * n + c, n * n - b * n + c, v + 2 * n * n, v + 1], v)],
-               {"value": f"({n})**2 + ({b})*({n}) + ({c})"})
-        a, b, c = r.choice(triples)
-        mk.add("mathematics", f"In right triangle ABC, angle C is the right angle, BC = {a}, AC = {b}, and "
-                              f"AB = {c}. What is sin A?", f"{a}/{c}",
-               [f"{b}/{c}", f"{a}/{b}", f"{c}/{a}", f"{b}/{a}"], {"value": f"Rational({a},{c})"})
-        p, q = r.randint(2, 7), r.randint(2, 7)
-        exps = mk.pick([e for e in (p * q, abs(p - q), p + q + 1, 2 * (p + q)) if e >= 2], p + q, k=2)
-        mk.add("mathematics", f"Which expression is equivalent to x{str(p).translate(SUP)} · "
-                              f"x{str(q).translate(SUP)}?", f"x^{p + q}",
-               [f"x^{e}" for e in exps] + [f"2x^{p + q}"], {"equiv": f"x**{p} * x**{q}"})
+def _high_school_science(mk: Maker) -> None:
+    r = mk.rng
     m, a = r.randint(2, 12), r.randint(2, 6)
     mk.add("science", f"What net force is needed to give a {m} kg cart an acceleration of {a} m/s²?", f"{m * a} N",
            [f"{x} N" for x in mk.pick([m + a, 2 * m * a, m * a + 10, abs(m - a) + 1], m * a)],
@@ -446,3 +460,15 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))
+
+
+def commands(app) -> None:
+    """`rolebound build capability [--check]` (the suite's build_commands hook)."""
+    import typer
+
+    @app.command("capability")
+    def build_capability(check: bool = typer.Option(False, "--check", help="exit 1 if bank.jsonl is stale")):
+        """Write the starter bank (data/bank.jsonl) from its templates and handwritten.yaml."""
+        code = main(["--check"] if check else [])
+        if code:
+            raise typer.Exit(code)

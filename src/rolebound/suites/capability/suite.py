@@ -50,6 +50,7 @@ class CapabilitySuite(Suite):
     default_strategies = ["identity", "injection", "no-role"]
     uses_judge = True
     options_model = CapabilityOptions
+    on_card = True
     card_limit = 8  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
     # Section F, Table 7: a maximum generation length of 32,768 tokens, top_p 0.95, temperature 1.0
     # (Gemma-4-E4B-IT, Qwen3.5-4B; OLMo-3-7B-Think used 0.6). Appendix E: the judge (GPT-OSS-20B)
@@ -150,3 +151,13 @@ class CapabilitySuite(Suite):
         from .report import write_report
 
         return write_report(metrics, records, manifest, run_dir)
+
+    def build_commands(self, app) -> None:
+        from .build import commands
+
+        commands(app)
+
+    def importers(self) -> dict:
+        from .importers import IMPORTERS
+
+        return dict(IMPORTERS)

@@ -42,6 +42,7 @@ class CharmSuite(Suite):
     default_strategies = ["independent"]
     offers_scoring = True
     options_model = CharmOptions
+    on_card = True
     card_limit = 600  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
     # Appendix H: every model at temperature 0.0, top_p 0.95, max_completion_tokens 256, answers
     # generated ("First, briefly explain your reasoning ... Answer: <number>", Table 20).
@@ -117,3 +118,8 @@ class CharmSuite(Suite):
         from .report import compare_tables
 
         compare_tables(rep, entries)
+
+    def build_commands(self, app) -> None:
+        from .build import commands
+
+        commands(app)

@@ -40,6 +40,7 @@ class KnowledgeErrorsSuite(Suite):
     default_strategies = ["vanilla"]
     uses_judge = True
     options_model = KnowledgeErrorsOptions
+    on_card = True
     card_limit = 24  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
     # Section 6.1: a separate evaluator (DeepSeek-v2, not GPT-4o, to avoid self-bias; Appendix C) writes
     # an explanation and yes/no (Tables 14-15); accuracy is mean +- SEM over three evaluations
@@ -159,3 +160,13 @@ class KnowledgeErrorsSuite(Suite):
 
         opts = validate_options(self, manifest.options or {})
         return rejudge_plan(records, manifest, judge, opts.judge_max_tokens)
+
+    def build_commands(self, app) -> None:
+        from .build import commands
+
+        commands(app)
+
+    def importers(self) -> dict:
+        from .importers import IMPORTERS
+
+        return dict(IMPORTERS)

@@ -61,6 +61,7 @@ class MultiverseSuite(Suite):
     uses_judge = True
     offers_scoring = True
     options_model = MultiverseOptions
+    on_card = True
     card_limit = 96  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
     # Appendix B: answers at temperature 0.6 with 1024 output tokens (Table 4); the judge (Sonnet 3.7)
     # at 0.1 / 1024 (Table 4), as is the segmenter (GPT-4o-mini tags, Table 5). top_p is not given.
@@ -199,3 +200,13 @@ class MultiverseSuite(Suite):
         from .report import compare_tables
 
         compare_tables(rep, entries)
+
+    def build_commands(self, app) -> None:
+        from .build import commands
+
+        commands(app)
+
+    def importers(self) -> dict:
+        from .importers import IMPORTERS
+
+        return dict(IMPORTERS)

@@ -205,3 +205,19 @@ def test_atomic_dir_replaces_its_target_only_when_the_block_finishes(tmp_path):
     with atomic_dir(target) as tmp:
         (tmp / "new").write_text("z")
     assert [p.name for p in target.iterdir()] == ["new"] and [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
+# api.run is being rebuilt around one typed request object (issue 24, another branch); until
+# it lands it is the one function allowed past the limit.
+LONG_ALLOWED = {("rolebound.api", "run")}
+
+
+def test_no_function_over_80_lines():
+    long = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > 80 and (name, node.name) not in LONG_ALLOWED:
+                    long.append(f"{name}.{node.name} ({n} lines)")
+    assert not long, long

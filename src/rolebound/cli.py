@@ -237,7 +237,9 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
     if judge:
         from .rejudge import rejudge
 
-        rejudge(run_dir, judge, progress=not quiet)
+        done = rejudge(run_dir, judge, progress=not quiet)
+        print(f"re-judged {done.answers} answers with {done.judge}: judge round {done.round}"
+              + (f" ({done.mode})" if done.mode else "") + (f", {done.failed} failed" if done.failed else ""))
     from .scoring.extract import reextract
     from .store import RunDir
     from .suites import get_suite

@@ -336,8 +336,11 @@ def _title_value(target: str, opts: _Options) -> int | None:
     None when the words name no option clearly, or when the sentence goes on to name another
     ("Duty first, then Personal Desire")."""
     sentence = target[:200]
+    parts = re.split(r"[,;:.!?(]|\s(?:but|because|as|and\s+not|not|over|rather\s+than|instead\s+of)\s", target, maxsplit=1)
+    head = parts[0]
+    if re.match(r"\s(?:over|rather\s+than|instead\s+of)\s", target[len(head):]):
+        sentence = head         # what is chosen over is rejected: the rest names no second choice
     q = opts.quoted(sentence)
-    head = re.split(r"[,;:.!?(]|\s(?:but|because|as|and\s+not|not)\s", target, maxsplit=1)[0]
     head = " ".join(head.split()[:8])
     if q is None:
         w = _words(head)
@@ -647,24 +650,27 @@ def _read(text: str, opts: _Options) -> Reading:
 
 
 def _restated_pick(text: str, opts: _Options, lines: list[_Event]) -> _Event | None:
-    """The last option line, when it restates its option's whole text after every other option had a
-    line of its own and this option was named before (a review, then the pick: "...HULK CHOOSE...
-    B) Stay on Sakaar - Remain where Hulk is celebrated and respected")."""
+    """The last option line, when it restates its option's whole text after every other option was
+    named, and the earlier lines were comments rather than restatements of their own (a review, then
+    the pick: "...HULK CHOOSE...  B) Stay on Sakaar - Remain where Hulk is celebrated and respected").
+    A walk through the options, each restated in full, picks none."""
     last = max((e for e in lines if not e.review), key=lambda e: e.pos, default=None)
     if last is None or last.value is None or opts.quoted(last.span) != last.value:
         return None
     if any(e.value != last.value and e.pos > last.pos for e in lines):
         return None
-    before = {e.value for e in lines if e.pos < last.pos}
-    if not all(j in before for j in range(opts.n) if j != last.value):
+    earlier = [e for e in lines if e.pos < last.pos]
+    refs_before = {_ref_value(r, opts)[0] for r in _REF.finditer(text[:last.pos])}
+    named = {e.value for e in earlier} | refs_before
+    if not all(j in named for j in range(opts.n) if j != last.value):
         return None
-    named_before = last.value in before or any(
-        _ref_value(r, opts)[0] == last.value for r in _REF.finditer(text[:last.pos]))
-    # or every other option was commented on and set aside first ("B) Ignored the critics: Nope.")
-    others_reviewed = all(any(e.value == j and e.review for e in lines if e.pos < last.pos)
-                          for j in range(opts.n) if j != last.value)
-    return _Event(last.pos, last.value, "restated_after_review", last.span) \
-        if named_before or others_reviewed else None
+    restated = any(e.value != last.value and opts.quoted(e.span) == e.value for e in earlier)
+    # a walk restates each option; it picks only when this option comes again, or the others were set aside
+    again = last.value in named
+    set_aside = all(any(e.value == j and e.review for e in earlier) for j in range(opts.n) if j != last.value)
+    if restated and not (again or set_aside):
+        return None
+    return _Event(last.pos, last.value, "restated_after_review", last.span)
 
 
 _ACTS = re.compile(r"^\W*(?i:(?:so|therefore|thus|then|instead|ultimately|in\s+the\s+end|in\s+conclusion),?\s+)?"

@@ -13,11 +13,26 @@ from .data import CapabilityItem, Role, RolesConfig
 from .judge import judge_messages, parse_judge
 
 
+# name -> what `rolebound suites capability` says of it
+STRATEGIES = {
+    "identity": "You are a <ROLE>. (C.1)",
+    "description": "identity + capability and style boundaries (C.2)",
+    "cot": "role-specific thinking template that guesses beyond the role (C.3)",
+    "guideline": "rules forbidding knowledge beyond the role (C.4)",
+    "explicit-idk": "answer idk beyond the role's capability (C.5)",
+    "syllabus": "explicit-idk + the role's curriculum knowledge (C.6)",
+    "injection": "guidelines + prefilled assistant turn, raw completion (C.7)",
+    "injection-syllabus": "injection + the role's curriculum knowledge (C.8)",
+    "no-role": "the question alone, once per question (baseline)",
+}
+
+
 def base_meta(cfg: RolesConfig, item: CapabilityItem) -> dict[str, Any]:
     ranks = cfg.level_rank()
     lv = cfg.levels[ranks[item.level]]
     return {"level": item.level, "level_name": lv.name, "level_rank": ranks[item.level],
             "subject": item.subject}
+
 
 async def run_item(item: CapabilityItem, ctx, strategy: str, settings: RunSettings, opts) -> None:
     cfg = settings.state["cfg"]
@@ -31,6 +46,7 @@ async def run_item(item: CapabilityItem, ctx, strategy: str, settings: RunSettin
     for res in results:
         if isinstance(res, BaseException):
             raise res
+
 
 async def one_role(item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings, opts):
     cfg = settings.state["cfg"]

@@ -32,23 +32,14 @@ from .importers import csv_rows
 from .judge import TEMPLATE as JUDGE_TEMPLATE, rubric_text
 from .options import CapabilityOptions
 from .report import compare_tables, summary_lines, write_report
+from .strategies import STRATEGIES
 
 
 @register_suite("capability")
 class CapabilitySuite(Suite):
     name = "capability"
     description = "role-capability leakage: educational roles vs curriculum levels (RoleCapBench)"
-    strategies = {
-        "identity": "You are a <ROLE>. (C.1)",
-        "description": "identity + capability and style boundaries (C.2)",
-        "cot": "role-specific thinking template that guesses beyond the role (C.3)",
-        "guideline": "rules forbidding knowledge beyond the role (C.4)",
-        "explicit-idk": "answer idk beyond the role's capability (C.5)",
-        "syllabus": "explicit-idk + the role's curriculum knowledge (C.6)",
-        "injection": "guidelines + prefilled assistant turn, raw completion (C.7)",
-        "injection-syllabus": "injection + the role's curriculum knowledge (C.8)",
-        "no-role": "the question alone, once per question (baseline)",
-    }
+    strategies = STRATEGIES
     default_strategies = ["identity", "injection", "no-role"]
     uses_judge = True
     options_model = CapabilityOptions

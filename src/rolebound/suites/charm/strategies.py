@@ -14,6 +14,14 @@ from .data import ABSTAIN, CharmItem
 from .prompts import ANSWER_PREFIX, ba_prompt, mcq_prompt, no_role_prompt
 
 
+# name -> what `rolebound suites charm` says of it
+STRATEGIES = {
+    "independent": "BA, BC and KV each in a fresh conversation (the paper's protocol)",
+    "sequential": "BA then BC in one conversation (Appendix M, Table 15)",
+    "no-role": "Cross-Universe BC questions with no role (Appendix N, Table 16)",
+}
+
+
 def _yes_no_cont(text: str) -> str:
     return text.strip()
 

@@ -29,18 +29,14 @@ from .data import data_hash, expand, load_data, select, stats_tables
 from .options import CharmOptions
 from .prompts import TEMPLATES
 from .report import compare_tables, summary_lines, write_report
-from .strategies import extractor_for
+from .strategies import STRATEGIES, extractor_for
 
 
 @register_suite("charm")
 class CharmSuite(Suite):
     name = "charm"
     description = "temporal and cross-universe knowledge boundaries: awareness vs compliance (CHARM)"
-    strategies = {
-        "independent": "BA, BC and KV each in a fresh conversation (the paper's protocol)",
-        "sequential": "BA then BC in one conversation (Appendix M, Table 15)",
-        "no-role": "Cross-Universe BC questions with no role (Appendix N, Table 16)",
-    }
+    strategies = STRATEGIES
     default_strategies = ["independent"]
     offers_scoring = True
     options_model = CharmOptions

@@ -28,6 +28,15 @@ from .prompts import (ANSWER_PREFIX, CONFLICTS, JUDGE, JUDGE_DIGITS, LETTERS, SE
 from .rules import rule_segments
 
 
+# name -> what `rolebound suites multiverse` says of it
+STRATEGIES = {
+    "direct": "the paper's prompt, answered directly",
+    "cot": "the same prompt with \"Let's think step by step.\" (Table 3)",
+    "cross-direct": "each question asked of the hero's other versions, direct (Tables 9, 11)",
+    "cross-cot": "each question asked of the hero's other versions, with CoT",
+}
+
+
 # Paper Table 4: 1024 output tokens. The bundled CPU model gets short caps so that the default
 # run stays short on 2 cores (past a few dozen tokens it mostly repeats itself).
 LIMITS = {"cot_max_tokens": 1024, "segment_max_tokens": 1024, "judge_max_tokens": 64}

@@ -37,7 +37,7 @@ from .options import MultiverseOptions
 from .card import card_figures
 from .data import STARTER, MVIndex, dataset_tables, load_file, select_items
 from .report import compare_tables, summary_lines, write_report
-from .strategies import extractor_for
+from .strategies import STRATEGIES, extractor_for
 
 
 def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None = None) -> str:
@@ -54,12 +54,7 @@ def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None 
 class MultiverseSuite(Suite):
     name = "multiverse"
     description = "superhero versions: canon events by life phase, moral dilemmas, cross-version (Beyond One World)"
-    strategies = {
-        "direct": "the paper's prompt, answered directly",
-        "cot": "the same prompt with \"Let's think step by step.\" (Table 3)",
-        "cross-direct": "each question asked of the hero's other versions, direct (Tables 9, 11)",
-        "cross-cot": "each question asked of the hero's other versions, with CoT",
-    }
+    strategies = STRATEGIES
     default_strategies = ["direct", "cot", "cross-direct"]
     uses_judge = True
     offers_scoring = True

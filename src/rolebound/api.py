@@ -325,6 +325,11 @@ def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     records, extracted = model_extract.split(load_records(run_dir))
     metrics = suite.metrics(records, manifest)
     metrics["score_ties"] = score_ties(records)
+    from .metrics import position
+
+    metrics["position_bias"] = position.compute(records)       # every multiple-choice stage
+    if sh := position.shifts(records):                          # --set permutations=K
+        metrics["shifts"] = sh
     if manifest.repeats > 1 and not getattr(suite, "repeats_native", False):
         metrics["over_repeats"] = over_repeats(suite, records, manifest)
     if (me := model_extract.figures(suite, records, extracted, manifest)) is not None:

@@ -147,7 +147,15 @@ class Report:
         if not ctx or getattr(self, "_run_added", False):
             return
         self._run_added = True
-        rep = (ctx["metrics"] or {}).get("over_repeats")
+        from . import trust
+
+        metrics, manifest = ctx["metrics"] or {}, ctx["manifest"]
+        warnings = (metrics.get("position_bias") or {}).get("warnings") or []
+        if warnings:
+            self.meta.append(("position bias", "WARNING: " + "; ".join(warnings)))
+        self.sections[:0] = trust.paper_sections(self, metrics, manifest) + trust.position_sections(metrics)
+        self.sections += trust.shift_sections(metrics)
+        rep = metrics.get("over_repeats")
         if rep and rep.get("values"):
             rows = [[k, f"{v['mean']:.3f} +- {v['sem']:.3f}", ", ".join(f"{x:.3f}" for x in v["per_repeat"])]
                     for k, v in rep["values"].items()][:400]

@@ -20,7 +20,9 @@ import asyncio
 from pathlib import Path
 from typing import Any, Sequence
 
+from ...constants import ABCD
 from ...errors import InputError
+from ...scoring import order
 from ...io import file_sha256, stable_hash
 from . import metrics as cm
 from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE
@@ -185,7 +187,7 @@ class CapabilitySuite(Suite):
         ranks = cfg.level_rank()
         lv = cfg.levels[ranks[item.level]]
         return {"level": item.level, "level_name": lv.name, "level_rank": ranks[item.level],
-                "subject": item.subject}
+                "subject": item.subject, "mc": "answer", "labels": list(ABCD[:len(item.options)])}
 
     async def run_item(self, item: CapabilityItem, ctx, strategy: str, settings: RunSettings) -> None:
         cfg = self._setup(settings)
@@ -194,20 +196,27 @@ class CapabilitySuite(Suite):
             await ctx.chat("answer", cp.chat_messages(cp.NO_ROLE, item, None, {}), parse=parse_boxed_letter,
                            gold=item.answer, meta={**base, "role": None, "in_role": None})
             return
-        results = await asyncio.gather(*(self._one_role(item, ctx, strategy, role, base, settings)
-                                         for role in settings.state["roles"]), return_exceptions=True)
+        jobs = [self._one_role(item, ctx, strategy, role, base, settings) for role in settings.state["roles"]]
+        for k in range(1, self.opts(settings).permutations):     # --set permutations=K: cyclic shifts
+            shown = order.cyclic(len(item.options), k)
+            moved = item.model_copy(update={"options": order.apply(item.options, shown),
+                                            "answer": ABCD[order.shown_position(shown, ABCD.index(item.answer))]})
+            jobs += [self._one_role(moved, ctx, strategy, role, {**base, "shift": k, "order": shown}, settings,
+                                    suffix=f"~s{k}") for role in settings.state["roles"]]
+        results = await asyncio.gather(*jobs, return_exceptions=True)
         for res in results:
             if isinstance(res, BaseException):
                 raise res
 
-    async def _one_role(self, item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings):
+    async def _one_role(self, item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings,
+                        suffix: str = ""):
         cfg = self._setup(settings)
         ranks = cfg.level_rank()
         ceiling = ranks[role.ceiling] if role.ceiling is not None else -1
         meta = {**base, "role": role.id, "role_label": role.label,
                 "role_rank": [r.id for r in cfg.roles].index(role.id), "ceiling": role.ceiling,
                 "in_role": base["level_rank"] <= ceiling}
-        stage = f"answer.{role.id}"
+        stage = f"answer.{role.id}{suffix}"
         routes = cfg.subject_routes
         if strategy in cp.INJECTION:
             msgs, prefill = cp.injection_parts(strategy, item, role, routes)
@@ -220,7 +229,7 @@ class CapabilitySuite(Suite):
         else:
             rec = await ctx.chat(stage, cp.chat_messages(strategy, item, role, routes), parse=parse_boxed_letter,
                                  gold=item.answer, meta=meta)
-        if settings.state.get("judge_on"):
+        if settings.state.get("judge_on") and not suffix:
             jmax = self.opts(settings).judge_max_tokens
             await ctx.chat(f"judge.{role.id}", cj.judge_messages(role, item, rec.response), role="judge",
                            parse=cj.parse_judge, meta={**meta, "judged": rec.call_id},

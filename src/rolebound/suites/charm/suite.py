@@ -25,7 +25,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...records import Message
-from ...scoring import extract
+from ...scoring import extract, order
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
 from ...protocol import Protocol
@@ -64,9 +64,9 @@ def ba_prompt(item: CharmItem, question: str | None = None) -> str:
     return BA_PROMPT.format(character=item.role_name, profile=item.profile, question=question or item.question)
 
 
-def mcq_prompt(item: CharmItem) -> str:
+def mcq_prompt(item: CharmItem, options: list[str] | None = None) -> str:
     return MCQ_PROMPT.format(character=item.role_name, profile=item.profile, question=item.question,
-                             choices=choices_text(item.options or []))
+                             choices=choices_text(item.options or [] if options is None else options))
 
 
 def no_role_prompt(item: CharmItem) -> str:
@@ -197,13 +197,17 @@ class CharmSuite(Suite):
         return await ctx.chat(stage, messages, parse=extract.yes_no(question or item.question, strict=strict),
                               gold="No", meta=meta)
 
-    async def _mcq(self, ctx, stage: str, messages: list[Message], item: CharmItem, gold: int, scoring: str, meta):
-        n = len(item.options or [])
+    async def _mcq(self, ctx, stage: str, messages: list[Message], item: CharmItem, gold: int, scoring: str, meta,
+                   options: list[str] | None = None):
+        options = list(item.options or []) if options is None else options
+        n = len(options)
+        # what position-bias statistics need (rolebound.metrics.position): the stage, the labels shown
+        meta = {**meta, "mc": meta.get("mc") or stage, "labels": [str(k) for k in range(1, n + 1)]}
         if scoring == "logprob":
             return await ctx.score(stage, [str(k) for k in range(1, n + 1)], messages=messages,
                                    assistant_prefix=ANSWER_PREFIX, parse=int, gold=gold, meta=meta)
         # the options as choices_text shows them: "1. ...", "2. ..."; parsed stays the 1-based number
-        options = [(str(k), o) for k, o in enumerate(item.options or [], 1)]
+        options = [(str(k), o) for k, o in enumerate(options, 1)]
         parse = extract.answer_number(options) if self._extraction == "strict" else extract.choice(options, "number")
         return await ctx.chat(stage, messages, parse=parse, gold=gold, meta=meta)
 
@@ -217,6 +221,9 @@ class CharmSuite(Suite):
             else:
                 await self._mcq(ctx, item.stage, [Message(role="user", content=mcq_prompt(item))], item,
                                 int(item.gold), scoring, meta)
+                for k in range(1, self.opts(settings).permutations):
+                    await self._reordered(ctx, f"{item.stage}~s{k}", item, scoring, meta, order.cyclic(
+                        len(item.options or []), k), {"shift": k})
         elif strategy == "sequential":
             if item.stage != "bc":
                 return
@@ -231,6 +238,51 @@ class CharmSuite(Suite):
             # correct = the factual answer: the control asks whether the fact is accessible at all
             await self._mcq(ctx, "nr", [Message(role="user", content=no_role_prompt(item))], item,
                             int(item.fact_option), scoring, meta)
+
+    async def _reordered(self, ctx, stage: str, item: CharmItem, scoring: str, meta, shown: list[int], extra):
+        """The item's MCQ with its options in another order (`shown[p]`: the paper-order index shown
+        at p); gold follows its option. The record keeps the order (metrics.position.chosen)."""
+        options = order.apply(item.options or [], shown)
+        gold = order.shown_position(shown, int(item.gold) - 1) + 1
+        m = {**meta, **extra, "mc": item.stage, "order": list(shown)}
+        return await self._mcq(ctx, stage, [Message(role="user", content=mcq_prompt(item, options))], item, gold,
+                               scoring, m, options=options)
+
+    async def after_items(self, session, dataset: Dataset, settings: RunSettings) -> None:
+        """Override control: each candidate's (Cross-Universe, BA+ & FC-BC) KV question again with
+        its options in a fixed, seeded order under which the factual option stands neither where
+        it stood in the KV question nor where the factual answer stood in the BC question."""
+        if not self.opts(settings).kv_control or "independent" not in settings.strategies:
+            return
+        from ...loop import bounded
+        from ...runner import CallFailed, ItemContext
+        from ...store import load_records
+        from .metrics import instances
+
+        scoring = settings.scoring or "generate"
+        by_id = {i.id: i for i in dataset.items}
+        recs = load_records(session.run_dir.path)
+        jobs = []
+        for rep in range(settings.repeats):
+            for c in instances([r for r in recs if r.repeat == rep]):
+                kv = by_id.get(c.get("kv_id") or "")
+                if c["boundary"] == "cross" and c["ba"] and c["fc_bc"] and c["kv"] is not None and kv is not None:
+                    jobs.append((kv, rep, c))
+
+        async def one(job):
+            kv, rep, c = job
+            n, gold = len(kv.options or []), int(kv.gold) - 1
+            away = {gold} | ({int(c["fact_option"]) - 1} if c.get("fact_option") else set())
+            shown = order.moved(f"charm-kv-control:{self.opts(settings).data_seed}:{kv.id}", n, sorted(away), gold)
+            ctx = ItemContext(session=session, item_id=kv.id, strategy="independent", repeat=rep)
+            try:
+                await self._reordered(ctx, "kv~ctl", kv, scoring, self._meta(kv, settings), shown,
+                                      {"control": "kv-order"})
+            except CallFailed as exc:      # recorded with its error; retried on resume
+                session.counts.items_failed += 1
+                session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
+
+        await bounded(jobs, one, concurrency=16, label="charm: override control", progress=bool(jobs))
 
     # -- results ----------------------------------------------------------------------------
     def extractor_for(self, record):

@@ -133,6 +133,7 @@ class MCQSuite(Suite):
         letters = LETTERS[: len(item.options)]
         chat = opts.chat
         meta = {"group": getattr(item, opts.group, None)} if opts.group else {}
+        meta.update(mc="answer", labels=list(letters))     # for rolebound.metrics.position
         if settings.scoring == "logprob":
             # Raw text: " A" after "Answer:" (lm-eval's target delimiter); chat: the assistant
             # turn opens with the letter.

@@ -264,6 +264,7 @@ async def _run_all(s, dataset, items, settings, session, conc, progress, backend
             if not (lazy and getattr(b, "batching", False)):
                 await b.prepare()
         timing["loaded"] = time.time()
+        settings.state["progress"] = progress     # run-level work (after_items) shows a bar like the items
         await s.before_items(session, dataset, items, settings)
         await execute(s, dataset, items, settings, session, concurrency=conc, progress=progress)
         timing["items_done"] = time.time()

@@ -282,7 +282,8 @@ class CharmSuite(Suite):
                 session.counts.items_failed += 1
                 session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
 
-        await bounded(jobs, one, concurrency=16, label="charm: override control", progress=bool(jobs))
+        await bounded(jobs, one, concurrency=16, label="charm: override control",
+                      progress=bool(jobs) and settings.state.get("progress", True))
 
     # -- results ----------------------------------------------------------------------------
     def extractor_for(self, record):

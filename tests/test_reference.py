@@ -141,3 +141,49 @@ def test_beside_uses_card_figures_and_metric_paths():
     kfigs = [{"key": "KKE/all", "label": "KKE", "value": 10.0, "unit": "%"}]
     reference.annotate(ke, kfigs, ["vanilla", "cot"], card_strategy="vanilla")
     assert "LLaMA3-8b 27.00" in kfigs[0]["paper"] or "LLaMA3-8b 27.0" in kfigs[0]["paper"]
+
+
+# -- a run beside the paper: report, card section, `rolebound compare RUN --paper` ----------------
+SCRIPT = __import__("pathlib").Path(__import__("sys").executable).with_name("rolebound")
+
+
+@pytest.fixture(scope="module")
+def charm_run(tmp_path_factory):
+    from rolebound import api
+
+    out = tmp_path_factory.mktemp("paper") / "charm"
+    api.run("charm", model="fake:random", limit=60, out=out, progress=False, options={"similarity": False})
+    return out
+
+
+def test_report_and_card_set_the_paper_beside_the_run(charm_run, tmp_path):
+    from rolebound.card.build import run_metrics, section
+    from rolebound.card.render import card_md, figure_rows
+
+    md = (charm_run / "report.md").read_text()
+    assert "## The paper's figures beside this run" in md
+    assert "GPT-4o 72.1, GPT-5.5 50.3" in md and "departs from the paper's protocol" in md
+    s = section("charm", get_suite("charm"), charm_run, run_metrics(charm_run), tmp_path, reused=True)
+    gap = next(f for f in s["figures"] if f["key"] == "c_gap")
+    assert gap["paper"].startswith("GPT-4o 72.1") and "Qwen3-8B 24.7" in gap["paper"]
+    assert "demo settings" in s["paper_protocol"] and "--limit 60" in s["paper_protocol"]
+    assert any(r["paper"].startswith("paper: GPT-4o 72.1") for r in figure_rows(s))
+    card = {"model": "fake:random", "judge": None, "demo": True, "created": "", "rolebound": "", "git": None,
+            "suites": [{**s, "warnings": ["bc: the picks follow position"]}]}
+    text = card_md(card, {})
+    assert "**Against the paper:**" in text and "**Warning:** bc: the picks follow position" in text
+
+
+@pytest.mark.skipif(not SCRIPT.exists(), reason="the rolebound script is not installed here")
+def test_compare_paper_prints_the_run_as_one_more_row(charm_run, tmp_path):
+    import subprocess
+
+    res = subprocess.run([str(SCRIPT), "compare", str(charm_run), "--paper", "--out", str(tmp_path / "cmp")],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "Table 2 (CHARM" in res.stdout and "this run: fake:random" in res.stdout
+    t2 = res.stdout[res.stdout.index("Table 2 (CHARM"):res.stdout.index("Table 3 (CHARM")]
+    rows = [[c.strip() for c in ln.strip("│ ").split("│")] for ln in t2.splitlines() if ln.startswith("│")]
+    assert rows[0] == ["GPT-4o", "91.3", "18.9", "72.1", "8.9"] and len(rows) == 7
+    assert rows[-1][0].startswith("this run: fake:random")
+    assert (tmp_path / "cmp" / "compare.html").exists()

@@ -222,11 +222,9 @@ def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run dir
             out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.md/html"),
             paper: bool = typer.Option(False, "--paper", help="print each run as one more row of the paper's tables")):
     """Put several runs side by side (one row per model, strategy); --paper: beside the paper's tables."""
-    from .compare import compare_runs, print_paper
+    from .compare import compare_runs
 
-    paths = compare_runs(run_dirs, out, paper=paper)
-    if paper:
-        print_paper(paths[0])
+    paths = compare_runs(run_dirs, out, paper=paper, echo=paper)
     for p in paths:
         print(p)
 

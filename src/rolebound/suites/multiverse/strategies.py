@@ -87,7 +87,7 @@ async def answer(suite, item, ctx, *, played: str, stage: str, cot: bool, settin
     n = len(item.options) if item.task == "canon" else 2
     letters = (LETTERS if item.task == "canon" else "AB")[:n]
     gold = item.answer if item.task == "canon" else item.canonical
-    if shown is not None and gold in letters:
+    if shown is not None and gold is not None and gold in letters:
         gold = letters[order.shown_position(shown, letters.index(gold))]
     msgs = [Message(role="user", content=build_prompt(suite, item, played, cot, settings, shown))]
     # mc/labels/order: what rolebound.metrics.position reads

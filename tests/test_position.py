@@ -97,3 +97,9 @@ def test_shifts_accuracy_and_consistency_by_content():
     assert out["accuracy"]["0"]["rate"] == pytest.approx(60.0)   # A is never gold at shift 0 (gold index 2 = C)
     assert out["accuracy"]["2"]["rate"] == pytest.approx(100.0)  # at shift 2 gold index 2 is shown as A
     assert position.shifts([shifted(0, 0, 1, 1)]) == {}             # nothing shifted: no section
+
+
+def test_a_small_sample_that_the_test_cannot_tell_from_chance_does_not_warn():
+    recs = [rec(i, 1 if i < 3 else 2, [1, 2, 3, 4, 5][i % 5]) for i in range(5)]   # 60% at 1, gold 20% there
+    b = position.compute(recs)["stages"]["bc"]
+    assert b["pick_share"][0] == 60.0 and b["p"] > 0.05 and b["follows_position"] is None

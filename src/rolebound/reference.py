@@ -30,6 +30,7 @@ class PaperRow(BaseModel):
     condition: str                  # the suite's strategy the figure corresponds to
     metric: str                     # card figure key or dotted metrics.json path
     figure: str | None = None       # the card figure it sits beside, when `metric` is a path
+    run_unit: str | None = None     # the unit of the metrics.json value, where the path does not say
     value: float
     unit: str = "%"                 # "%", "pp", "0-1", "0-2", "0-5", "cosine", "count", "... difference"
     sem: float | None = None        # standard error of the mean, where the paper gives one
@@ -96,9 +97,11 @@ def lookup(metrics: dict, path: str) -> Any:
     return node
 
 
-def run_value(figures: dict[str, dict], metrics: dict, metric: str) -> tuple[float | None, str]:
+def run_value(figures: dict[str, dict], metrics: dict, metric: str, run_unit: str | None = None
+              ) -> tuple[float | None, str]:
     """(value, unit) of `metric` in this run: a card figure by key, else a metrics.json path
-    (a rate_ci dict gives its percent rate, a paired difference its points, a mean its mean)."""
+    (a rate_ci dict gives its percent rate, a paired difference its points, a mean its mean;
+    `run_unit`, from the reference row, names the unit where the path does not)."""
     f = figures.get(metric)
     if f is not None:
         return f.get("value"), f.get("unit", "%")
@@ -106,11 +109,11 @@ def run_value(figures: dict[str, dict], metrics: dict, metric: str) -> tuple[flo
     if isinstance(v, dict):
         for key, unit in (("rate", "%"), ("diff", "pp"), ("mean", "")):
             if key in v:
-                return v[key], unit
+                return v[key], run_unit or unit
         return None, ""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None, ""
-    return float(v), ("count" if isinstance(v, int) else "")
+    return float(v), run_unit or ("count" if isinstance(v, int) else "")
 
 
 def shown(row: PaperRow, run_unit: str) -> float:
@@ -174,7 +177,7 @@ def beside(suite, metrics: dict, manifest, figures: Sequence[dict] | None = None
     out = []
     for metric, cond in order:
         rows = groups[(metric, cond)]
-        val, unit = run_value(figs, metrics, metric)
+        val, unit = run_value(figs, metrics, metric, rows[0].run_unit)
         fig = figs.get(metric) or figs.get(rows[0].figure or "")
         unit = unit or (fig or {}).get("unit", "")
         if val is None and metric not in figs:
@@ -201,6 +204,8 @@ def annotate(suite, figures: Sequence[dict], strategies: Sequence[str], card_str
 def fmt_run(value: float | None, unit: str) -> str:
     if value is None:
         return "-"
+    if unit == "cosine":
+        return f"{value:.3f}"
     if unit == "count":
         return str(int(value))
     if unit in ("%", "pp"):
@@ -294,7 +299,7 @@ def _run_rows(suite, metrics, manifest, by_row, cols, blocks: bool, name: str) -
             if ref is None or ref.condition not in strategies:
                 cells.append("")
                 continue
-            v, unit = run_value(figs, metrics, ref.metric)
+            v, unit = run_value(figs, metrics, ref.metric, ref.run_unit)
             filled |= v is not None
             cells.append(_cell(_paper_scale(v, unit, ref), ref))
         lines.append(([name, key] if blocks else [key, name]) + cells)

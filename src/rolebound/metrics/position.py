@@ -13,8 +13,9 @@ from typing import Any, Iterable
 
 # picks "follow position" when more than this share of the answers sits at one position ...
 PICK_SHARE = 50.0
-# ... that holds at most this share of the gold answers
+# ... that holds at most this share of the gold answers, and the chi-square test agrees
 GOLD_SHARE = 25.0
+ALPHA = 0.05
 
 
 def mc_records(records: Iterable) -> dict[str, list]:
@@ -65,7 +66,8 @@ def stage_bias(recs: list) -> dict[str, Any]:
     out = {"n": len(recs), "answered": n_p, "invalid": invalid, "with_gold": n_g, "labels": labels,
            "picks": picks, "golds": golds, "pick_share": pick_share, "gold_share": gold_share,
            **chi_square(picks, golds), "follows_position": None}
-    for i in range(k):
+    significant = out["p"] is not None and out["p"] < ALPHA
+    for i in range(k if significant else 0):
         if pick_share[i] is not None and gold_share[i] is not None and pick_share[i] > PICK_SHARE \
                 and gold_share[i] <= GOLD_SHARE:
             out["follows_position"] = {"position": i + 1, "label": labels[i], "pick_share": pick_share[i],
@@ -87,7 +89,7 @@ def compute(records: Iterable) -> dict[str, Any]:
     warnings = [warning_text(s, b) for s, b in stages.items() if b["follows_position"]]
     return {"stages": stages, "warnings": warnings,
             "rule": f"a warning when more than {PICK_SHARE:.0f}% of the answers sit at one position that holds "
-                    f"at most {GOLD_SHARE:.0f}% of the gold answers"}
+                    f"at most {GOLD_SHARE:.0f}% of the gold answers and the chi-square test gives p < {ALPHA}"}
 
 
 # -- answers under shifted option orders (--set permutations=K) ------------------------------------

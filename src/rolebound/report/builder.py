@@ -153,8 +153,11 @@ class Report:
         warnings = (metrics.get("position_bias") or {}).get("warnings") or []
         if warnings:
             self.meta.append(("position bias", "WARNING: " + "; ".join(warnings)))
-        self.sections[:0] = trust.paper_sections(self, metrics, manifest) + trust.position_sections(metrics)
-        self.sections += trust.shift_sections(metrics)
+        suite_sections, self.sections = self.sections, []
+        trust.paper_sections(self, metrics, manifest)     # first: beside the paper, then position bias
+        trust.position_sections(self, metrics)
+        self.sections += suite_sections
+        trust.shift_sections(self, metrics)
         rep = metrics.get("over_repeats")
         if rep and rep.get("values"):
             rows = [[k, f"{v['mean']:.3f} +- {v['sem']:.3f}", ", ".join(f"{x:.3f}" for x in v["per_repeat"])]

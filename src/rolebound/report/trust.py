@@ -11,41 +11,35 @@ def _pct(v: Any) -> str:
     return "-" if v is None else f"{v:.0f}%"
 
 
-def paper_sections(rep, metrics: dict, manifest) -> list:
-    """The 'paper beside this run' table and the protocol comparison, as Section objects."""
+def paper_sections(rep, metrics: dict, manifest) -> None:
+    """The 'paper beside this run' table, with the protocol comparison."""
     from .. import reference
     from ..suites import get_suite
-    from .builder import Report
 
     try:
         suite = get_suite(manifest.suite)
     except Exception:  # noqa: BLE001 - an unknown suite (plugin gone) has no reference rows
-        return []
+        return
     try:
         figs = (suite.card_figures(metrics) or {}).get("figures") or []
     except Exception:  # noqa: BLE001 - a metrics.json from other code: paths still resolve
         figs = []
     entries = reference.beside(suite, metrics, manifest, figs)
-    tmp = Report("")
     text = reference.protocol_text(suite, manifest)
     if not entries:
-        return []
+        return
     rows = [[e["label"], reference.fmt_run(e["value"], e["unit"]), e["paper"]] for e in entries]
-    tmp.table("The paper's figures beside this run", ["figure", "this run", "paper (model value, table)"], rows,
+    rep.table("The paper's figures beside this run", ["figure", "this run", "paper (model value, table)"], rows,
               note=f"{text} Paper values: {reference.rows_for(suite)[0].paper}, copied from its tables "
                    f"(the suite's data/paper_results.yaml, checked against the paper's text); "
                    "0-1 scores are shown in percent beside a percent figure; rows for the strategies this run ran.")
-    return tmp.sections
 
 
-def position_sections(metrics: dict) -> list:
-    from .builder import Report
-
+def position_sections(rep, metrics: dict) -> None:
     pb = metrics.get("position_bias") or {}
     stages = pb.get("stages") or {}
     if not stages:
-        return []
-    tmp = Report("")
+        return
     rows = []
     for stage, b in stages.items():
         for i, lab in enumerate(b["labels"]):
@@ -54,21 +48,17 @@ def position_sections(metrics: dict) -> list:
     tests = "; ".join(f"{s}: chi2 {b['chi2']:.1f}, dof {b['dof']}, p {b['p']:.2g}" if b.get("p") is not None
                       else f"{s}: no test (one position only)" for s, b in stages.items())
     if pb.get("warnings"):
-        tmp.text("\n\n".join("Warning: " + w + "." for w in pb["warnings"]), title="Position bias warning")
-    tmp.table("Position bias: answers and gold answers by option position",
+        rep.text("\n\n".join("Warning: " + w + "." for w in pb["warnings"]), title="Position bias warning")
+    rep.table("Position bias: answers and gold answers by option position",
               ["stage", "position (label)", "answers", "gold", "answers n", "gold n"], rows,
               note=f"Chi-square test of homogeneity (answers vs gold over positions): {tests}. "
                    f"Rule: {pb.get('rule', '')}. Paper-order calls only; invalid answers left out.")
-    return tmp.sections
 
 
-def shift_sections(metrics: dict) -> list:
-    from .builder import Report
-
+def shift_sections(rep, metrics: dict) -> None:
     sh = metrics.get("shifts") or {}
     if not sh:
-        return []
-    tmp = Report("")
+        return
     rows = []
     for stage, d in sh.items():
         accs = [d["accuracy"][str(k)] for k in range(d["shifts"])]
@@ -76,11 +66,10 @@ def shift_sections(metrics: dict) -> list:
     k = max(d["shifts"] for d in sh.values())
     heads = ["stage", "items"] + ["paper order" if s == 0 else f"shift {s}" for s in range(k)] + ["consistency"]
     rows = [r + ["-"] * (len(heads) - len(r)) for r in rows]
-    tmp.table("Accuracy under cyclic shifts of the options (--set permutations)", heads, rows,
+    rep.table("Accuracy under cyclic shifts of the options (--set permutations)", heads, rows,
               note="Each item asked with its options shifted cyclically (shift s: the option at position i moves "
                    "to i+s). Consistency: the share of items whose chosen option, by content, is the same under "
                    "every shift. The paper's figure is the paper-order column; items asked under every shift only.")
-    return tmp.sections
 
 
 def _one(d: dict | None) -> str:

@@ -187,3 +187,15 @@ def test_compare_paper_prints_the_run_as_one_more_row(charm_run, tmp_path):
     assert rows[0] == ["GPT-4o", "91.3", "18.9", "72.1", "8.9"] and len(rows) == 7
     assert rows[-1][0].startswith("this run: fake:random")
     assert (tmp_path / "cmp" / "compare.html").exists()
+
+
+def test_a_paper_protocol_run_lists_only_its_real_departures(tmp_path):
+    from rolebound import api
+
+    res = api.run("charm", model="fake:random", protocol="paper", limit=40, out=tmp_path / "p", progress=False,
+                  options={"similarity": False}, decoding={"top_p": 1.0})
+    same, dep = reference.protocol_comparison(get_suite("charm"), res.manifest)
+    assert not same and dep == ["top_p 1.0 instead of 0.95",
+                                f"a balanced --limit 40 subset ({res.manifest.n_items} items), not the whole benchmark"]
+    md = (res.run_dir / "report.md").read_text()
+    assert "departs from the paper's protocol (CHARM Appendix H): top\\_p 1.0 instead of 0.95; a balanced" in md

@@ -324,7 +324,9 @@ class CharmSuite(Suite):
                 ("BA acc %", fmt_rate(acc.get("ba/all"))), ("BC acc %", fmt_rate(acc.get("bc/all"))),
                 ("Compliance Gap %", fmt_rate(m.get("compliance_gap"))),
                 ("Recognition Failure %", fmt_rate(m.get("recognition_failure"))),
-                ("verified override %", f"{fmt_rate(ov)} ({ov.get('ba_pos_fc_bc_fc_kv', 0)}/{ov.get('ba_pos_fc_bc', 0)})")]
+                ("verified override %", f"{fmt_rate(ov)} ({ov.get('ba_pos_fc_bc_fc_kv', 0)}/{ov.get('ba_pos_fc_bc', 0)})")] \
+            + ([("override, control option order %", fmt_rate(ctl["control_order"]))]
+               if (ctl := metrics.get("override_control")) else [])
 
     def card_figures(self, metrics) -> dict[str, Any]:
         from .card import card_figures

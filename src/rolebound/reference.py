@@ -250,12 +250,16 @@ def _paper_scale(value: float | None, run_unit: str, row: PaperRow) -> float | N
     return value
 
 
-def _cell(v: float | None, row: PaperRow) -> str:
+def _decimals(v: float) -> int:
+    r = repr(float(v))
+    return len(r.split(".")[1]) if "." in r and "e" not in r else 0
+
+
+def _cell(v: float | None, row: PaperRow, digits: int) -> str:
     if v is None:
         return "-"
     if row.unit == "count":
         return str(int(v))
-    digits = 3 if row.unit.startswith(("0-", "cosine")) else 1 if row.unit in ("%", "pp") else 2
     return f"{v:+.{digits}f}" if "difference" in row.unit or row.unit == "pp" else f"{v:.{digits}f}"
 
 
@@ -273,11 +277,13 @@ def paper_tables(suite, runs: Sequence[tuple[str, dict, Any]]) -> list[dict[str,
         for r in trs:
             by_row.setdefault((r.section or "", r.row or r.model), {})[r.column or r.metric] = r
         blocks = all(r.section and r.section == r.model for r in trs)
-        lines = [[sec, lab] + [_cell(c[k].value, c[k]) if k in c else "" for k in cols]
-                 for (sec, lab), c in by_row.items()]
+        digits = {k: max(_decimals(r.value) for r in trs if (r.column or r.metric) == k) for k in cols}
+        lines = [[sec, lab] + [_cell(c[k].value, c[k], digits[k]) + (f" ± {c[k].sem:.{digits[k]}f}"
+                                                                       if c[k].sem is not None else "")
+                               if k in c else "" for k in cols] for (sec, lab), c in by_row.items()]
         filled = False
         for name, metrics, manifest in runs:
-            new, got = _run_rows(suite, metrics, manifest, by_row, cols, blocks, name)
+            new, got = _run_rows(suite, metrics, manifest, by_row, cols, blocks, name, digits)
             lines += new
             filled |= got
         if filled:
@@ -286,7 +292,8 @@ def paper_tables(suite, runs: Sequence[tuple[str, dict, Any]]) -> list[dict[str,
     return out
 
 
-def _run_rows(suite, metrics, manifest, by_row, cols, blocks: bool, name: str) -> tuple[list[list[str]], bool]:
+def _run_rows(suite, metrics, manifest, by_row, cols, blocks: bool, name: str, digits: dict[str, int]
+              ) -> tuple[list[list[str]], bool]:
     figs = _figures(suite, metrics)
     strategies = list(manifest.strategies)
     keys = dict.fromkeys(lab if blocks else sec for sec, lab in by_row)
@@ -301,7 +308,7 @@ def _run_rows(suite, metrics, manifest, by_row, cols, blocks: bool, name: str) -
                 continue
             v, unit = run_value(figs, metrics, ref.metric, ref.run_unit)
             filled |= v is not None
-            cells.append(_cell(_paper_scale(v, unit, ref), ref))
+            cells.append(_cell(_paper_scale(v, unit, ref), ref, digits[col]))
         lines.append(([name, key] if blocks else [key, name]) + cells)
     return lines, filled
 

@@ -135,7 +135,7 @@ def fmt_paper(row: PaperRow, run_unit: str) -> str:
         digits = max(digits, 3) if row.unit.startswith(("0-", "cosine")) else digits
     s = f"{v:+.{digits}f}" if "difference" in row.unit or row.unit == "pp" else f"{v:.{digits}f}"
     if row.sem is not None:
-        s += f" ± {row.sem:g}"
+        s += f" ± {row.sem:.{digits}f}"
     return s
 
 

@@ -26,12 +26,14 @@ def paper_sections(rep, metrics: dict, manifest) -> None:
         figs = []
     entries = reference.beside(suite, metrics, manifest, figs)
     text = reference.protocol_text(suite, manifest)
+    rep.meta.append(("against the paper", text))
     if not entries:
         return
     rows = [[e["label"], reference.fmt_run(e["value"], e["unit"]), e["paper"]] for e in entries]
+    first = reference.rows_for(suite)[0]
     rep.table("The paper's figures beside this run", ["figure", "this run", "paper (model value, table)"], rows,
-              note=f"{text} Paper values: {reference.rows_for(suite)[0].paper}, copied from its tables "
-                   f"(the suite's data/paper_results.yaml, checked against the paper's text); "
+              note=f"{text} The paper's values ({first.paper}) were produced under: {first.protocol}. They are "
+                   "copied from its tables (the suite's data/paper_results.yaml, checked against the paper's text); "
                    "0-1 scores are shown in percent beside a percent figure; rows for the strategies this run ran.")
 
 

@@ -26,7 +26,8 @@ def paper_sections(rep, metrics: dict, manifest) -> None:
         figs = []
     entries = reference.beside(suite, metrics, manifest, figs)
     text = reference.protocol_text(suite, manifest)
-    rep.meta.append(("against the paper", text))
+    if getattr(suite, "protocol", None) is not None:      # suites with no paper (mcq) say nothing
+        rep.meta.append(("against the paper", text))
     if not entries:
         return
     rows = [[e["label"], reference.fmt_run(e["value"], e["unit"]), e["paper"]] for e in entries]

@@ -337,8 +337,9 @@ def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
         metrics["model_extraction"] = me
     rd.write_json("metrics.json", metrics)
     from .report.builder import run_sections
+    from .trust import run_level
 
-    with run_sections(metrics, manifest):
+    with run_sections(metrics, manifest, add=run_level):
         paths = suite.report(metrics, records, manifest, run_dir)
     return metrics, paths
 

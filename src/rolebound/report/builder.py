@@ -31,8 +31,10 @@ _RUN: contextvars.ContextVar[dict | None] = contextvars.ContextVar("rolebound_ru
 
 
 @contextlib.contextmanager
-def run_sections(metrics: dict, manifest):
-    token = _RUN.set({"metrics": metrics, "manifest": manifest})
+def run_sections(metrics: dict, manifest, add=None):
+    """Run-level facts for the reports written inside; `add(report, metrics, manifest)` writes more
+    run-level sections (api passes rolebound.trust.run_level: the paper beside the run, position bias)."""
+    token = _RUN.set({"metrics": metrics, "manifest": manifest, "add": add})
     try:
         yield
     finally:
@@ -147,17 +149,9 @@ class Report:
         if not ctx or getattr(self, "_run_added", False):
             return
         self._run_added = True
-        from . import trust
-
-        metrics, manifest = ctx["metrics"] or {}, ctx["manifest"]
-        warnings = (metrics.get("position_bias") or {}).get("warnings") or []
-        if warnings:
-            self.meta.append(("position bias", "WARNING: " + "; ".join(warnings)))
-        suite_sections, self.sections = self.sections, []
-        trust.paper_sections(self, metrics, manifest)     # first: beside the paper, then position bias
-        trust.position_sections(self, metrics)
-        self.sections += suite_sections
-        trust.shift_sections(self, metrics)
+        metrics = ctx["metrics"] or {}
+        if ctx.get("add"):
+            ctx["add"](self, metrics, ctx["manifest"])
         rep = metrics.get("over_repeats")
         if rep and rep.get("values"):
             rows = [[k, f"{v['mean']:.3f} +- {v['sem']:.3f}", ", ".join(f"{x:.3f}" for x in v["per_repeat"])]

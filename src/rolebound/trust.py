@@ -11,10 +11,23 @@ def _pct(v: Any) -> str:
     return "-" if v is None else f"{v:.0f}%"
 
 
+def run_level(rep, metrics: dict, manifest) -> None:
+    """Into a suite's report: a position-bias warning among the facts; the paper beside the run
+    and the position-bias table before the suite's sections; the shifts table after them."""
+    warnings = (metrics.get("position_bias") or {}).get("warnings") or []
+    if warnings:
+        rep.meta.append(("position bias", "WARNING: " + "; ".join(warnings)))
+    suite_sections, rep.sections = rep.sections, []
+    paper_sections(rep, metrics, manifest)
+    position_sections(rep, metrics)
+    rep.sections += suite_sections
+    shift_sections(rep, metrics)
+
+
 def paper_sections(rep, metrics: dict, manifest) -> None:
     """The 'paper beside this run' table, with the protocol comparison."""
-    from .. import reference
-    from ..suites import get_suite
+    from . import reference
+    from .suites import get_suite
 
     try:
         suite = get_suite(manifest.suite)

@@ -275,12 +275,13 @@ def view(path: Path = typer.Argument(..., help="a run folder, or a folder of run
 
 
 @app.command()
-def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run directories"),
-            out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.md/html")):
-    """Put several runs side by side (one row per model, strategy)."""
+def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run directories (one with --paper)"),
+            out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.md/html"),
+            paper: bool = typer.Option(False, "--paper", help="print each run as one more row of the paper's tables")):
+    """Put several runs side by side (one row per model, strategy); --paper: beside the paper's tables."""
     from .compare import compare_runs
 
-    paths = compare_runs(run_dirs, out)
+    paths = compare_runs(run_dirs, out, paper=paper, echo=paper)
     for p in paths:
         print(p)
 

@@ -158,6 +158,11 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
     if c.get("failed_calls") or c.get("failed_items"):
         problems.append(f"{c.get('failed_calls', 0)} failed call(s), {c.get('failed_items', 0)} failed item(s) "
                         "(errors.log in the run folder): rerun to retry them")
+    figures = cf.get("figures") or []
+    from .. import reference
+
+    reference.annotate(suite, figures, list(m.strategies), cf.get("strategy"))
+    warnings = list((metrics.get("position_bias") or {}).get("warnings") or []) + list(cf.get("warnings") or [])
     html = Path(run_dir) / "report.html"
     return {
         "suite": name, "title": cf.get("title") or name, "run_dir": str(run_dir), "reused": reused,
@@ -166,7 +171,8 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
         "protocol": proto.get("mode") or "none", "protocol_label": proto.get("label") or "",
         "strategies": list(m.strategies), "scoring": m.scoring, "limit": m.limit, "n_items": m.n_items,
         "repeats": m.repeats, "started": m.started, "finished": m.finished,
-        "model_calls": c.get("model_calls"), "figures": cf.get("figures") or [],
+        "model_calls": c.get("model_calls"), "figures": figures, "warnings": warnings,
+        "paper_protocol": reference.protocol_text(suite, m),
         "finding": cf.get("finding") or "", "chart": cf.get("chart"), "problems": problems,
     }
 

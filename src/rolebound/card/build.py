@@ -161,7 +161,15 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
         "repeats": m.repeats, "started": m.started, "finished": m.finished,
         "model_calls": c.get("model_calls"), "figures": cf.get("figures") or [],
         "finding": cf.get("finding") or "", "chart": cf.get("chart"), "problems": problems,
+        "judge_agreement": _judge_agreement(name, m.judge, out),
     }
+
+
+def _judge_agreement(name: str, judge: str | None, out: Path) -> str | None:
+    """A line on the judge's agreement with human labels, when a judge-check run of it exists."""
+    from ..judgecheck.card import judge_line
+
+    return judge_line(name, judge, [Path("runs") / "judge-check", Path(out) / "judge-check"])
 
 
 def link(target: Path, out: Path) -> str:

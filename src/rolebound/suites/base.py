@@ -217,6 +217,11 @@ class Suite:
         builds them); None: the suite has no card section."""
         return None
 
+    def judge_check(self):
+        """`rolebound judge-check`: a rolebound.judgecheck.spec.JudgeCheck (the judge's scores and one
+        judge call for a human-labelled reply); None: the suite has no judge to check."""
+        return None
+
 
 class Item(BaseModel):
     """Base for suite items: every item has a stable id."""

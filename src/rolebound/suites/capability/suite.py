@@ -251,6 +251,11 @@ class CapabilitySuite(Suite):
                                    f"{nr['outcomes']['valid']}/{nr['outcomes']['total']})"))
         return out
 
+    def judge_check(self):
+        from .judgecheck import spec
+
+        return spec()
+
     def card_figures(self, metrics) -> dict[str, Any]:
         from .card import card_figures
 

@@ -238,6 +238,11 @@ class KnowledgeErrorsSuite(Suite):
                         f"{fmt_mean_sem(acc['overall'], False)} (invalid judgments {j['invalid']}/{j['answers']})"))
         return out
 
+    def judge_check(self):
+        from .judgecheck import spec
+
+        return spec()
+
     def card_figures(self, metrics) -> dict[str, Any]:
         from .card import card_figures
 

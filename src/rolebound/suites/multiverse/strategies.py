@@ -116,6 +116,22 @@ def segment_cap(suite, settings, reply) -> int:
     return cap
 
 
+async def judge_reply(ctx, *, name: str, lore: str, attributes: str, response: str, by_logprob: bool,
+                      max_tokens: int | None, meta: dict):
+    """The judge's 0-5 thinking/acting scores of one response (stage "judge"; the record's parsed
+    is {thinking, acting} or INVALID). judge-check asks it the same way (judgecheck.py)."""
+    prompt = [Message(role="user", content=JUDGE.format(name=name, lore=lore, attributes=attributes or "-",
+                                                        response=response))]
+    m = {**meta, "judge_scoring": "logprob" if by_logprob else "generate"}
+    if not by_logprob:
+        return await ctx.chat("judge", prompt, role="judge", parse=parse_judge, max_tokens=max_tokens, meta=m)
+    # greedy decoding held to the format: the likeliest first digit, then the likeliest after "t,"
+    think = await ctx.score("judge.think", JUDGE_DIGITS, messages=prompt, role="judge", meta=m)
+    t = think.response
+    return await ctx.score("judge", JUDGE_DIGITS, messages=prompt, assistant_prefix=f"{t},", role="judge",
+                           parse=lambda a: parse_judge(f"{t},{a}"), meta=m)
+
+
 async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
     """Section 4.2: segment into thinking/acting, judge both 0-5, Think-Act Matching."""
     text = reply.response or ""
@@ -145,17 +161,9 @@ async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
     judge_max = limit(suite, settings, "judge_max_tokens")
     by_logprob = suite.opts(settings).judge_scoring == "logprob"
 
-    async def judge_call(response: str, source: str):
-        prompt = [Message(role="user", content=JUDGE.format(name=ver.name, lore=lore, attributes=attrs,
-                                                            response=response))]
-        m = {**meta, "judge_input": source, "judge_scoring": "logprob" if by_logprob else "generate"}
-        if not by_logprob:
-            return await ctx.chat("judge", prompt, role="judge", parse=parse_judge, max_tokens=judge_max, meta=m)
-        # greedy decoding held to the format: the likeliest first digit, then the likeliest after "t,"
-        think = await ctx.score("judge.think", JUDGE_DIGITS, messages=prompt, role="judge", meta=m)
-        t = think.response
-        return await ctx.score("judge", JUDGE_DIGITS, messages=prompt, assistant_prefix=f"{t},", role="judge",
-                               parse=lambda a: parse_judge(f"{t},{a}"), meta=m)
+    def judge_call(response: str, source: str):
+        return judge_reply(ctx, name=ver.name, lore=lore, attributes=attrs, response=response,
+                           by_logprob=by_logprob, max_tokens=judge_max, meta={**meta, "judge_input": source})
 
     if judge_input(suite, settings) == "segmented":
         seg = await seg_call

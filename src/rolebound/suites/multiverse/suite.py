@@ -209,6 +209,11 @@ class MultiverseSuite(Suite):
 
         return build_report(metrics, records, manifest, run_dir)
 
+    def judge_check(self):
+        from .judgecheck import spec
+
+        return spec()
+
     def card_figures(self, metrics) -> dict[str, Any]:
         from .card import card_figures
 

@@ -207,6 +207,10 @@ def test_cli_end_to_end_and_one_line_errors(tmp_path):
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["rows"] == 6
     again = rb("judge-check", "multiverse", "--judge", "fake:random", "--data", data, "--out", tmp_path / "run", "-q")
     assert again.returncode == 0 and "0 judge calls" in again.stdout
+    before = (tmp_path / "run" / "metrics.json").read_text()
+    rebuilt = rb("report", tmp_path / "run", "-q")       # `rolebound report` knows a judge-check folder
+    assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
+    assert (tmp_path / "run" / "metrics.json").read_text() == before
     bad = write_rows(tmp_path / "bad.jsonl", [mv_row(0), mv_row(1, labels={"ann1": {"acting": "high"}})])
     for args, needle in [(("multiverse", "--data", bad), f"{bad}:2, field 'labels.ann1.acting'"),
                          (("mcq", "--data", data), "has no judge"),

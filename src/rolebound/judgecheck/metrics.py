@@ -99,3 +99,12 @@ def compute(records, check: JudgeCheck, *, resamples: int = BOOTSTRAP, seed: int
                          "failed": sum(1 for r in rows if r["failed"])},
             "judged": sorted(judged), "bootstrap": {"resamples": resamples, "seed": seed, "ci": 95},
             "scores": scores}
+
+
+def humans_only(rows, check: JudgeCheck, *, resamples: int = BOOTSTRAP, seed: int = SEED) -> dict[str, Any]:
+    """The annotators' agreement with each other on labelled rows (no judge): the human ceiling of
+    a whole release, e.g. every Beyond One World reply."""
+    table = [{"id": r.id, "group": r.group or "", "labels": r.labels, "judge": {}}
+             for r in sorted(rows, key=lambda r: r.id)]
+    return {"kind": "judge-check-humans", "rows": len(table), "bootstrap": {"resamples": resamples, "seed": seed},
+            "scores": {s: score_block(table, s, scale, False, resamples, seed) for s, scale in check.scales.items()}}

@@ -101,6 +101,8 @@ def print_table(metrics: dict[str, Any], groups: str = "all") -> None:
             t.add_section()
         t.add_row(*r)
         last = r[:2]
-    console = Console()
+    import sys
+
+    console = Console(width=None if sys.stdout.isatty() else 200)    # a log keeps whole rows
     console.print(t)
     console.print(verdict_line(metrics))

@@ -156,6 +156,13 @@ def test_judge_check_records_resumes_and_ignores_record_order(tmp_path):
     assert rebuilt == m
     assert {p.name for p in paths} == {"report.md", "report.html"}
     assert "humans (ceiling)" in (out / "report.md").read_text()
+    # the card's line on this judge, found among the judge-check runs under a folder
+    from rolebound.judgecheck.card import judge_line
+
+    line = judge_line("multiverse", "fake:random", [tmp_path])
+    assert line.startswith("Judge checked against human labels") and "Spearman rho" in line and "human ceiling" in line
+    assert judge_line("multiverse", "fake:echo", [tmp_path]) is None
+    assert judge_line("knowledge-errors", "fake:random", [tmp_path]) is None
 
 
 def test_another_limit_is_a_different_run(tmp_path):

@@ -3,7 +3,7 @@ human yes/no verdicts (docs/judge-check.md). No public human-labelled release ex
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,17 +29,14 @@ async def judge(ctx, row: Labelled, settings: dict[str, Any]):
                                query=c.query, response=row.reply)
 
 
-def run_settings(judge_backend, resolved) -> dict[str, Any]:
-    """The suite's rule: " yes" against " no" by log-likelihood on the demo models, generated elsewhere."""
-    from .suite import judge_scoring_mode
-
-    return {"judge_scoring": judge_scoring_mode(None, judge_backend), "judge_max_tokens": None}
-
-
-def spec() -> JudgeCheck:
+def spec(scoring_mode: Callable[[Any], str]) -> JudgeCheck:
+    """scoring_mode(judge): the suite's rule (" yes" against " no" by log-likelihood on the demo
+    models, generated elsewhere)."""
     from . import prompts as P
 
     # the verdict record's parsed is "yes"/"no": the judge's single score, named "verdict"
     return JudgeCheck(scales={"verdict": Scale("nominal", ("yes", "no"))}, judge=judge, context_model=Context,
-                      prompt_templates={"judge_kke": P.JUDGE_KKE, "judge_uke": P.JUDGE_UKE}, settings=run_settings,
+                      prompt_templates={"judge_kke": P.JUDGE_KKE, "judge_uke": P.JUDGE_UKE},
+                      settings=lambda judge_backend, resolved: {"judge_scoring": scoring_mode(judge_backend),
+                                                                "judge_max_tokens": None},
                       verdict=lambda parsed: {"verdict": parsed} if parsed in ("yes", "no") else None)

@@ -241,7 +241,7 @@ class KnowledgeErrorsSuite(Suite):
     def judge_check(self):
         from .judgecheck import spec
 
-        return spec()
+        return spec(lambda judge: judge_scoring_mode(None, judge))
 
     def card_figures(self, metrics) -> dict[str, Any]:
         from .card import card_figures

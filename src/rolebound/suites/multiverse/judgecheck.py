@@ -21,7 +21,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -125,15 +125,17 @@ async def judge(ctx, row: Labelled, settings: dict[str, Any]):
                              max_tokens=settings.get("judge_max_tokens"), meta={"judge_input": "raw"})
 
 
-def run_settings(judge_backend, resolved) -> dict[str, Any]:
+def run_settings(scoring_mode: Callable[[Any], str]) -> Callable[[Any, Any], dict[str, Any]]:
     """The suite's own rules: the 0-5 pair read by log-likelihood on the demo models (which write
-    no score format), generated elsewhere; the demo judge's short cap, else the judge decoding's."""
+    no score format), generated elsewhere (scoring_mode(judge)); the demo judge's short cap, else
+    the judge decoding's."""
     from .strategies import SMALL_LIMITS
-    from .suite import MultiverseSuite
 
-    mode = MultiverseSuite().judge_scoring({}, judge_backend)
-    cap = SMALL_LIMITS["judge_max_tokens"] if resolved.mode == "demo" else None
-    return {"judge_scoring": mode, "judge_max_tokens": cap, "judge_input": "raw"}
+    def settings(judge_backend, resolved) -> dict[str, Any]:
+        cap = SMALL_LIMITS["judge_max_tokens"] if resolved.mode == "demo" else None
+        return {"judge_scoring": scoring_mode(judge_backend), "judge_max_tokens": cap, "judge_input": "raw"}
+
+    return settings
 
 
 def has_labels(row: Labelled) -> bool:
@@ -155,10 +157,10 @@ def select(rows: list[Labelled], limit: int | None) -> list[Labelled]:
     return interleave(queues)[:limit]
 
 
-def spec() -> JudgeCheck:
+def spec(scoring_mode: Callable[[Any], str]) -> JudgeCheck:
     from .prompts import JUDGE
 
     return JudgeCheck(scales={"thinking": SCALE, "acting": SCALE, "describe": SCALE}, judge=judge,
                       context_model=Context, prompt_templates={"judge": JUDGE}, release=read_release,
                       default_release=default_release, judged=("thinking", "acting"), select=select,
-                      settings=run_settings)
+                      settings=run_settings(scoring_mode))

@@ -212,7 +212,7 @@ class MultiverseSuite(Suite):
     def judge_check(self):
         from .judgecheck import spec
 
-        return spec()
+        return spec(lambda judge: self.judge_scoring({}, judge))
 
     def card_figures(self, metrics) -> dict[str, Any]:
         from .card import card_figures

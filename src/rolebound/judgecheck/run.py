@@ -68,6 +68,8 @@ def _manifest(suite_name, check, backend, decoding, resolved, rows, source, limi
     from .data import rows_hash
 
     templates = {k: hashlib.sha256(v.encode()).hexdigest()[:16] for k, v in check.prompt_templates.items()}
+    if resolved.mode == "paper" and check.departures is not None:
+        resolved.departures.extend(d for d in check.departures(rows) if d not in resolved.departures)
     return RunManifest(suite=suite_name, strategies=[STRATEGY], model=backend.spec, backend=backend.backend,
                        judge=backend.spec, decoding=decoding, judge_decoding=decoding,
                        protocol={**resolved.manifest(), "self_judged": False}, dataset=source,

@@ -87,6 +87,7 @@ class JudgeCheck:
     select: Callable[[list[Labelled], int | None], list[Labelled]] | None = None
     settings: Callable[[Any, Any], dict[str, Any]] | None = None   # (judge backend, resolved) -> run settings
     verdict: Callable[[Any], dict[str, Any] | None] | None = None  # a verdict record's parsed -> {score: value}
+    departures: Callable[[list[Labelled]], list[str]] | None = None   # rows -> how judging them departs from the paper
 
     def scores_of(self, parsed: Any) -> dict[str, Any] | None:
         if self.verdict is not None:

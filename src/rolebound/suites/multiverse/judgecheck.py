@@ -157,10 +157,19 @@ def select(rows: list[Labelled], limit: int | None) -> list[Labelled]:
     return interleave(queues)[:limit]
 
 
+def departures(rows: list[Labelled]) -> list[str]:
+    out = ["the judge reads the whole reply (the authors' scoring.py), not the segmented spans"]
+    bare = sum(1 for r in rows if not r.context.get("attributes"))
+    if bare:
+        out.append(f"{bare} of {len(rows)} replies judged without the character's attributes")
+    return out
+
+
 def spec(scoring_mode: Callable[[Any], str]) -> JudgeCheck:
     from .prompts import JUDGE
 
     return JudgeCheck(scales={"thinking": SCALE, "acting": SCALE, "describe": SCALE}, judge=judge,
                       context_model=Context, prompt_templates={"judge": JUDGE}, release=read_release,
                       default_release=default_release, judged=("thinking", "acting"), select=select,
-                      settings=run_settings(scoring_mode))
+                      settings=run_settings(scoring_mode),
+                      departures=departures)

@@ -218,6 +218,8 @@ def test_cli_end_to_end_and_one_line_errors(tmp_path):
     rebuilt = rb("report", tmp_path / "run", "-q")       # `rolebound report` knows a judge-check folder
     assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
     assert (tmp_path / "run" / "metrics.json").read_text() == before
+    humans = rb("judge-check", "multiverse", "--data", data, "--humans-only")      # no judge at all
+    assert humans.returncode == 0 and "humans (ceiling)" in humans.stdout and "judge vs" not in humans.stdout
     bad = write_rows(tmp_path / "bad.jsonl", [mv_row(0), mv_row(1, labels={"ann1": {"acting": "high"}})])
     for args, needle in [(("multiverse", "--data", bad), f"{bad}:2, field 'labels.ann1.acting'"),
                          (("mcq", "--data", data), "has no judge"),

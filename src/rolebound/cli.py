@@ -209,16 +209,24 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
 
 @app.command("judge-check")
 def judge_check(suite: str = typer.Argument(..., help="a judged suite: multiverse, knowledge-errors or capability"),
-                judge: str = typer.Option(..., "--judge", help="the judge to check, BACKEND:NAME"),
+                judge: Optional[str] = typer.Option(None, "--judge", help="the judge to check, BACKEND:NAME"),
                 data: Optional[str] = typer.Option(None, "--data", help="labelled replies (JSONL, docs/judge-check.md); "
                                                    "multiverse: default Beyond One World's annotated_results"),
                 limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="check only N replies"),
                 out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (same --out resumes)"),
+                humans: bool = typer.Option(False, "--humans-only", help="no judge: the annotators' agreement "
+                                            "with each other on every labelled reply (the human ceiling)"),
                 quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar")):
     """Score human-labelled replies with the suite's own judge prompt and protocol, and report the
     judge's agreement with each annotator, their mean and the human ceiling (bootstrap CIs)."""
     from .judgecheck.report import print_table
-    from .judgecheck.run import run as run_check
+    from .judgecheck.run import humans_table, run as run_check
+
+    if humans:
+        print_table(humans_table(suite, data, limit), verdicts=False)
+        return
+    if not judge:
+        raise InputError("give --judge BACKEND:NAME (or --humans-only)", field="--judge")
 
     res = run_check(suite, judge, data=data, limit=limit, out=out, progress=not quiet)
     print_table(res.metrics)

@@ -87,7 +87,7 @@ def _samples(records) -> list[dict[str, Any]]:
     return out
 
 
-def print_table(metrics: dict[str, Any], groups: str = "all") -> None:
+def print_table(metrics: dict[str, Any], groups: str = "all", verdicts: bool = True) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -105,4 +105,4 @@ def print_table(metrics: dict[str, Any], groups: str = "all") -> None:
 
     console = Console(width=None if sys.stdout.isatty() else 200)    # a log keeps whole rows
     console.print(t)
-    console.print(verdict_line(metrics))
+    console.print(verdict_line(metrics) if verdicts else f"{metrics['rows']} labelled replies")

@@ -168,3 +168,16 @@ def build(run_dir: str | Path, *, resamples: int | None = None) -> tuple[dict[st
     metrics = compute(records, check, resamples=resamples or BOOTSTRAP)
     rd.write_json("metrics.json", metrics)
     return metrics, write_report(metrics, records, manifest, Path(run_dir))
+
+
+def humans_table(suite_name: str, data: str | Path | None = None, limit: int | None = None) -> dict[str, Any]:
+    """The annotators' agreement with each other on the labelled rows (every row, or --limit's
+    selection): no judge, no run folder."""
+    from .data import load
+    from .metrics import humans_only
+
+    _, check = spec_of(suite_name)
+    rows, _ = load(check, suite_name, data)
+    if limit:
+        rows = check.select(rows, limit) if check.select else rows[:limit]
+    return humans_only(rows, check)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, RoleboundError, RunStopped
+from ..errors import EndpointError, InputError, RoleboundError, RunStopped
 from ..records import Decoding, RunManifest
 from ..store import RunDir
 from .spec import JudgeCheck, Labelled
@@ -138,6 +138,9 @@ def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: i
             failed = asyncio.run(_judge_all(session, check, rows, settings, progress))
         except KeyboardInterrupt:
             stopped, failed = RunStopped(f"interrupted; the same command resumes {out}", exit_code=130), 0
+        except EndpointError as exc:      # the judge's endpoint cannot answer: stop, resumable
+            stopped, failed = exc, 0
+            session.errors.append(f"run stopped: {exc}")
         c = session.counts
         now_counts = {"items": len(rows), "model_calls": c.calls, "cache_hits": c.cache_hits,
                       "resumed": c.resumed, "failed_calls": c.errors}
@@ -146,6 +149,8 @@ def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: i
         rd.write_manifest(manifest)
         if session.errors:
             rd.write_text("errors.log", "\n".join(session.errors) + "\n")
+        elif not stopped:
+            rd.remove("errors.log")      # a clean pass: the earlier pass's failures are gone
     if stopped:
         raise stopped
     metrics, paths = build(out, resamples=resamples)

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...errors import InputError
 from ...judgecheck.spec import JudgeCheck, Labelled, Scale
 from ...paths import shared_root
+from .data import Attributes
 from .importers import parse_source
 
 MODELS = ("claude", "gemini2", "gemini2_thinking", "r1", "v3")   # r1_old (anno2 only) repeats r1
@@ -44,7 +45,7 @@ class Context(BaseModel):
     model_config = ConfigDict(extra="allow")
     character: str = Field(min_length=1)
     lore: str = Field(min_length=1)
-    attributes: str | None = None
+    attributes: Attributes | None = None       # age, power, race, mbti, enneagram (as the suite's versions)
 
 
 SCALE = Scale("ordinal", (0, 1, 2, 3, 4, 5))
@@ -117,12 +118,15 @@ def read_release(folder: Path) -> list[Labelled]:
 
 
 async def judge(ctx, row: Labelled, settings: dict[str, Any]):
+    from types import SimpleNamespace
+
     from .strategies import judge_reply
 
     c = Context.model_validate(row.context)
-    return await judge_reply(ctx, name=c.character, lore=c.lore, attributes=c.attributes or "-", response=row.reply,
-                             by_logprob=settings["judge_scoring"] == "logprob",
-                             max_tokens=settings.get("judge_max_tokens"), meta={"judge_input": "raw"})
+    # the judge prompt of a run, filled from the row: lore as the universe, no separate work
+    ver = SimpleNamespace(name=c.character, universe=c.lore, work=None, attributes=c.attributes or Attributes())
+    return await judge_reply(ctx, ver, row.reply, {"judge_input": "raw"}, settings["judge_scoring"] == "logprob",
+                             settings.get("judge_max_tokens"))
 
 
 def run_settings(scoring_mode: Callable[[Any], str]) -> Callable[[Any, Any], dict[str, Any]]:

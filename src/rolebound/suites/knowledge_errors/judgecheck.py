@@ -32,11 +32,11 @@ async def judge(ctx, row: Labelled, settings: dict[str, Any]):
 def spec(scoring_mode: Callable[[Any], str]) -> JudgeCheck:
     """scoring_mode(judge): the suite's rule (" yes" against " no" by log-likelihood on the demo
     models, generated elsewhere)."""
-    from . import prompts as P
+    from .prompts import JUDGE_KKE, JUDGE_UKE
 
     # the verdict record's parsed is "yes"/"no": the judge's single score, named "verdict"
     return JudgeCheck(scales={"verdict": Scale("nominal", ("yes", "no"))}, judge=judge, context_model=Context,
-                      prompt_templates={"judge_kke": P.JUDGE_KKE, "judge_uke": P.JUDGE_UKE},
+                      prompt_templates={"judge_kke": JUDGE_KKE, "judge_uke": JUDGE_UKE},
                       settings=lambda judge_backend, resolved: {"judge_scoring": scoring_mode(judge_backend),
                                                                 "judge_max_tokens": None},
                       verdict=lambda parsed: {"verdict": parsed} if parsed in ("yes", "no") else None)

@@ -258,6 +258,8 @@ def judge_check(suite: str = typer.Argument(..., help="a judged suite: multivers
                                                    "multiverse: default Beyond One World's annotated_results"),
                 limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="check only N replies"),
                 out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (same --out resumes)"),
+                concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="replies in flight "
+                                                          "(a local engine batches them; fewer use less memory)"),
                 humans: bool = typer.Option(False, "--humans-only", help="no judge: the annotators' agreement "
                                             "with each other on every labelled reply (the human ceiling)"),
                 quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar")):
@@ -272,7 +274,7 @@ def judge_check(suite: str = typer.Argument(..., help="a judged suite: multivers
     if not judge:
         raise InputError("give --judge BACKEND:NAME (or --humans-only)", field="--judge")
 
-    res = run_check(suite, judge, data=data, limit=limit, out=out, progress=not quiet)
+    res = run_check(suite, judge, data=data, limit=limit, out=out, progress=not quiet, concurrency=concurrency)
     print_table(res.metrics)
     c = res.counts
     print(f"{c['model_calls']} judge calls, {c['cache_hits']} from the cache, {c['resumed']} resumed; run folder: {res.out}")

@@ -78,7 +78,8 @@ def _manifest(suite_name, check, backend, decoding, resolved, rows, source, limi
                        started=now(), kind=KIND)
 
 
-async def _judge_all(session, check: JudgeCheck, rows: list[Labelled], settings: dict, progress: bool) -> int:
+async def _judge_all(session, check: JudgeCheck, rows: list[Labelled], settings: dict, progress: bool,
+                     concurrency: int | None = None) -> int:
     from ..loop import bounded, default_concurrency
     from ..runner import CallFailed, ItemContext
 
@@ -98,7 +99,8 @@ async def _judge_all(session, check: JudgeCheck, rows: list[Labelled], settings:
     if not (session.completed and getattr(backend, "batching", False)):
         await backend.prepare()      # a resumed local engine loads at its first real call, if any
     try:
-        await bounded(rows, one, concurrency=default_concurrency(backend), label=f"judge-check ({backend.spec})",
+        await bounded(rows, one, concurrency=concurrency or default_concurrency(backend),
+                      label=f"judge-check ({backend.spec})",
                       progress=progress)
     finally:
         await backend.close()
@@ -107,7 +109,7 @@ async def _judge_all(session, check: JudgeCheck, rows: list[Labelled], settings:
 
 def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: int | None = None,
         out: str | Path | None = None, progress: bool = True, use_cache: bool = True,
-        resamples: int | None = None) -> CheckResult:
+        resamples: int | None = None, concurrency: int | None = None) -> CheckResult:
     from ..runner import check_resumable, now, open_session
     from .data import load
 
@@ -135,7 +137,7 @@ def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: i
                       use_cache=use_cache, on_locked=take_over) as session:
         rd.write_manifest(manifest)
         try:
-            failed = asyncio.run(_judge_all(session, check, rows, settings, progress))
+            failed = asyncio.run(_judge_all(session, check, rows, settings, progress, concurrency))
         except KeyboardInterrupt:
             stopped, failed = RunStopped(f"interrupted; the same command resumes {out}", exit_code=130), 0
         except EndpointError as exc:      # the judge's endpoint cannot answer: stop, resumable

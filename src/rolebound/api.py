@@ -319,6 +319,10 @@ def build_report(run_dir: str | Path) -> tuple[dict, list[Path]]:
 def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     rd = RunDir(run_dir)
     manifest = rd.read_manifest()
+    if getattr(manifest, "kind", None) == "judge-check":
+        from .judgecheck.run import build
+
+        return build(run_dir)
     suite = get_suite(manifest.suite)
     from .scoring import model_extract
 

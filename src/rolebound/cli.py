@@ -264,6 +264,40 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
         print(p)
 
 
+@app.command("judge-check")
+def judge_check(suite: str = typer.Argument(..., help="a judged suite: multiverse, knowledge-errors or capability"),
+                judge: Optional[str] = typer.Option(None, "--judge", help="the judge to check, BACKEND:NAME"),
+                data: Optional[str] = typer.Option(None, "--data", help="labelled replies (JSONL, docs/judge-check.md); "
+                                                   "multiverse: default Beyond One World's annotated_results"),
+                limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="check only N replies"),
+                out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (same --out resumes)"),
+                concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="replies in flight "
+                                                          "(a local engine batches them; fewer use less memory)"),
+                humans: bool = typer.Option(False, "--humans-only", help="no judge: the annotators' agreement "
+                                            "with each other on every labelled reply (the human ceiling)"),
+                quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar")):
+    """Score human-labelled replies with the suite's own judge prompt and protocol, and report the
+    judge's agreement with each annotator, their mean and the human ceiling (bootstrap CIs)."""
+    from .judgecheck.report import print_table
+    from .judgecheck.run import humans_table, run as run_check
+
+    if humans:
+        print_table(humans_table(suite, data, limit), verdicts=False)
+        return
+    if not judge:
+        raise InputError("give --judge BACKEND:NAME (or --humans-only)", field="--judge")
+
+    res = run_check(suite, judge, data=data, limit=limit, out=out, progress=not quiet, concurrency=concurrency)
+    print_table(res.metrics)
+    c = res.counts
+    print(f"{c['model_calls']} judge calls, {c['cache_hits']} from the cache, {c['resumed']} resumed; run folder: {res.out}")
+    for p in res.paths:
+        print(p)
+    if res.failed:
+        print(f"{res.failed} judge call(s) failed (errors.log); rerun the same command to retry them", file=sys.stderr)
+        raise typer.Exit(3)
+
+
 @app.command()
 def view(path: Path = typer.Argument(..., help="a run folder, or a folder of runs"),
          port: int = typer.Option(8765, "--port", min=0, max=65535, help="port for a folder of runs (0: any free)"),

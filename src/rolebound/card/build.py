@@ -174,7 +174,15 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
         "model_calls": c.get("model_calls"), "figures": figures, "warnings": warnings,
         "paper_protocol": reference.protocol_text(suite, m),
         "finding": cf.get("finding") or "", "chart": cf.get("chart"), "problems": problems,
+        "judge_agreement": _judge_agreement(name, m.judge, out),
     }
+
+
+def _judge_agreement(name: str, judge: str | None, out: Path) -> str | None:
+    """A line on the judge's agreement with human labels, when a judge-check run of it exists."""
+    from ..judgecheck.card import judge_line
+
+    return judge_line(name, judge, [Path("runs") / "judge-check", Path(out) / "judge-check"])
 
 
 def link(target: Path, out: Path) -> str:

@@ -109,6 +109,8 @@ def card_md(card: dict, pngs: dict[str, bytes]) -> str:
         md += [f"## {md_escape(s['title'])}", ""]
         if s.get("finding"):
             md += [f"**What this shows:** {md_text(s['finding'])}", ""]
+        if s.get("judge_agreement"):
+            md += [md_text(s["judge_agreement"]), ""]
         for p in s.get("problems") or []:
             md += [f"- **Problem:** {md_text(p)}"]
         md += [f"- **Warning:** {md_text(w)}" for w in s.get("warnings") or []]

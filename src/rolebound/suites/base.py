@@ -254,6 +254,11 @@ class Suite:
         builds them); None: the suite has no card section."""
         return None
 
+    def judge_check(self):
+        """`rolebound judge-check`: a rolebound.judgecheck.spec.JudgeCheck (the judge's scores and one
+        judge call for a human-labelled reply); None: the suite has no judge to check."""
+        return None
+
     def build_commands(self, app) -> None:
         """`rolebound build`: add this suite's construction commands to `app` (a typer.Typer), e.g.
         `@app.command("my-suite")`. Their model calls go through runner.open_session and

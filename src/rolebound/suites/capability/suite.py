@@ -140,6 +140,11 @@ class CapabilitySuite(Suite):
 
         return compute(records, list(manifest.strategies))
 
+    def judge_check(self):
+        from .judgecheck import spec
+
+        return spec()
+
     def build_commands(self, app) -> None:
         from .build import commands
 

@@ -81,14 +81,23 @@ def next_round(records: Iterable[Record], manifest: RunManifest, judge_spec: str
     return last if same else last + 1
 
 
-def rejudge(run_dir: str | Path, judge: str, *, progress: bool = True) -> None:
+def rejudge(run_dir: str | Path, judge: str, *, progress: bool = True,
+            judge_options: dict[str, Any] | None = None) -> None:
+    """`judge_options`: the judge's own backend options (base_url, api_key_env, ...)."""
     from .suites import get_suite
 
     manifest = RunDir(run_dir).read_manifest()
     suite = get_suite(manifest.suite)
     if not getattr(suite, "uses_judge", False) or not hasattr(suite, "rejudge"):
         raise InputError(f"suite {manifest.suite} has no judge to replace", field="--judge")
-    suite.rejudge(Path(run_dir), judge, progress=progress)
+    extra = {"judge_options": judge_options} if judge_options else {}   # suites of other packages may not take it
+    suite.rejudge(Path(run_dir), judge, progress=progress, **extra)
+
+
+def endpoint_of(judge) -> dict[str, str]:
+    """{'endpoint': base URL without credentials} of an API judge (for the rejudge log), else {}."""
+    url = getattr(judge, "endpoint_url", None)
+    return {"endpoint": url()} if callable(url) else {}
 
 
 async def judge_answers(rd: RunDir, manifest: RunManifest, judge, answers: Sequence[Record],

@@ -12,7 +12,7 @@ from . import metrics as cm
 from ...models import create_backend
 from ...models.base import CHAT
 from ...records import Decoding
-from ...rejudge import ROUND, judge_answers, judge_stage, log_rejudge, next_round
+from ...rejudge import ROUND, endpoint_of, judge_answers, judge_stage, log_rejudge, next_round
 from ...runner import ItemContext
 from ...store import RunDir, load_records
 from . import judge as cj
@@ -22,17 +22,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from .suite import CapabilitySuite
 
 
-def rejudge(suite: CapabilitySuite, run_dir: Path, judge_spec: str, *, progress: bool = True) -> int:
+def rejudge(suite: CapabilitySuite, run_dir: Path, judge_spec: str, *, progress: bool = True,
+            judge_options: dict | None = None) -> int:
     """Judge again with `judge_spec`; returns the number of answers judged.
 
     The new judgments are a new judge round (stage `judge.<role>@N`, rolebound.rejudge): the
     old verdicts stay in records.jsonl as history and the metrics read the newest round. The
     judge of the newest round asked again resumes that round.
     """
-    return asyncio.run(_rejudge(suite, Path(run_dir), judge_spec, progress))
+    return asyncio.run(_rejudge(suite, Path(run_dir), judge_spec, progress, judge_options))
 
 
-async def _rejudge(suite: CapabilitySuite, run_dir: Path, judge_spec: str, progress: bool) -> int:
+async def _rejudge(suite: CapabilitySuite, run_dir: Path, judge_spec: str, progress: bool,
+                   judge_options: dict | None = None) -> int:
     rd = RunDir(run_dir)
     manifest = rd.read_manifest()
     records = load_records(run_dir)
@@ -47,7 +49,7 @@ async def _rejudge(suite: CapabilitySuite, run_dir: Path, judge_spec: str, progr
     items = {it.id: it for it in dataset.items}
     roles = {r.id: r for r in settings.state["cfg"].roles}
     dec = manifest.decoding
-    judge = create_backend(judge_spec, Decoding(max_tokens=dec.max_tokens, seed=dec.seed))
+    judge = create_backend(judge_spec, Decoding(max_tokens=dec.max_tokens, seed=dec.seed), **(judge_options or {}))
     judge.require(CHAT, "the judge scores RV, C, RC in a chat")
     jmax = settings.opts.judge_max_tokens
     round_ = next_round(records, manifest, judge.spec)
@@ -61,5 +63,6 @@ async def _rejudge(suite: CapabilitySuite, run_dir: Path, judge_spec: str, progr
                        max_tokens=int(jmax) if jmax else None)
 
     failed = await judge_answers(rd, manifest, judge, answers, judge_one, progress=progress)
-    log_rejudge(rd, manifest, {"round": round_, "judge": judge.spec, "answers": len(answers), "failed": failed})
+    log_rejudge(rd, manifest, {"round": round_, "judge": judge.spec, "answers": len(answers), "failed": failed,
+                               **endpoint_of(judge)})
     return len(answers)

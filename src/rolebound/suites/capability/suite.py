@@ -23,7 +23,9 @@ from typing import Any, Sequence
 from ...errors import InputError
 from ...io import file_sha256, stable_hash
 from . import metrics as cm
-from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE
+from ...errors import CapabilityError
+from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE, PREFILL
+from ...records import Message
 from ...report.builder import Report
 from ...report.fmt import fmt_mean_sd
 from .boxed import parse_boxed_letter
@@ -101,15 +103,26 @@ class CapabilitySuite(Suite):
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         self._setup(settings)
         inj = [s for s in settings.strategies if s in cp.INJECTION]
-        if inj:
-            why = f"{inj[0]} serialises the prompt with the model's chat template and prefills the assistant turn"
-            backend.require(COMPLETE, why)
-            backend.require(CHAT_TEMPLATE, why)
+        if inj and (why := self.unavailable_strategies(backend, inj).get(inj[0])):
+            hint = getattr(backend, "prefill_hint", "")
+            if not hint:        # say what the backend lacks, in the usual words
+                backend.require(COMPLETE, why)
+                backend.require(CHAT_TEMPLATE, why)
+            raise CapabilityError(f"strategy {inj[0]}: {why}; to enable it, {hint}")
         if any(s not in cp.INJECTION for s in settings.strategies):
             backend.require(CHAT, "the chat-based variants")
         settings.state["judge_on"] = self.judge_enabled(settings, backend, judge)
         if settings.state["judge_on"]:
             (judge or backend).require(CHAT, "the judge scores RV, C, RC in a chat")
+
+    def unavailable_strategies(self, backend, strategies: Sequence[str]) -> dict[str, str]:
+        """Injection prefills the assistant turn: a raw completion over the model's chat template,
+        or (vLLM) a chat that continues a final assistant message."""
+        if not any(s in cp.INJECTION for s in strategies) or backend.supports(PREFILL) or (
+                backend.supports(COMPLETE) and backend.probe(CHAT_TEMPLATE)):
+            return {}
+        why = f"the {backend.backend} backend cannot prefill the assistant turn (no chat template, no prefill option)"
+        return {s: why for s in strategies if s in cp.INJECTION}
 
     def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
         # Off unless asked for: --set judge=true, --judge self, or --judge naming another model.
@@ -215,8 +228,13 @@ class CapabilitySuite(Suite):
             tag = self.opts(settings).think_tag
             tag = ctx.backend.thinking_markup() if tag is None else str(tag)
             meta["think_tag"] = tag
-            raw = cp.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill, tag)
-            rec = await ctx.complete(stage, raw, parse=parse_boxed_letter, gold=item.answer, meta=meta)
+            if ctx.backend.supports(CHAT_TEMPLATE):
+                raw = cp.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill, tag)
+                rec = await ctx.complete(stage, raw, parse=parse_boxed_letter, gold=item.answer, meta=meta)
+            else:       # PREFILL: the server renders the template and continues the assistant turn
+                msgs = msgs + [Message(role="assistant", content=(tag or "") + prefill)]
+                rec = await ctx.chat(stage, msgs, parse=parse_boxed_letter, gold=item.answer,
+                                     meta={**meta, "prefill": "continue_final_message"})
         else:
             rec = await ctx.chat(stage, cp.chat_messages(strategy, item, role, routes), parse=parse_boxed_letter,
                                  gold=item.answer, meta=meta)
@@ -227,12 +245,13 @@ class CapabilitySuite(Suite):
                            max_tokens=int(jmax) if jmax else None)
 
     # -- re-judging (`rolebound report RUN --judge MODEL`) ------------------------------------
-    def rejudge(self, run_dir: Path, judge_spec: str, *, progress: bool = True) -> int:
+    def rejudge(self, run_dir: Path, judge_spec: str, *, progress: bool = True,
+                judge_options: dict | None = None) -> int:
         """Judge every role-prompted answer of a finished run again with another judge model;
         returns the number of answers judged. Answers are never touched."""
         from .rejudge import rejudge
 
-        return rejudge(self, Path(run_dir), judge_spec, progress=progress)
+        return rejudge(self, Path(run_dir), judge_spec, progress=progress, judge_options=judge_options)
 
     # -- results -------------------------------------------------------------------------------
     def metrics(self, records, manifest) -> dict[str, Any]:

@@ -262,14 +262,15 @@ class KnowledgeErrorsSuite(Suite):
                   ["run", "model", "judge"] + METHOD_COLUMNS, rows)
 
     # -- re-judging -------------------------------------------------------------------------
-    def rejudge(self, run_dir: Path, judge_spec: str, *, progress: bool = True) -> int:
+    def rejudge(self, run_dir: Path, judge_spec: str, *, progress: bool = True,
+                judge_options: dict | None = None) -> int:
         """Judge every final answer again with another judge; returns the round written.
 
         The new judgments are stage `judge@N` records appended to records.jsonl (answers are never
         touched); metrics use the latest round. Asking for the judge of the latest round again
         resumes that round (its finished calls cost nothing) instead of opening a new one.
         """
-        return asyncio.run(_rejudge(self, Path(run_dir), judge_spec, progress))
+        return asyncio.run(_rejudge(self, Path(run_dir), judge_spec, progress, judge_options))
 
 
 async def save_hidden_states(backend, items: Sequence[D.KEItem], path: Path) -> None:
@@ -315,10 +316,11 @@ async def save_hidden_states(backend, items: Sequence[D.KEItem], path: Path) -> 
                         model=np.array(backend.spec), key=np.array(key))
 
 
-async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, progress: bool) -> int:
+async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, progress: bool,
+                   judge_options: dict | None = None) -> int:
     from ...models import create_backend
     from ...records import Decoding
-    from ...rejudge import judge_answers, log_rejudge, next_round
+    from ...rejudge import endpoint_of, judge_answers, log_rejudge, next_round
     from ...runner import ItemContext
     from ...store import RunDir, load_records
 
@@ -330,7 +332,7 @@ async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, 
     if not answers:
         raise InputError("no final answers to judge in this run", file=str(rd.records_path))
     dec = manifest.decoding
-    judge = create_backend(judge_spec, Decoding(max_tokens=dec.max_tokens, seed=dec.seed))
+    judge = create_backend(judge_spec, Decoding(max_tokens=dec.max_tokens, seed=dec.seed), **(judge_options or {}))
     opts = manifest.options or {}
     # no --set here: the new judge gets the default rule (logprob on the demo models)
     mode = judge_scoring_mode(None, judge)
@@ -350,5 +352,5 @@ async def _rejudge(suite: KnowledgeErrorsSuite, run_dir: Path, judge_spec: str, 
 
     failed = await judge_answers(rd, manifest, judge, answers, judge_one, progress=progress)
     log_rejudge(rd, manifest, {"round": round_, "judge": judge.spec, "judge_scoring": mode,
-                               "answers": len(answers), "failed": failed})
+                               "answers": len(answers), "failed": failed, **endpoint_of(judge)})
     return round_

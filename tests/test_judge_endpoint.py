@@ -187,3 +187,37 @@ def test_cli_judge_option_errors_are_one_line(servers, tmp_path):
     assert "uses no judge" in one_error(rb("run", "mcq", "--model", "fake:random", "--judge-base-url", "http://x/v1"))
     assert "need --judge" in one_error(rb("report", tmp_path, "--judge-base-url", "http://127.0.0.1:9/v1"))
     assert model.stats.requests == 0
+
+
+@needs_script
+def test_cli_card_finishes_on_an_api_model_with_its_judge_on_another_server(servers, keys, tmp_path):
+    """The documented card command on an API model: every suite runs (capability without
+    Injection, which this server cannot prefill, and says so), every judge call goes to the
+    judge's server with the judge's key."""
+    model, judge = servers
+    out = tmp_path / "card"
+    # charm (no judge) is reused: its default distractor-similarity split loads an embedder (a minute
+    # on a loaded 2-core machine); test_protocol runs it through the openai backend
+    charm = api.run("charm", model="openai:test-model", limit=2, out=tmp_path / "charm", progress=False,
+                    options={"similarity": False}, backend_options={"base_url": model.url + "/v1"}).run_dir
+    res = rb("card", "--model", "openai:test-model", "--base-url", model.url + "/v1",
+             "--judge", "openai:judge-model", "--judge-base-url", judge.url + "/v1", "--judge-api-key-env", "JUDGE_KEY",
+             "--limit", "knowledge-errors=2", "--limit", "multiverse=3", "--limit", "capability=1",
+             "--runs", charm, "--out", out, "-q",
+             env={"OPENAI_API_KEY": MODEL_KEY, "JUDGE_KEY": JUDGE_KEY})
+    assert res.returncode == 0, res.stderr[-3000:]
+    card = json.loads((out / "card.json").read_text())
+    secs = {s["suite"]: s for s in card["suites"]}
+    assert set(secs) == {"charm", "knowledge-errors", "multiverse", "capability"}
+    assert all(s["finished"] and s["model_calls"] for s in secs.values())
+    assert [n for n, s in secs.items() if not s["reused"]] == ["knowledge-errors", "multiverse", "capability"]
+    cap = secs["capability"]
+    assert cap["strategies"] == ["identity", "no-role"]
+    assert any(p.startswith("injection skipped: the openai backend cannot prefill") for p in cap["problems"])
+    for name in ("knowledge-errors", "multiverse", "capability"):
+        assert secs[name]["judge"] == "openai:judge-model"
+        assert secs[name]["endpoints"] == {"model": model.url + "/v1", "judge": judge.url + "/v1"}
+    assert models_asked(model) == {"test-model"} and models_asked(judge) == {"judge-model"}
+    assert model.stats.keys_seen == {MODEL_KEY} and judge.stats.keys_seen == {JUDGE_KEY}
+    assert "injection skipped" in (out / "card.md").read_text()
+    no_secret_in(out, MODEL_KEY, JUDGE_KEY)

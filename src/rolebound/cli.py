@@ -86,15 +86,13 @@ def run(
     no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start the run directory again"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="suite option key=value (repeatable)"),
-    backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt",
-                                                     help="backend option key=value (repeatable), e.g. "
-                                                          "transport=aiohttp, tensor_parallel_size=2"),
+    backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt", help="backend option key=value "
+                                                     "(repeatable), e.g. transport=aiohttp, tensor_parallel_size=2"),
     config: Optional[Path] = typer.Option(None, "--config", help="YAML run config (may be a grid)"),
     judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
     judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
     judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
-    extractor_opts: Optional[List[str]] = typer.Option(None, "--extractor-opt",
-                                                       help="extractor backend option key=value (repeatable)"),
+    extractor_opts: Optional[List[str]] = typer.Option(None, "--extractor-opt", help="extractor backend option key=value"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ):
     """Run a suite against a model; writes manifest, records, metrics and a report."""
@@ -115,8 +113,7 @@ def run(
         runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
                      scoring=scoring, judge=judge, repeats=repeats, decoding=dec, judge_decoding=jdec,
                      protocol=protocol, allow_greedy_repeats=allow_greedy_repeats, concurrency=concurrency,
-                     use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets),
-                     extractor=extractor,
+                     use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets), extractor=extractor,
                      judge_options=endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt"),
                      extractor_options=endpoint_opts(None, None, extractor_opts, "--extractor-opt"))]
     from .suites import get_suite

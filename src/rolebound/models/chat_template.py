@@ -156,11 +156,13 @@ def from_server(base_url: str | None, key: str | None, timeout: float = 10.0) ->
     error: another server, or none listening)."""
     if not base_url:
         return None
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
     import httpx2
 
-    from .openai_api import _split_credentials
-
-    url, auth = _split_credentials(server_root(base_url) + "/props")
+    parts = urlsplit(server_root(base_url) + "/props")
+    auth = (unquote(parts.username), unquote(parts.password or "")) if parts.username is not None else None
+    url = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
     headers = {} if auth or not key or key == "EMPTY" else {"Authorization": f"Bearer {key}"}
     try:
         resp = httpx2.get(url, headers=headers, auth=auth, timeout=timeout)

@@ -95,6 +95,10 @@ def test_credentials_in_the_judge_url_stay_out_of_the_run_files(servers, keys, t
     res = capability(model, judge, tmp_path / "run", judge_options={"base_url": url})
     assert judge.stats.requests == 6 and res.manifest.endpoints["judge"] == judge.url + "/v1"
     no_secret_in(res.run_dir, "hunter2pw", MODEL_KEY)
+    from rolebound.models.openai_api import OpenAIBackend
+
+    b = OpenAIBackend("m", base_url="http://u:pw@127.0.0.1:9/v1?api-key=qu3rysecret")
+    assert b.endpoint_url() == "http://127.0.0.1:9/v1" and "qu3rysecret" not in json.dumps(b.info())
 
 
 def test_without_judge_options_the_judge_keeps_todays_endpoint_rules(servers, keys, tmp_path):

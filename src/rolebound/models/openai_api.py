@@ -237,8 +237,10 @@ class OpenAIBackend(Backend):
         self._frozen = False
 
     def endpoint_url(self) -> str:
-        """The base URL without credentials (what the manifest records)."""
-        return _public_url(self.base_url) or "https://api.openai.com/v1"
+        """The base URL without credentials or query (what the manifest records: a key may sit in
+        either)."""
+        url = _public_url(self.base_url)
+        return url.split("?", 1)[0].split("#", 1)[0] if url else "https://api.openai.com/v1"
 
     @property
     def client(self):

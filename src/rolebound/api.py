@@ -43,18 +43,22 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         concurrency: int | None = None,
         use_cache: bool = True, overwrite: bool = False, progress: bool = True,
         backend_options: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
-        report: bool = True, extractor: str | None = None) -> RunResult:
+        report: bool = True, extractor: str | None = None, judge_options: dict[str, Any] | None = None,
+        extractor_options: dict[str, Any] | None = None) -> RunResult:
     """Run a suite and write the run directory; resumes if `out` holds the same run.
 
     `decoding` and `judge_decoding` hold what the caller sets (a dict, or a Decoding whose set
     fields count); everything else comes from the suite's paper protocol, or from the demo
     settings on the bundled model (protocol.py). `judge="self"` judges with the model itself.
     `extractor` (BACKEND:NAME) reads the answers the rules leave as none, reported apart
-    (scoring/model_extract.py)."""
+    (scoring/model_extract.py). `judge_options` / `extractor_options` are those models' own
+    backend options (base_url, api_key_env, ...: a judge on its own endpoint); without them they
+    share the run's options that are not about the model's endpoint (other_backend)."""
     t0 = time.perf_counter()
     s = get_suite(suite)
     if isinstance(strategies, str):
         strategies = [x.strip() for x in strategies.split(",") if x.strip()]
+    defaulted = not strategies
     strategies = list(strategies or s.default_strategies)
     unknown = [x for x in strategies if x not in s.strategies]
     if unknown:
@@ -81,6 +85,9 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
     backend = create_backend(model, decoding, **bopts)
     settings.backend = backend.backend
     settings.demo = is_demo(backend_name, model_name)
+    skipped = s.unavailable_strategies(backend, strategies) if defaulted else {}
+    if skipped:     # the defaults this backend cannot run are left out, and the report says so
+        strategies = settings.strategies = [x for x in strategies if x not in skipped]
     paper = resolved.mode == "paper"
     if s.offers_scoring:
         settings.scoring = scoring or (s.protocol.scoring if paper and s.protocol.scoring
@@ -94,11 +101,17 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         raise InputError(f"suite {suite} has no --scoring choice", field="scoring")
     judge_backend, self_judged = None, False
     if s.uses_judge:
-        judge_backend, self_judged = _judge(s, suite, model, judge, settings, backend, resolved, bopts)
+        judge_backend, self_judged = _judge(s, suite, model, judge, settings, backend, resolved, bopts,
+                                            judge_options)
     elif judge:
         raise InputError(f"suite {suite} uses no judge", field="judge")
+    elif judge_options:
+        raise InputError(f"suite {suite} uses no judge", field="--judge-opt")
     s.check(backend, settings, judge_backend)
-    extractor_backend = _extractor(s, suite, extractor, model, backend, judge_backend, bopts) if extractor else None
+    if extractor_options and not extractor:
+        raise InputError("extractor options need --extractor BACKEND:NAME", field="--extractor-opt")
+    extractor_backend = _extractor(s, suite, extractor, model, backend, judge_backend, bopts,
+                                   extractor_options) if extractor else None
 
     try:
         dataset = s.load(data, settings)
@@ -119,6 +132,8 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
                   "seeds": [repeat_seed(decoding.seed, r) for r in range(repeats)]},
         dataset=dataset.source, dataset_hash=dataset.hash, n_items=len(items),
         limit=limit, repeats=repeats, options=settings.options, prompt_templates=_template_hashes(s),
+        endpoints=endpoints(model=backend, judge=judge_backend, extractor=extractor_backend),
+        skipped_strategies=skipped,
         package_version=__version__, git_revision=git_revision(), started=now())
     earlier: dict[str, int] = {}
     old_info: dict = {}        # a resumed run may never load the model: keep what the last one said
@@ -225,12 +240,16 @@ def _checked_decoding(decoding: Decoding | dict | None, name: str) -> Decoding |
     return decoding
 
 
-def _judge(s, suite, model, judge, settings, backend, resolved, bopts):
+def _judge(s, suite, model, judge, settings, backend, resolved, bopts, judge_options=None):
     """The judge backend (None: the suite makes no judge calls) and whether it is the model itself.
     A real model needs --judge (a paper judged with another model); `--judge self` is the explicit
     choice to judge with the model under test. Demo backends judge themselves by default."""
     proto = s.protocol
-    self_judge = judge in (None, "self", model)
+    if judge_options and judge in (None, "self"):
+        raise InputError("judge options (--judge-opt, --judge-base-url, --judge-api-key-env) need "
+                         "--judge BACKEND:NAME naming the judge model", field="--judge-opt")
+    # the model's own name on another endpoint is another judge
+    self_judge = judge in (None, "self") or (judge == model and not judge_options)
     settings.judge = model if self_judge else judge
     settings.judge_requested = judge is not None
     if self_judge:
@@ -238,8 +257,7 @@ def _judge(s, suite, model, judge, settings, backend, resolved, bopts):
     else:
         jdec = resolved.judge_decoding or Decoding(max_tokens=resolved.decoding.max_tokens,
                                                    seed=resolved.decoding.seed)
-        judge_backend = create_backend(settings.judge, jdec, strict=False,
-                                       **{k: v for k, v in bopts.items() if k not in ("base_url",)})
+        judge_backend = other_backend(settings.judge, jdec, bopts, judge_options, "--judge-opt")
     if not s.judge_enabled(settings, backend, judge_backend):
         settings.judge = None      # no judge calls: the manifest names no judge
         return None, False
@@ -264,6 +282,7 @@ async def _run_all(s, dataset, items, settings, session, conc, progress, backend
             if not (lazy and getattr(b, "batching", False)):
                 await b.prepare()
         timing["loaded"] = time.time()
+        settings.state["progress"] = progress     # run-level work (after_items) shows a bar like the items
         await s.before_items(session, dataset, items, settings)
         await execute(s, dataset, items, settings, session, concurrency=conc, progress=progress)
         timing["items_done"] = time.time()
@@ -278,7 +297,7 @@ async def _run_all(s, dataset, items, settings, session, conc, progress, backend
             await b.close()
 
 
-def _extractor(s, suite, spec, model, backend, judge_backend, bopts):
+def _extractor(s, suite, spec, model, backend, judge_backend, bopts, own=None):
     """The extractor backend: the model's or the judge's own when the spec names it (no second
     copy of a local model), else a new one sharing the run's backend options it knows."""
     from .suites.base import Suite
@@ -287,14 +306,46 @@ def _extractor(s, suite, spec, model, backend, judge_backend, bopts):
     if type(s).model_extraction_candidates is Suite.model_extraction_candidates:
         raise InputError(f"suite {suite} has no answers for a model-based extractor to read", field="extractor")
     try:
-        if spec.strip() in (model, backend.spec):
+        if not own and spec.strip() in (model, backend.spec):
             return backend
-        if judge_backend is not None and spec.strip() == judge_backend.spec:
+        if not own and judge_backend is not None and spec.strip() == judge_backend.spec:
             return judge_backend
-        return create_backend(spec, DECODING, strict=False,
-                              **{k: v for k, v in bopts.items() if k not in ("base_url",)})
+        return other_backend(spec, DECODING, bopts, own, "--extractor-opt")
+    except InputError:
+        raise
     except RoleboundError as exc:
         raise InputError(str(exc), field="extractor") from None
+
+
+# Run options about the model under test and its endpoint: a judge or extractor never inherits them.
+_OWN = ("base_url", "tokenizer", "chat_template", "prefill", "think_tag", "endpoint")
+
+
+def other_backend(spec: str, decoding, bopts: dict | None, own: dict | None, flag: str):
+    """A judge's or extractor's backend: its own options (`own`, each one checked: a typo is an
+    error naming `flag`) over the run's options that are not about the model's endpoint."""
+    from .models import backend_class
+
+    own = {k: v for k, v in (own or {}).items() if v is not None}
+    names = backend_class(parse_spec(spec)[0]).option_names
+    bad = sorted(set(own) - set(names))
+    if bad:
+        raise InputError(f"backend '{parse_spec(spec)[0]}' has no option '{bad[0]}'; its options: "
+                         + (", ".join(sorted(names)) or "none"), field=flag)
+    shared = {k: v for k, v in (bopts or {}).items() if k not in _OWN}
+    if "base_url" in (bopts or {}) or "base_url" in own:
+        shared.pop("api_key_env", None)     # the model's server's key is no key for another server
+    return create_backend(spec, decoding, strict=False, **{**shared, **own})
+
+
+def endpoints(**backends) -> dict[str, str]:
+    """role -> base URL (no credentials) of each API backend; never a key."""
+    out = {}
+    for role, b in backends.items():
+        url = getattr(b, "endpoint_url", None)
+        if b is not None and callable(url):
+            out[role] = url()
+    return out
 
 
 def _template_hashes(suite) -> dict[str, str]:
@@ -318,6 +369,10 @@ def build_report(run_dir: str | Path) -> tuple[dict, list[Path]]:
 def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     rd = RunDir(run_dir)
     manifest = rd.read_manifest()
+    if getattr(manifest, "kind", None) == "judge-check":
+        from .judgecheck.run import build
+
+        return build(run_dir)
     suite = get_suite(manifest.suite)
     from .scoring import model_extract
 
@@ -325,14 +380,20 @@ def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     records, extracted = model_extract.split(load_records(run_dir))
     metrics = suite.metrics(records, manifest)
     metrics["score_ties"] = score_ties(records)
+    from .metrics import position
+
+    metrics["position_bias"] = position.compute(records)       # every multiple-choice stage
+    if sh := position.shifts(records):                          # --set permutations=K
+        metrics["shifts"] = sh
     if manifest.repeats > 1 and not getattr(suite, "repeats_native", False):
         metrics["over_repeats"] = over_repeats(suite, records, manifest)
     if (me := model_extract.figures(suite, records, extracted, manifest)) is not None:
         metrics["model_extraction"] = me
     rd.write_json("metrics.json", metrics)
     from .report.builder import run_sections
+    from .trust import run_level
 
-    with run_sections(metrics, manifest):
+    with run_sections(metrics, manifest, add=run_level):
         paths = suite.report(metrics, records, manifest, run_dir)
     return metrics, paths
 

@@ -4,6 +4,7 @@ text and driven through run, report, compare, card and build with no change to t
 from __future__ import annotations
 
 import re
+import sys
 import types
 from pathlib import Path
 
@@ -22,9 +23,11 @@ def doc_suite():
     """The first python block of the guide, executed as a module of its own (it registers "echo")."""
     block = re.search(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S).group(1)
     module = types.ModuleType("extending_doc_suite")
+    sys.modules[module.__name__] = module            # a module like any plugin's (its package is looked up)
     exec(compile(block, str(DOC), "exec"), module.__dict__)
     yield get_suite("echo")
     _REGISTERED.pop("echo", None)
+    sys.modules.pop(module.__name__, None)
 
 
 def test_the_guides_suite_runs_reports_compares_and_builds(doc_suite, tmp_path):

@@ -59,7 +59,7 @@ def _load(package: str) -> tuple[PaperRow, ...]:
 
     try:
         path = resources.files(package) / "data" / FILE
-    except (ModuleNotFoundError, TypeError):
+    except (ModuleNotFoundError, TypeError, AttributeError):   # AttributeError: a module without a spec
         return ()
     if not path.is_file():
         return ()

@@ -28,7 +28,8 @@ def register_suite(name: str):
 
 
 def _targets() -> dict[str, str]:
-    return {**plugins.entry_points(plugins.SUITES), **SUITES}   # built-in names win
+    # built-in names win, and come first (the card and `rolebound suites` list them in this order)
+    return {**SUITES, **{k: v for k, v in plugins.entry_points(plugins.SUITES).items() if k not in SUITES}}
 
 
 def _present(name: str, target: str) -> bool:

@@ -289,7 +289,7 @@ def _drive(ray, plan, todo, parallel, on_tick, retries):
         {r.key: str(r.out) for r in plan.runs})
     limiter = ray.remote(Limiter).options(num_cpus=0, scheduling_strategy=here, max_concurrency=10000).remote(
         plan.limits) if plan.limits else None
-    task = ray.remote(run_task).options(max_retries=retries)
+    task = ray.remote(max_retries=retries)(run_task)
     waiting, pending, outcomes, submitted = list(todo), {}, {}, {}
     while waiting or pending:
         while waiting and (not parallel or len(pending) < parallel):

@@ -41,6 +41,7 @@ def _rows(p: Plan, outcomes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def write_index(p: Plan, outcomes: dict[str, dict[str, Any]], *, executor: str, cards: list[Path]) -> list[Path]:
     rows = _rows(p, outcomes)
+    p.out.mkdir(parents=True, exist_ok=True)
     compare = next((c for c in cards if c.name == "compare.html"), None)
     data = {"sweep": 1, "executor": executor, "runs": rows,
             "compare": _rel(compare, p.out) if compare else None}

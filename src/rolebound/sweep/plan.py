@@ -13,6 +13,7 @@ from ..errors import InputError
 from ..loop import API_CONCURRENCY
 from ..models import parse_spec
 from ..store import MANIFEST, METRICS
+from ..suites import get_suite
 
 
 @dataclass
@@ -65,6 +66,8 @@ def plan(configs, out: str | Path | None = None) -> Plan:
                 raise InputError(f"two runs of the sweep share the folder {key} (also in {where[key]})",
                                  file=str(src), field="model")
             where[key] = str(src)
+            if kw.get("judge") and not get_suite(kw["suite"]).uses_judge:
+                kw["judge"] = None          # a grid's judge is for the suites that have one (as the card)
             if kw.get("data") and Path(kw["data"]).exists():
                 kw["data"] = str(Path(kw["data"]).resolve())    # a Ray worker has another cwd
             r = _resources(PlannedRun(key=key, kwargs=dict(kw, out=str(out / key)), source=str(src)))

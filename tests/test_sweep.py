@@ -147,14 +147,28 @@ def cluster():
     pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
-    # the head takes no task (the driver, the sink and the limiter live there); two 1-CPU workers
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 100 * MB,
-                                                      "include_dashboard": False})
-    workers = [c.add_node(num_cpus=1, object_store_memory=100 * MB, memory=1 << 30) for _ in range(2)]
-    c.wait_for_nodes()
-    c.workers_ = workers
+    # the head takes no task (the driver, the sink and the limiter live there); two 1-CPU workers.
+    # Ray gives a raylet 30 s to register: on a crowded machine, try again. Its OOM killer looks at
+    # the whole machine's memory, which other people's work fills here: off for this cluster.
+    saved = os.environ.get("RAY_memory_monitor_refresh_ms")
+    os.environ["RAY_memory_monitor_refresh_ms"] = "0"
+    for attempt in range(3):
+        c = Cluster(initialize_head=False)
+        try:
+            c.add_node(num_cpus=0, object_store_memory=100 * MB, include_dashboard=False)
+            c.workers_ = [c.add_node(num_cpus=1, object_store_memory=100 * MB, memory=1 << 30) for _ in range(2)]
+            c.wait_for_nodes()
+            break
+        except Exception:  # noqa: BLE001
+            c.shutdown()
+            if attempt == 2:
+                raise
     yield c
     c.shutdown()
+    if saved is None:
+        os.environ.pop("RAY_memory_monitor_refresh_ms", None)
+    else:
+        os.environ["RAY_memory_monitor_refresh_ms"] = saved
 
 
 def ray_sweep(cluster, *args, **kw):

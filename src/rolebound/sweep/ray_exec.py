@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, RoleboundError
+from ..errors import InputError, RoleboundError, RunStopped
 from ..store import MANIFEST, RECORDS, RunDir
 from .plan import Plan, PlannedRun
 from .table import Tally
@@ -277,6 +277,9 @@ def execute(plan: Plan, todo: list[PlannedRun], *, address: str, parallel: int |
     try:
         check_fits(ray, plan)
         return _drive(ray, plan, todo, parallel, on_tick, retries)
+    except ray.exceptions.RayError as exc:
+        raise RunStopped(f"the Ray cluster failed the sweep: {_first_line(exc)}; records kept, rerun the "
+                         "same command to resume", exit_code=3) from None
     finally:
         ray.shutdown()
 
@@ -285,8 +288,10 @@ def _drive(ray, plan, todo, parallel, on_tick, retries):
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-    sink = ray.remote(Sink).options(num_cpus=0, scheduling_strategy=here).remote(
-        {r.key: str(r.out) for r in plan.runs})
+    # a sink that dies (the node's OOM killer) comes back from the run folders; the attempts it
+    # knew are refused from then on, so their runs end as errors and resume on the next sweep
+    sink = ray.remote(Sink).options(num_cpus=0, scheduling_strategy=here, max_restarts=3,
+                                    max_task_retries=3).remote({r.key: str(r.out) for r in plan.runs})
     limiter = ray.remote(Limiter).options(num_cpus=0, scheduling_strategy=here, max_concurrency=10000).remote(
         plan.limits) if plan.limits else None
     task = ray.remote(max_retries=retries)(run_task)
@@ -312,6 +317,9 @@ def _drive(ray, plan, todo, parallel, on_tick, retries):
                                    "message": f"the Ray task failed: {_first_line(exc)}"}
             # submit -> result as the driver saw it; less the run's own wall_s: Ray's cost per run
             outcomes[r.key]["task_s"] = round(time.perf_counter() - submitted[r.key], 3)
-        on_tick(ray.get(sink.rows.remote()), outcomes)
+        try:
+            on_tick(ray.get(sink.rows.remote()), outcomes)
+        except ray.exceptions.RayError:
+            pass                    # the sink restarting: the table waits for it
     peaks = ray.get(limiter.peaks.remote()) if limiter is not None else {}
     return outcomes, peaks

@@ -43,9 +43,13 @@ def log(msg: str) -> None:
 def config(path: Path, url: str, limit: int) -> Path:
     import yaml
 
+    from rolebound.models.bundled import converted_dir
+
+    # the bundled model's tokenizer gives the API models a chat template (capability's Injection)
     path.write_text(yaml.safe_dump({"suite": SUITES, "model": [f"openai:m{i}" for i in range(1, 5)],
                                     "limit": limit, "judge": "self", "cache": False,
-                                    "backend": {"base_url": url, "concurrency": 16}}), encoding="utf-8")
+                                    "backend": {"base_url": url, "concurrency": 16,
+                                                "tokenizer": str(converted_dir())}}), encoding="utf-8")
     return path
 
 
@@ -54,7 +58,7 @@ def timed(args: list[str], env: dict) -> float:
     res = subprocess.run([str(BIN / "rolebound"), "sweep", *args, "-q"], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if res.returncode != 0:
-        sys.exit(f"sweep failed ({res.returncode}): {res.stderr[-2000:]}")
+        sys.exit(f"sweep failed ({res.returncode}): {res.stdout[-3000:]} {res.stderr[-2000:]}")
     return wall
 
 
@@ -67,6 +71,7 @@ def main() -> None:
     from rolebound.testing.fake_server import FakeServer
 
     scratch = a.scratch or Path(tempfile.mkdtemp(prefix="rolebound-bench-sweep-"))
+    scratch.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "ROLEBOUND_CACHE_DIR": str(scratch / "cache")}
     log(f"load before: {loadavg()} (1/5/15 min), CPU busy {100 * cpu_busy():.0f}% of {os.cpu_count()} cores")
     walls: dict[str, float] = {}

@@ -81,7 +81,7 @@ def write_cards(p: Plan, outcomes: dict[str, dict[str, Any]]) -> list[Path]:
     """A card per model from its runs of the card's suites (the first run of each suite), then
     `card --compare` of them all. Nothing when fewer than two models have such a run."""
     from .. import __version__
-    from ..card.build import SUITES, _git, _now, run_metrics, section, slug, spec_of
+    from ..card.build import _git, _now, card_suites, run_metrics, section, slug, spec_of
     from ..card.compare import compare_cards
     from ..card.render import write_card
     from ..models import parse_spec
@@ -89,9 +89,10 @@ def write_cards(p: Plan, outcomes: dict[str, dict[str, Any]]) -> list[Path]:
     from ..suites import get_suite
 
     per: dict[str, dict[str, Path]] = {}
+    suites = card_suites()
     for r in p.runs:
         kw = r.kwargs
-        if kw["suite"] in SUITES and outcomes.get(r.key, {}).get("status") in ("done", "failed calls") \
+        if kw["suite"] in suites and outcomes.get(r.key, {}).get("status") in ("done", "failed calls") \
                 and (r.out / "metrics.json").exists():
             per.setdefault(spec_of(kw["model"]), {}).setdefault(kw["suite"], r.out)
     if len(per) < 2:
@@ -100,7 +101,7 @@ def write_cards(p: Plan, outcomes: dict[str, dict[str, Any]]) -> list[Path]:
     for spec, runs in per.items():
         out = p.out / "cards" / slug(spec)
         sections = [section(n, get_suite(n), runs[n], run_metrics(runs[n]), out, reused=True)
-                    for n in SUITES if n in runs]
+                    for n in suites if n in runs]
         card = {"card": 1, "model": spec, "judge": p.runs[0].kwargs.get("judge"), "demo": is_demo(parse_spec(spec)[0]),
                 "created": _now(), "rolebound": __version__, "git": _git(), "suites": sections}
         write_card(card, out)

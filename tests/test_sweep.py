@@ -247,3 +247,12 @@ def test_gpu_runs_on_a_cluster_without_gpus_say_so(cluster, tmp_path):
                                    "backend": {"tensor_parallel_size": 2}}))
     line = one_error(ray_sweep(cluster, cfg, "--out", tmp_path / "sw", timeout=120), 2)
     assert "needs 2 GPU(s)" in line and "no GPU" in line
+
+
+def test_without_ray_the_ray_executor_gives_the_install_hint(tmp_path):
+    shadow = tmp_path / "shadow" / "ray"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('No module named ray')\n")
+    line = one_error(rb("sweep", grid(tmp_path / "g.yaml"), "--executor", "ray",
+                        env={"PYTHONPATH": str(shadow.parent)}), 2)
+    assert "pip install 'rolebound[ray]'" in line

@@ -19,7 +19,7 @@ VOLATILE = ("latency_s", "time")
 MB = 1 << 20
 
 
-def rb(*args, timeout=300, env=None, cwd=None) -> subprocess.CompletedProcess:
+def rb(*args, timeout=900, env=None, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})}, cwd=cwd)
 

@@ -209,7 +209,11 @@ def connect(address: str):
                              field="--address") from None
     print("sweep: no Ray cluster running here; starting a local one (`ray start --head` starts one that stays)",
           file=sys.stderr)
-    return ray, ray.init(include_dashboard=False, object_store_memory=200 << 20, **kw)
+    try:
+        return ray, ray.init(include_dashboard=False, object_store_memory=200 << 20, **kw)
+    except Exception as exc:  # noqa: BLE001 - e.g. its processes too slow to start on a crowded machine
+        raise RunStopped(f"could not start a local Ray cluster: {_first_line(exc)}; start one with "
+                         "`ray start --head` and rerun with --address auto", exit_code=3) from None
 
 
 def _reachable(address: str) -> None:

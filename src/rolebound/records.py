@@ -95,3 +95,10 @@ class RunManifest(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
     model_info: dict[str, Any] = Field(default_factory=dict)
     timing: dict[str, float] = Field(default_factory=dict)
+
+
+def canonical_order(records: list["Record"]) -> list["Record"]:
+    """The records sorted by a stable key: every metric (bootstraps included) is then a function
+    of the set of records, never of the order the calls happened to finish in."""
+    return sorted(records, key=lambda r: (r.call_id, r.repeat, r.role, r.stage))
+

@@ -11,7 +11,7 @@ from typing import Any
 from ..io import write_bytes_atomic, write_text_atomic
 from ..report.builder import md_escape, md_text
 from .chart import draw
-from .figures import fmt
+from ..card_figures import fmt
 
 PROTOCOLS = {"paper": "paper protocol", "demo": "demo settings (not the paper's protocol)",
              "none": "suite defaults"}

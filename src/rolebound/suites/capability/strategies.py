@@ -1,0 +1,88 @@
+"""capability's strategies: one call per role for a role-prompted variant (chat, or the injection
+variants' raw completion with a prefilled assistant turn), one no-role call, and the optional judge."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..base import RunSettings
+from . import prompts
+from .boxed import parse_boxed_letter
+from .data import CapabilityItem, Role, RolesConfig
+from .judge import judge_messages, parse_judge
+
+
+def base_meta(cfg: RolesConfig, item: CapabilityItem) -> dict[str, Any]:
+    ranks = cfg.level_rank()
+    lv = cfg.levels[ranks[item.level]]
+    return {"level": item.level, "level_name": lv.name, "level_rank": ranks[item.level],
+            "subject": item.subject}
+
+async def run_item(item: CapabilityItem, ctx, strategy: str, settings: RunSettings, opts) -> None:
+    cfg = settings.state["cfg"]
+    base = base_meta(cfg, item)
+    if strategy == prompts.NO_ROLE:
+        await ctx.chat("answer", prompts.chat_messages(prompts.NO_ROLE, item, None, {}), parse=parse_boxed_letter,
+                       gold=item.answer, meta={**base, "role": None, "in_role": None})
+        return
+    results = await asyncio.gather(*(one_role(item, ctx, strategy, role, base, settings, opts)
+                                     for role in settings.state["roles"]), return_exceptions=True)
+    for res in results:
+        if isinstance(res, BaseException):
+            raise res
+
+async def one_role(item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings, opts):
+    cfg = settings.state["cfg"]
+    ranks = cfg.level_rank()
+    ceiling = ranks[role.ceiling] if role.ceiling is not None else -1
+    meta = {**base, "role": role.id, "role_label": role.label,
+            "role_rank": [r.id for r in cfg.roles].index(role.id), "ceiling": role.ceiling,
+            "in_role": base["level_rank"] <= ceiling}
+    stage = f"answer.{role.id}"
+    routes = cfg.subject_routes
+    if strategy in prompts.INJECTION:
+        msgs, prefill = prompts.injection_parts(strategy, item, role, routes)
+        # the model's own reasoning opener (its chat template, or the think_tag backend option)
+        tag = opts.think_tag
+        tag = ctx.backend.thinking_markup() if tag is None else str(tag)
+        meta["think_tag"] = tag
+        raw = prompts.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill, tag)
+        rec = await ctx.complete(stage, raw, parse=parse_boxed_letter, gold=item.answer, meta=meta)
+    else:
+        rec = await ctx.chat(stage, prompts.chat_messages(strategy, item, role, routes), parse=parse_boxed_letter,
+                             gold=item.answer, meta=meta)
+    if settings.state.get("judge_on"):
+        jmax = opts.judge_max_tokens
+        await ctx.chat(f"judge.{role.id}", judge_messages(role, item, rec.response), role="judge",
+                       parse=parse_judge, meta={**meta, "judged": rec.call_id},
+                       max_tokens=int(jmax) if jmax else None)
+
+
+# -- re-judging (`rolebound report RUN --judge MODEL`, rolebound.rejudge) ---------------------------
+def rejudge_plan(suite, records, manifest, judge):
+    """Every role-prompted answer judged again on the questions and roles the model saw."""
+    from ...errors import InputError
+    from ...models.base import CHAT
+    from ...rejudge import ROUND, JudgePlan, judge_stage
+    from ..base import settings_from_manifest
+    from .metrics import answer_records
+
+    settings = settings_from_manifest(suite, manifest)
+    dataset = suite.load(None if manifest.dataset.startswith("builtin:") else manifest.dataset, settings)
+    if dataset.hash != manifest.dataset_hash:
+        raise InputError("the questions or roles changed since this run; the judge would not see what the "
+                         "model saw", file=manifest.dataset)
+    items = {it.id: it for it in dataset.items}
+    roles = {r.id: r for r in settings.state["cfg"].roles}
+    judge.require(CHAT, "the judge scores RV, C, RC in a chat")
+    jmax = settings.opts.judge_max_tokens
+
+    async def judge_one(ctx, a, round_: int, judge_spec: str):
+        role = roles[a.meta["role"]]
+        await ctx.chat(judge_stage(f"judge.{role.id}", round_), judge_messages(role, items[a.item_id], a.response),
+                       role="judge", parse=parse_judge,
+                       meta={**a.meta, "judged": a.call_id, ROUND: round_, "judge": judge_spec},
+                       max_tokens=int(jmax) if jmax else None)
+
+    return JudgePlan(answers=[r for r in answer_records(records) if r.meta.get("role")], judge_one=judge_one)

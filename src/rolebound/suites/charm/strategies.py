@@ -1,0 +1,119 @@
+"""CHARM's strategies: the model calls of one item (independent, sequential, no-role), the
+Table 14 distractor similarity computed before the first call, and how a stored reply is read."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any, Sequence
+
+from ...records import Message
+from ...scoring import extract
+from ..base import RunSettings
+from .data import ABSTAIN, CharmItem
+from .prompts import ANSWER_PREFIX, ba_prompt, mcq_prompt, no_role_prompt
+
+
+def _yes_no_cont(text: str) -> str:
+    return text.strip()
+
+
+def mean_similarity(groups: dict[str, tuple[str, Sequence[str]]], path: str | None = None,
+                    digits: int = 4) -> dict[str, float]:
+    """For each id, the mean cosine between its anchor text and its other texts (CHARM Table 14:
+    distractors against the answer). One batch of unique texts, cached on disk."""
+    from ...scoring.embeddings import encode_cached
+
+    texts = list(dict.fromkeys(t for anchor, others in groups.values() for t in (anchor, *others)))
+    vecs = encode_cached(texts, path, kind="charm-options")
+    row = {t: i for i, t in enumerate(texts)}
+    out = {}
+    for gid, (anchor, others) in groups.items():
+        if others:
+            sims = vecs[[row[t] for t in others]] @ vecs[row[anchor]]
+            out[gid] = round(float(sims.mean()), digits)
+    return out
+
+
+async def before_items(items, settings: RunSettings, opts) -> None:
+    """Distractor-to-answer similarity per MCQ (Table 14), kept in settings.state for the records' meta."""
+    if not opts.similarity:
+        return
+    mcqs = [i for i in items if i.stage in ("bc", "kv") and i.answer]
+    if not mcqs:
+        return
+    from ...scoring.embeddings import embedder_name
+
+    groups = {i.id: (i.answer, [o for o in i.options if o not in (i.answer, ABSTAIN)]) for i in mcqs}
+    # cached on disk by the option texts and the embedder (a re-run loads no model)
+    settings.state["sim"] = await asyncio.to_thread(mean_similarity, groups, opts.embedder)
+    settings.state["embedder"] = embedder_name(opts.embedder)
+
+
+def item_meta(item: CharmItem, settings: RunSettings) -> dict[str, Any]:
+    m = item.meta()
+    sim = settings.state.get("sim") or {}
+    if item.id in sim:
+        m["sim"], m["embedder"] = sim[item.id], settings.state.get("embedder")
+    return m
+
+
+async def ask_ba(ctx, stage: str, item: CharmItem, messages: list[Message], scoring: str, meta,
+                 extraction: str, question: str | None = None):
+    if scoring == "logprob":
+        return await ctx.score(stage, ["Yes", "No"], messages=messages, parse=_yes_no_cont, gold="No", meta=meta)
+    strict = extraction == "strict"
+    return await ctx.chat(stage, messages, parse=extract.yes_no(question or item.question, strict=strict),
+                          gold="No", meta=meta)
+
+
+async def ask_mcq(ctx, stage: str, messages: list[Message], item: CharmItem, gold: int, scoring: str, meta,
+                  extraction: str):
+    n = len(item.options or [])
+    if scoring == "logprob":
+        return await ctx.score(stage, [str(k) for k in range(1, n + 1)], messages=messages,
+                               assistant_prefix=ANSWER_PREFIX, parse=int, gold=gold, meta=meta)
+    # the options as choices_text shows them: "1. ...", "2. ..."; parsed stays the 1-based number
+    options = [(str(k), o) for k, o in enumerate(item.options or [], 1)]
+    parse = extract.answer_number(options) if extraction == "strict" else extract.choice(options, "number")
+    return await ctx.chat(stage, messages, parse=parse, gold=gold, meta=meta)
+
+
+async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings, extraction: str) -> None:
+    scoring = settings.scoring or "generate"
+    meta = item_meta(item, settings)
+    if strategy == "independent":
+        if item.stage == "ba":
+            await ask_ba(ctx, "ba", item, [Message(role="user", content=ba_prompt(item))], scoring, meta, extraction)
+        else:
+            await ask_mcq(ctx, item.stage, [Message(role="user", content=mcq_prompt(item))], item,
+                          int(item.gold), scoring, meta, extraction)
+    elif strategy == "sequential":
+        if item.stage != "bc":
+            return
+        first = [Message(role="user", content=ba_prompt(item, item.ba_question))]
+        ba = await ask_ba(ctx, "seq.ba", item, first, scoring, meta, extraction, question=item.ba_question)
+        convo = first + [Message(role="assistant", content=ba.response or ""),
+                         Message(role="user", content=mcq_prompt(item))]
+        await ask_mcq(ctx, "seq.bc", convo, item, int(item.gold), scoring, meta, extraction)
+    elif strategy == "no-role":
+        if item.stage != "bc" or item.boundary != "cross":
+            return
+        # correct = the factual answer: the control asks whether the fact is accessible at all
+        await ask_mcq(ctx, "nr", [Message(role="user", content=no_role_prompt(item))], item,
+                      int(item.fact_option), scoring, meta, extraction)
+
+
+def extractor_for(record):
+    """How to read a stored reply that predates stored extractor specs (`rolebound report`)."""
+    if record.role != "model" or not isinstance(record.prompt, list) or not record.prompt:
+        return None
+    text = record.prompt[-1].get("content") or ""
+    if record.stage in ("ba", "seq.ba"):
+        q = re.search(r"Question: (.*)", text)
+        return extract.yes_no(q.group(1).strip() if q else None)
+    if "Choices:\n" in text:
+        block = text.split("Choices:\n", 1)[1].split("\nFirst, briefly", 1)[0]
+        options = re.findall(r"(?m)^(\d+)\. (.*)$", block)
+        return extract.choice(options, "number") if options else None
+    return None

@@ -11,6 +11,9 @@ list prompts), GET /v1/models, and for a server run in another process with
 `python -m rolebound.testing.fake_server`: GET /_fake/stats (the counters as JSON) and
 POST /_fake/reset.
 
+Broken servers, whole or in part: `srv.fail(**MODES["hang"])` (accepts, never answers),
+`MODES["500"]`, `MODES["no-choices"]`, `MODES["null-content"]`; `--mode NAME` on the command line.
+
 Answers are deterministic: `reply` (a fixed text, or a function of the request body), by default
 an echo of the last message (chat) or of the prompt (completions). Text is cut into "tokens" by
 `tokenize` and each token gets the log-prob `token_logprob` gives it, so tests can compute the

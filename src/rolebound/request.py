@@ -52,8 +52,10 @@ def split_strategies(value: Any) -> Any:
         if not all(parts):
             raise ValueError(f"'{value}' has an empty strategy name; give NAME[,NAME...]")
         return parts
-    if isinstance(value, (list, tuple)) and not value:
-        raise ValueError("names no strategy; give NAME[,NAME...] or leave it out for the default")
+    if isinstance(value, (list, tuple)):
+        if not value or not all(isinstance(x, str) and x.strip() for x in value):
+            raise ValueError("names no strategy, or an empty one; give NAME[,NAME...] or leave it out")
+        return [x.strip() for x in value]
     return value
 
 

@@ -17,24 +17,22 @@ from .errors import InputError, RoleboundError, RunStopped
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure whether a role-playing LLM stays inside its character's boundaries.")
 class SuiteCommands(TyperGroup):
-    """`rolebound build`: every registered suite's commands (its build_commands hook) and the
+    """`rolebound build`: every registered suite's commands (its build_commands hook) and those of
     `rolebound.commands` entry points, collected on first use (so `rolebound --help` loads no suite)."""
 
     def _collect(self) -> None:
         if getattr(self, "_collected", False):
             return
         self._collected = True
-        from . import plugins
         from .suites import available, get_suite
 
         sub = typer.Typer()
         for name in available():
             get_suite(name).build_commands(sub)
-        for target in plugins.entry_points(plugins.COMMANDS).values():
-            plugins.load(target)(sub, data_app)      # register(build_app, data_app)
-        if sub.registered_commands or sub.registered_groups:
-            for n, c in typer.main.get_group(sub).commands.items():
-                self.add_command(c, n)
+        for t in (sub, PLUGIN_BUILD):
+            if t.registered_commands or t.registered_groups:
+                for n, c in typer.main.get_group(t).commands.items():
+                    self.add_command(c, n)
 
     def list_commands(self, ctx):
         self._collect()
@@ -49,6 +47,19 @@ data_app = typer.Typer(no_args_is_help=True, help="Inspect and import datasets."
 build_app = typer.Typer(cls=SuiteCommands, no_args_is_help=True,
                         help="Construction pipelines that turn seeds into benchmark items (each suite's own).")
 app.add_typer(data_app, name="data")
+PLUGIN_BUILD = typer.Typer()     # the build commands of rolebound.commands entry points
+
+
+def _register_plugin_commands() -> None:
+    """Packages without a suite add commands as a `rolebound.commands` entry point: a function
+    register(build_app, data_app) (their `data` commands must exist before `data` is parsed)."""
+    from . import plugins
+
+    for target in plugins.entry_points(plugins.COMMANDS).values():
+        plugins.load(target)(PLUGIN_BUILD, data_app)
+
+
+_register_plugin_commands()
 app.add_typer(build_app, name="build")
 
 DEBUG = {"on": False}
@@ -234,7 +245,9 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
     if judge:
         from .rejudge import rejudge
 
-        rejudge(run_dir, judge, progress=not quiet)
+        done = rejudge(run_dir, judge, progress=not quiet)
+        print(f"re-judged {done.answers} answers with {done.judge}: judge round {done.round}"
+              + (f" ({done.mode})" if done.mode else "") + (f", {done.failed} failed" if done.failed else ""))
     from .scoring.extract import reextract
     from .store import RunDir
     from .suites import get_suite

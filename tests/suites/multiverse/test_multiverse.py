@@ -208,6 +208,7 @@ def rec(item, strategy, stage, parsed, gold, *, task="canon", **meta) -> Record:
     correct = None if gold is None else (parsed != INVALID and parsed == gold)
     return Record(call_id=f"{item}/{strategy}/{stage}", item_id=item, suite="multiverse", strategy=strategy,
                   stage=stage, parsed=parsed, gold=gold, correct=correct,
+                  role="judge" if stage.split("@")[0] in ("judge", "segment") else "model",
                   meta={"task": task, "letters": "ABCD" if task == "canon" else "AB", **meta})
 
 

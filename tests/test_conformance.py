@@ -71,17 +71,17 @@ def test_metrics_are_a_function_of_the_set_of_records(name, tmp_path):
 
     out = tmp_path / "run"
     kw = _kwargs(name, tmp_path)
-    kw.pop("options", None) if name == "multiverse" else None     # keep its judged analysis too
-    api.run(name, model="fake:random", limit=6, out=out, progress=False, **kw)
+    if name == "multiverse":
+        kw.pop("options")           # keep its judged analysis: its most common score pair counts too
+    api.run(name, model="fake:random", limit=4, out=out, progress=False, **kw)
     written = _dump(json.loads((out / "metrics.json").read_text(encoding="utf-8")))
     lines = (out / "records.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    for seed in (1, 2):
-        random.Random(seed).shuffle(lines)
-        (out / "records.jsonl").write_text("".join(lines), encoding="utf-8")
-        res = subprocess.run([str(SCRIPT), "report", str(out), "--quiet"], capture_output=True, text=True,
-                             cwd=tmp_path)
-        assert res.returncode == 0, res.stderr
-        assert _changed(json.loads(written), json.loads((out / "metrics.json").read_text(encoding="utf-8"))) == []
+    random.Random(1).shuffle(lines)
+    (out / "records.jsonl").write_text("".join(lines), encoding="utf-8")
+    res = subprocess.run([str(SCRIPT), "report", str(out), "--quiet"], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert _changed(json.loads(written), json.loads((out / "metrics.json").read_text(encoding="utf-8"))) == []
 
 
 @pytest.mark.parametrize("name", available())

@@ -122,8 +122,8 @@ def make_card(model: str, *, judge: str | None = None, runs: Sequence[str | Path
             say(f"card: {name}: {'all items' if limit is None else f'--limit {limit}'} -> {run_dir}")
             judged = suite.uses_judge
             res = api.run(name, model=model, judge=judge if judged else None, limit=limit, out=run_dir,
-                          progress=progress, backend_options=backend_options,
-                          judge_options=judge_options if judged and judge else None)
+                          progress=progress, backend_options=backend_options or {},
+                          judge_options=(judge_options or {}) if judged and judge else {})
             failed += res.counts.errors
             metrics = res.metrics or run_metrics(run_dir)
             ran.append(name)

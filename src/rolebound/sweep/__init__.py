@@ -92,17 +92,17 @@ def _validate(p: Plan) -> None:
 
     for r in p.runs:
         kw = r.kwargs
-        s = get_suite(kw["suite"])
+        s = get_suite(r.suite)
         try:
-            validate_options(s, kw["options"])
+            validate_options(s, kw.get("options") or {})
         except InputError as exc:
             raise InputError(exc.detail, file=r.source, field=exc.field or "options") from None
-        for strat in (kw["strategies"] or "").split(","):
-            if strat.strip() and strat.strip() not in s.strategies:
-                raise InputError(f"unknown strategy '{strat.strip()}' for suite {kw['suite']}; available: "
+        for strat in kw.get("strategies") or []:
+            if strat not in s.strategies:
+                raise InputError(f"unknown strategy '{strat}' for suite {r.suite}; available: "
                                  + ", ".join(s.strategies), file=r.source, field="strategy")
         try:
-            parse_spec(kw["model"])
+            parse_spec(r.model)
         except BackendError as exc:
             raise InputError(str(exc), file=r.source, field="model") from None
 

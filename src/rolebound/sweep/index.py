@@ -30,8 +30,7 @@ def _rows(p: Plan, outcomes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
             counts = json.loads((r.out / "manifest.json").read_text(encoding="utf-8")).get("counts") or {}
         except (OSError, ValueError):
             counts = {}
-        rows.append({"run": r.key, "suite": r.kwargs["suite"], "model": r.kwargs["model"],
-                     "strategy": r.kwargs["strategies"] or "default", "status": o.get("status", "not run"),
+        rows.append({"run": r.key, "suite": r.suite, "model": r.model, "strategy": r.strategy or "default", "status": o.get("status", "not run"),
                      "message": o.get("message", ""), "jobs": counts.get("jobs"),
                      "failed_calls": counts.get("failed_calls"), "wall_s": o.get("wall_s"),
                      "task_s": o.get("task_s"),
@@ -91,10 +90,9 @@ def write_cards(p: Plan, outcomes: dict[str, dict[str, Any]]) -> list[Path]:
     per: dict[str, dict[str, Path]] = {}
     suites = card_suites()
     for r in p.runs:
-        kw = r.kwargs
-        if kw["suite"] in suites and outcomes.get(r.key, {}).get("status") in ("done", "failed calls") \
+        if r.suite in suites and outcomes.get(r.key, {}).get("status") in ("done", "failed calls") \
                 and (r.out / "metrics.json").exists():
-            per.setdefault(spec_of(kw["model"]), {}).setdefault(kw["suite"], r.out)
+            per.setdefault(spec_of(r.model), {}).setdefault(r.suite, r.out)
     if len(per) < 2:
         return []
     folders = []

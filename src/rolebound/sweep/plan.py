@@ -11,7 +11,7 @@ from typing import Any
 from ..config import RunConfig, load_config
 from ..errors import InputError
 from ..loop import API_CONCURRENCY
-from ..models import parse_spec
+from ..models import DEFAULT_MODEL, parse_spec
 from ..store import MANIFEST, METRICS
 from ..suites import get_suite
 
@@ -32,8 +32,19 @@ class PlannedRun:
 
     @property
     def label(self) -> str:
-        k = self.kwargs
-        return f"{k['suite']} / {k['model']} / {k['strategies'] or 'default'}"
+        return f"{self.suite} / {self.model} / {self.strategy or 'default'}"
+
+    @property
+    def suite(self) -> str:
+        return self.kwargs["suite"]
+
+    @property
+    def model(self) -> str:
+        return self.kwargs.get("model") or DEFAULT_MODEL
+
+    @property
+    def strategy(self) -> str | None:
+        return ",".join(self.kwargs.get("strategies") or []) or None
 
 
 @dataclass
@@ -60,14 +71,17 @@ def plan(configs, out: str | Path | None = None) -> Plan:
     out = Path(out)
     runs, limits, where = [], {}, {}
     for src, cfg in loaded:
-        for kw in cfg.model_copy(update={"out": None}).expand():
-            key = slug(kw["suite"], kw["model"], kw["strategies"])
+        for req in cfg.model_copy(update={"out": None}).expand(file=src if not isinstance(src, RunConfig) else None):
+            # the fields set, as JSON: what a Ray task takes, and make_request builds again
+            kw = req.model_dump(mode="json", exclude_unset=True, exclude={"out", "progress", "report"})
+            kw.setdefault("model", DEFAULT_MODEL)
+            key = slug(kw["suite"], kw["model"], ",".join(kw.get("strategies") or []) or None)
             if key in where:
                 raise InputError(f"two runs of the sweep share the folder {key} (also in {where[key]})",
                                  file=str(src), field="model")
             where[key] = str(src)
             if kw.get("judge") and not get_suite(kw["suite"]).uses_judge:
-                kw["judge"] = None          # a grid's judge is for the suites that have one (as the card)
+                kw.pop("judge")              # a grid's judge is for the suites that have one (as the card)
             if kw.get("data") and Path(kw["data"]).exists():
                 kw["data"] = str(Path(kw["data"]).resolve())    # a Ray worker has another cwd
             r = _resources(PlannedRun(key=key, kwargs=dict(kw, out=str(out / key)), source=str(src)))
@@ -87,7 +101,7 @@ def endpoint_limit(cfg: RunConfig) -> int:
 def _resources(run: PlannedRun) -> PlannedRun:
     import os
 
-    backend, _ = parse_spec(run.kwargs["model"])
+    backend, _ = parse_spec(run.model)
     bo = run.kwargs.get("backend_options") or {}
     parallel = int(bo.get("tensor_parallel_size") or 1) * int(bo.get("pipeline_parallel_size") or 1)
     if backend == "vllm":
@@ -112,11 +126,11 @@ def finished_before(run: PlannedRun) -> bool:
     except (OSError, ValueError):
         return False
     kw = run.kwargs
-    strategies = kw["strategies"]
-    same = (m.get("suite") == kw["suite"] and m.get("limit") == kw["limit"]
-            and m.get("repeats") == kw["repeats"]
-            and all((m.get("options") or {}).get(k) == v for k, v in (kw["options"] or {}).items())   # + defaults
-            and (strategies is None or m.get("strategies") == [s.strip() for s in strategies.split(",")]))
+    strategies = kw.get("strategies")
+    same = (m.get("suite") == kw["suite"] and m.get("limit") == kw.get("limit")
+            and m.get("repeats") == kw.get("repeats", 1)
+            and all((m.get("options") or {}).get(k) == v for k, v in (kw.get("options") or {}).items())  # + defaults
+            and (not strategies or m.get("strategies") == strategies))
     c = m.get("counts") or {}
     return bool(same and m.get("finished") and not c.get("failed_calls") and not c.get("failed_items")
                 and (run.out / METRICS).exists())

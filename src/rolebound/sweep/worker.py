@@ -1,7 +1,7 @@
 """One run of a sweep, wherever it executes: api.run, its outcome as a small dict.
 
-`call_run` is the one place the sweep calls api.run: the grid config's keyword arguments, as
-`rolebound run --config` passes them.
+`call_run` is the one place the sweep calls api.run: the RunRequest the grid config made, carried
+as the JSON of its set fields (so a Ray task can take it).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from ..store import MANIFEST, RECORDS
 
 def call_run(kwargs: dict[str, Any], *, report: bool):
     from .. import api
+    from ..request import make_request
 
-    return api.run(**kwargs, progress=False, report=report)
+    return api.run(make_request({**kwargs, "progress": False, "report": report}))
 
 
 def run_one(kwargs: dict[str, Any], *, report: bool = True) -> dict[str, Any]:

@@ -153,12 +153,20 @@ class Session:
             self.dispatchers[id(judge)] = Dispatcher(judge)
         if extractor is not None and id(extractor) not in self.dispatchers:
             self.dispatchers[id(extractor)] = Dispatcher(extractor)
+        self.roles: dict[str, Backend] = {}      # other roles' backends (the dialogue's simulated user)
         self.counts = Counts()
         self.errors: list[str] = []
         self._failures_in_row: dict[int, int] = {}
         self.jobs_done = 0      # (item, strategy, repeat) jobs finished in this invocation, failed or not
 
+    def add_backend(self, role: str, backend: Backend) -> None:
+        """Calls with this role go to `backend` (batched by its own dispatcher)."""
+        self.roles[role] = backend
+        self.dispatchers.setdefault(id(backend), Dispatcher(backend))
+
     def backend_for(self, role: str) -> Backend:
+        if role in self.roles:
+            return self.roles[role]
         if role == "extractor" and self.extractor is not None:
             return self.extractor
         if role == "model" or self.judge is None:

@@ -7,6 +7,8 @@ without a model call, so running the same card again only rebuilds the page.
 
 from __future__ import annotations
 
+from ..dialogue.report import card_section
+
 import json
 import os
 import re
@@ -152,6 +154,7 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
         problems.append(f"{c.get('failed_calls', 0)} failed call(s), {c.get('failed_items', 0)} failed item(s) "
                         "(errors.log in the run folder): rerun to retry them")
     html = Path(run_dir) / "report.html"
+    drift = card_section(metrics.get("dialogue")) if isinstance(metrics.get("dialogue"), dict) else None
     return {
         "suite": name, "title": cf.get("title") or name, "run_dir": str(run_dir), "reused": reused,
         "report": link(html, out) if html.exists() else None,
@@ -159,8 +162,9 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
         "protocol": proto.get("mode") or "none", "protocol_label": proto.get("label") or "",
         "strategies": list(m.strategies), "scoring": m.scoring, "limit": m.limit, "n_items": m.n_items,
         "repeats": m.repeats, "started": m.started, "finished": m.finished,
-        "model_calls": c.get("model_calls"), "figures": cf.get("figures") or [],
+        "model_calls": c.get("model_calls"), "figures": (cf.get("figures") or []) + (drift["figures"] if drift else []),
         "finding": cf.get("finding") or "", "chart": cf.get("chart"), "problems": problems,
+        "drift": drift["drift"] if drift else None,     # a dialogue run's metric-by-depth lines
     }
 
 

@@ -3,6 +3,8 @@ every answer in a filterable table. Built from metrics and records alone."""
 
 from __future__ import annotations
 
+from ...dialogue.report import add_sections
+
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
     role_strats = [s for s in strategies if s in m["by_strategy"]]
     rep = Report("capability: role-capability leakage (RoleCapBench)")
     rep.facts(run_facts(manifest))
+    add_sections(rep, metrics.get("dialogue"))
     n_q = len({r.item_id for r in cm.answer_records(records)})
     sample = ""
     if manifest.dataset.startswith("builtin:") and manifest.limit is None and "per_level" not in manifest.options \

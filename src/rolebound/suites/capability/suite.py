@@ -34,6 +34,8 @@ from ..base import Dataset, RunSettings, Suite, interleave
 from ...protocol import Protocol
 from .importers import csv_rows
 from .options import CapabilityOptions
+from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
+from ...dialogue import budget
 from .data import (BANK_FILE, DEFAULT_PER_LEVEL, ROLES_FILE, CapabilityItem, Role, RolesConfig,
                               load_items, load_roles)
 
@@ -52,6 +54,7 @@ class CapabilitySuite(Suite):
         "injection": "guidelines + prefilled assistant turn, raw completion (C.7)",
         "injection-syllabus": "injection + the role's curriculum knowledge (C.8)",
         "no-role": "the question alone, once per question (baseline)",
+        DIALOGUE: DIALOGUE_DESCRIPTION + "; each role's Identity question",
     }
     default_strategies = ["identity", "injection", "no-role"]
     uses_judge = True
@@ -107,6 +110,8 @@ class CapabilitySuite(Suite):
             backend.require(CHAT_TEMPLATE, why)
         if any(s not in cp.INJECTION for s in settings.strategies):
             backend.require(CHAT, "the chat-based variants")
+        if DIALOGUE in settings.strategies:
+            budget.setup(settings, backend)
         settings.state["judge_on"] = self.judge_enabled(settings, backend, judge)
         if settings.state["judge_on"]:
             (judge or backend).require(CHAT, "the judge scores RV, C, RC in a chat")
@@ -123,6 +128,7 @@ class CapabilitySuite(Suite):
         path = Path(data) if data else BANK_FILE
         rows = csv_rows(path) if path.suffix.lower() == ".csv" and path.exists() else None
         items = load_items(path, cfg, rows)
+        settings.state["capability_items"] = items       # the dialogue's `items` warm-up
         opt = self.opts(settings).per_level
         if opt is None:
             small = settings.backend is None or settings.demo    # None: no backend (data stats, tests)
@@ -155,7 +161,13 @@ class CapabilitySuite(Suite):
             order = interleave([subj[s] for s in names])
             per_level.append(order[:cap] if cap else order)
         out = interleave(per_level)
-        return out[:limit] if limit else out
+        out = out[:limit] if limit else out
+        if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in st:
+            from .dialogue import probes
+
+            budget.check_context(st["dialogue_backend"], [p for it in out for p in probes(
+                self, it, settings, lambda role: {})], self.opts(settings))
+        return out
 
     def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
         import pandas as pd
@@ -187,9 +199,19 @@ class CapabilitySuite(Suite):
         return {"level": item.level, "level_name": lv.name, "level_rank": ranks[item.level],
                 "subject": item.subject}
 
+    async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
+        budget.attach(session, settings)
+
     async def run_item(self, item: CapabilityItem, ctx, strategy: str, settings: RunSettings) -> None:
         cfg = self._setup(settings)
         base = self._base_meta(cfg, item)
+        if strategy == DIALOGUE:
+            from ...dialogue.run import run_probes
+            from .dialogue import probes
+
+            await run_probes(ctx, probes(self, item, settings, lambda role: self._role_meta(cfg, role, base)),
+                             settings, self.opts(settings))
+            return
         if strategy == cp.NO_ROLE:
             await ctx.chat("answer", cp.chat_messages(cp.NO_ROLE, item, None, {}), parse=parse_boxed_letter,
                            gold=item.answer, meta={**base, "role": None, "in_role": None})
@@ -200,13 +222,17 @@ class CapabilitySuite(Suite):
             if isinstance(res, BaseException):
                 raise res
 
-    async def _one_role(self, item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings):
-        cfg = self._setup(settings)
+    @staticmethod
+    def _role_meta(cfg: RolesConfig, role: Role, base: dict) -> dict[str, Any]:
         ranks = cfg.level_rank()
         ceiling = ranks[role.ceiling] if role.ceiling is not None else -1
-        meta = {**base, "role": role.id, "role_label": role.label,
+        return {**base, "role": role.id, "role_label": role.label,
                 "role_rank": [r.id for r in cfg.roles].index(role.id), "ceiling": role.ceiling,
                 "in_role": base["level_rank"] <= ceiling}
+
+    async def _one_role(self, item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings):
+        cfg = self._setup(settings)
+        meta = self._role_meta(cfg, role, base)
         stage = f"answer.{role.id}"
         routes = cfg.subject_routes
         if strategy in cp.INJECTION:
@@ -236,7 +262,12 @@ class CapabilitySuite(Suite):
 
     # -- results -------------------------------------------------------------------------------
     def metrics(self, records, manifest) -> dict[str, Any]:
-        return cm.compute(records, list(manifest.strategies))
+        out = cm.compute(records, [s for s in manifest.strategies if s != DIALOGUE])
+        if DIALOGUE in manifest.strategies:
+            from .dialogue import compute as dialogue_compute
+
+            out["dialogue"] = dialogue_compute(records)
+        return out
 
     def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         out = []

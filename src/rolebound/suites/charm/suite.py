@@ -30,6 +30,8 @@ from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
 from ...protocol import Protocol
 from .options import CharmOptions
+from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
+from ...dialogue import budget
 from .data import ABSTAIN, CharmItem, data_hash, expand, load_data
 
 # Table 19 (BA). Line breaks restored where the paper's table layout had them.
@@ -85,6 +87,7 @@ class CharmSuite(Suite):
         "independent": "BA, BC and KV each in a fresh conversation (the paper's protocol)",
         "sequential": "BA then BC in one conversation (Appendix M, Table 15)",
         "no-role": "Cross-Universe BC questions with no role (Appendix N, Table 16)",
+        DIALOGUE: DIALOGUE_DESCRIPTION + "; BA and BC probes",
     }
     default_strategies = ["independent"]
     offers_scoring = True
@@ -110,12 +113,26 @@ class CharmSuite(Suite):
             raise InputError("no concepts or facts to ask about", file=sources[-1] if sources else None)
         seed = opts.data_seed
         items, info = expand(d, seed=seed)
+        settings.state["charm_items"] = items        # the dialogue's `items` warm-up reads the role's others
         src = "builtin:charm" + ("+" + ",".join(files) if files else "") if builtin else ",".join(files)
         return Dataset(items=items, source=src, hash=data_hash(d, seed), extra={"data": d, **info})
 
     def select(self, items, limit, settings=None):
         """Keep whole instances: BC questions taken round-robin over (region, boundary), plus the
-        BA and KV questions they pair with, until about `limit` questions."""
+        BA and KV questions they pair with, until about `limit` questions. A dialogue-only run
+        asks BA and BC only, so --limit counts those probes (never the warm-up turns)."""
+        if settings is not None and settings.strategies == [DIALOGUE]:
+            items = [i for i in items if i.stage in ("ba", "bc")]
+        chosen = self._select(items, limit)
+        if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+            from .dialogue import probes
+
+            scoring = settings.scoring or "generate"
+            budget.check_context(settings.state["dialogue_backend"],
+                                 [p for i in chosen for p in probes(self, i, settings, scoring)], self.opts(settings))
+        return chosen
+
+    def _select(self, items, limit):
         if not limit or limit >= len(items):
             return list(items)
         by_id = {i.id: i for i in items}
@@ -166,9 +183,15 @@ class CharmSuite(Suite):
         return {"ba": BA_PROMPT, "mcq": MCQ_PROMPT, "no_role": NO_ROLE_PROMPT, "answer_prefix": ANSWER_PREFIX}
 
     # -- run --------------------------------------------------------------------------------
+    def check(self, backend, settings: RunSettings, judge=None) -> None:
+        if DIALOGUE in settings.strategies:
+            self.opts(settings)
+            budget.setup(settings, backend)
+
     async def before_items(self, session, dataset: Dataset, items, settings: RunSettings) -> None:
         """Distractor-to-answer similarity per MCQ (Table 14), stored in each record's meta."""
-        if not self.opts(settings).similarity:
+        budget.attach(session, settings)
+        if not self.opts(settings).similarity or settings.strategies == [DIALOGUE]:
             return
         mcqs = [i for i in items if i.stage in ("bc", "kv") and i.answer]
         if not mcqs:
@@ -225,6 +248,11 @@ class CharmSuite(Suite):
             convo = first + [Message(role="assistant", content=ba.response or ""),
                              Message(role="user", content=mcq_prompt(item))]
             await self._mcq(ctx, "seq.bc", convo, item, int(item.gold), scoring, meta)
+        elif strategy == DIALOGUE:
+            from ...dialogue.run import run_probes
+            from .dialogue import probes
+
+            await run_probes(ctx, probes(self, item, settings, scoring), settings, self.opts(settings))
         elif strategy == "no-role":
             if item.stage != "bc" or item.boundary != "cross":
                 return
@@ -257,6 +285,10 @@ class CharmSuite(Suite):
 
         out = compute(records)
         out["scoring"] = manifest.scoring
+        if DIALOGUE in manifest.strategies:
+            from .dialogue import compute as dialogue_compute
+
+            out["dialogue"] = dialogue_compute(records)
         return out
 
     def summary(self, metrics) -> list[tuple[str, str]]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..base import Options, choice
+from ...dialogue.options import DialogueOptions
+from ..base import choice
 
 
-class MultiverseOptions(Options):
+class MultiverseOptions(DialogueOptions):
     tasks: str | list[str] | None = Field(None, description="canon and/or dilemma, comma-separated (default: both)")
     attributes: bool = Field(True, description="put the version's attributes in the role prompt")
     analysis: bool = Field(True, description="thinking/acting analysis: segmenter, TAM and the 0-5 judge")

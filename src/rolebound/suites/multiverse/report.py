@@ -3,6 +3,8 @@ thinking/acting figure, per-call samples, the end-of-run summary and the `rolebo
 
 from __future__ import annotations
 
+from ...dialogue.report import add_sections
+
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
     rep = Report("Beyond One World (multiverse): canon events, dilemmas, cross-version",
                  "Rates in %, 95% percentile bootstrap CIs in brackets; differences in percentage points.")
     rep.facts(run_facts(manifest))
+    add_sections(rep, metrics.get("dialogue"))
     strat = metrics.get("strategies", {})
     notes = ["Unparseable answers, segmentations and judge replies are counted as invalid (wrong for accuracy), never guessed."]
     from ...scoring.embeddings import MPNET_HINT, MPNET_NAME

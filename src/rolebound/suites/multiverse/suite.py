@@ -35,6 +35,8 @@ from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, interleave
 from ...protocol import Protocol
 from .options import MultiverseOptions
+from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
+from ...dialogue import budget
 from .data import STARTER, MVIndex, dataset_tables, load_file
 
 
@@ -57,6 +59,7 @@ class MultiverseSuite(Suite):
         "cot": "the same prompt with \"Let's think step by step.\" (Table 3)",
         "cross-direct": "each question asked of the hero's other versions, direct (Tables 9, 11)",
         "cross-cot": "each question asked of the hero's other versions, with CoT",
+        DIALOGUE: DIALOGUE_DESCRIPTION + "; canon and dilemma probes, direct",
     }
     default_strategies = ["direct", "cot", "cross-direct"]
     uses_judge = True
@@ -85,11 +88,21 @@ class MultiverseSuite(Suite):
                 raise InputError(f"unknown task '{sorted(bad)[0]}'; use canon and/or dilemma", field="tasks")
             items = [it for it in items if it.task in wanted]
         index = settings.state["index"] = MVIndex(loaded)
+        settings.state["multiverse_items"] = items       # the dialogue's `items` warm-up
         payload = {"heroes": [h.model_dump() for h in loaded["heroes"]], "items": [it.model_dump() for it in items]}
         return Dataset(items=items, source="builtin:multiverse-starter" if not data else str(path),
                        hash=stable_hash(payload), extra={"index": index, "import_report": loaded["import_report"]})
 
     def select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
+        chosen = self._select(items, limit, settings)
+        if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+            from .dialogue import probes
+
+            budget.check_context(settings.state["dialogue_backend"],
+                                 [p for it in chosen for p in probes(self, it, settings)], self.opts(settings))
+        return chosen
+
+    def _select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
         """Round-robin over versions (hero by hero), each version cycling through canon phases and
         dilemma types, so a small --limit still covers several versions of one hero."""
         if not limit or limit >= len(items):
@@ -116,6 +129,8 @@ class MultiverseSuite(Suite):
         from ...models.base import CHAT, LOGPROB
 
         opts = settings.options
+        if DIALOGUE in settings.strategies:
+            budget.setup(settings, backend)
         if settings.scoring == "logprob":
             backend.require(LOGPROB, "--scoring logprob")
         if settings.scoring == "generate" or any("cot" in s for s in settings.strategies):
@@ -158,6 +173,7 @@ class MultiverseSuite(Suite):
         import asyncio
 
         settings.state["index"] = dataset.extra["index"]
+        budget.attach(session, settings)
         if self.analysis_on(settings):
             from ...scoring.embeddings import LazyEmbedder, get_embedder
 
@@ -168,6 +184,13 @@ class MultiverseSuite(Suite):
 
     async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
         from .strategies import run_item
+
+        if strategy == DIALOGUE:
+            from ...dialogue.run import run_probes
+            from .dialogue import probes
+
+            await run_probes(ctx, probes(self, item, settings), settings, self.opts(settings))
+            return
 
         await run_item(self, item, ctx, strategy, settings)
 
@@ -202,7 +225,14 @@ class MultiverseSuite(Suite):
     def metrics(self, records, manifest) -> dict[str, Any]:
         from .metrics import compute
 
-        return compute(records, manifest)
+        if DIALOGUE not in manifest.strategies:
+            return compute(records, manifest)
+        from .dialogue import compute as dialogue_compute
+
+        single = manifest.model_copy(update={"strategies": [s for s in manifest.strategies if s != DIALOGUE]})
+        out = compute([r for r in records if r.strategy != DIALOGUE], single)
+        out["dialogue"] = dialogue_compute(records)
+        return out
 
     def report(self, metrics, records, manifest, run_dir) -> list[Path]:
         from .report import build_report

@@ -165,3 +165,20 @@ def test_bad_input_is_one_line_exit_2_before_any_call(tmp_path, args, words):
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert len(err.splitlines()) == 1 and words in err, err
     assert not (out / "records.jsonl").exists()
+
+
+def test_card_shows_the_drift_line(tmp_path):
+    from rolebound.card.build import section
+    from rolebound.card.render import write_card
+    from rolebound.suites import get_suite
+
+    res = charm(tmp_path / "run", limit=4)
+    sec = section("charm", get_suite("charm"), tmp_path / "run", res.metrics, tmp_path / "card", reused=True)
+    assert sec["drift"]["depths"] == [0, 2]
+    assert any(f["key"] == "drift/C-Gap/scripted" for f in sec["figures"])
+    card = {"card": 1, "model": "fake:random", "judge": None, "demo": True, "created": "now", "rolebound": "0",
+            "git": None, "suites": [sec]}
+    write_card(card, tmp_path / "card")
+    assert (tmp_path / "card" / "figures" / "charm-drift.png").stat().st_size > 1000
+    assert "charm-drift.png" in (tmp_path / "card" / "card.md").read_text()
+    assert "drift by dialogue depth" in (tmp_path / "card" / "card.html").read_text()

@@ -72,7 +72,7 @@ def test_resume_inside_a_dialogue_generates_no_turn_twice(tmp_path):
     assert dropped > 0
     path.write_text("".join(keep))
     again = charm(out, depths="0,3")
-    assert again.counts.calls == dropped          # only what was lost is asked again
+    assert again.counts.calls == dropped and again.counts.resumed == len(keep)   # only what was lost is asked again
     ids = [r.call_id for r in load_records(out, latest=False)]
     assert len(ids) == len(set(ids))
 
@@ -99,7 +99,7 @@ def test_kill_minus_9_inside_a_dialogue_then_resume(tmp_path):
     ids = [r.call_id for r in load_records(out, latest=False)]
     assert len(ids) == len(set(ids))                        # no turn (or probe) generated twice
     m = json.loads((out / "manifest.json").read_text())
-    assert m["counts"]["model_calls"] == len(ids) - len(before)
+    assert m["counts"]["model_calls"] == len(ids) - len(before) and m["counts"]["resumed"] == len(before)
     assert "dialogue" in json.loads((out / "metrics.json").read_text())
 
 

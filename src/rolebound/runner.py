@@ -148,6 +148,7 @@ class Session:
         self.judge_decoding = judge_decoding     # calls not made by the model under test
         self.cache = cache if use_cache else None
         self.completed = run_dir.completed()
+        self._earlier, self._resumed = set(self.completed), set()    # records of earlier invocations
         self.dispatchers = {id(backend): Dispatcher(backend)}
         if judge is not None and id(judge) not in self.dispatchers:
             self.dispatchers[id(judge)] = Dispatcher(judge)
@@ -185,7 +186,10 @@ class Session:
                    check: Callable[[Any, Any], bool | None] | None = None,
                    meta: dict | None = None, decoding: Decoding | None = None) -> Record:
         if call_id in self.completed:
-            self.counts.resumed += 1
+            if call_id in self._earlier and call_id not in self._resumed:
+                # each earlier record counts once (a shared dialogue turn is read by many probes)
+                self._resumed.add(call_id)
+                self.counts.resumed += 1
             return self.completed[call_id]
         backend = self.backend_for(role)
         decoding = decoding or (self.judge_decoding if role != "model" and self.judge_decoding else self.decoding)

@@ -16,12 +16,18 @@ def fmt_slope(d: dict | None) -> str:
 
 
 def table_rows(m: dict) -> list[list[Any]]:
+    """Per metric: depth 0 once (no warm-up: shared by every kind), then each kind's deeper rows
+    and its drift slope."""
     rows = []
     for name in m.get("names", []):
-        for kind, s in (m["metrics"].get(name) or {}).items():
+        by_kind = m["metrics"].get(name) or {}
+        zero = next((r for s in by_kind.values() for r in s["rows"] if r["depth"] == 0), None)
+        if zero is not None:
+            rows.append([name, "none (single turn)", 0, fmt_rate(zero), zero["n"], "", ""])
+        for kind, s in by_kind.items():
             for row in s["rows"]:
-                rows.append([name, kind if row["depth"] else "-", row["depth"], fmt_rate(row), row["n"],
-                             fmt_diff(row.get("change")), ""])
+                if row["depth"]:
+                    rows.append([name, kind, row["depth"], fmt_rate(row), row["n"], fmt_diff(row.get("change")), ""])
             rows.append([name, kind, "drift", "", (s.get("drift") or {}).get("n", ""), "",
                          fmt_slope(s.get("drift"))])
     return rows

@@ -91,6 +91,16 @@ def add_sections(rep, m: dict) -> None:
     rep.figure("Drift: metric against depth, one line per warm-up kind", figure(m), name="dialogue_drift")
 
 
+def summary_lines(m: dict | None) -> list[tuple[str, str]]:
+    """End-of-run lines: each metric's rate by depth and its drift, per warm-up kind."""
+    out = []
+    for name in (m or {}).get("names", []):
+        for kind, s in ((m or {})["metrics"].get(name) or {}).items():
+            by = ", ".join(f"{r['depth']}: {fmt_rate(r, 1).split(' ')[0]}" for r in s["rows"])
+            out.append((f"{name} by depth ({kind})", f"{by}; drift {fmt_slope(s.get('drift'))} per 4 turns"))
+    return out
+
+
 def card_section(m: dict) -> dict[str, Any] | None:
     """Figures for `rolebound card`: each metric's drift slope (per warm-up kind) and the line chart."""
     from ..card.figures import POINTS, figure as card_figure

@@ -280,7 +280,9 @@ class CapabilitySuite(Suite):
             nr = metrics["no_role"]
             out.append(("no-role", f"TA {fmt_mean_sd(nr['TA'])} (valid boxed answers "
                                    f"{nr['outcomes']['valid']}/{nr['outcomes']['total']})"))
-        return out
+        from ...dialogue.report import summary_lines
+
+        return out + summary_lines(metrics.get("dialogue"))
 
     def card_figures(self, metrics) -> dict[str, Any]:
         from .card import card_figures

@@ -294,16 +294,19 @@ class CharmSuite(Suite):
     def summary(self, metrics) -> list[tuple[str, str]]:
         from ...report.fmt import fmt_rate
 
+        from ...dialogue.report import summary_lines
+
         m = metrics.get("matrix", {}).get("all", {})
         if not m or not m.get("n"):
-            return []
+            return summary_lines(metrics.get("dialogue"))
         acc = metrics.get("stage_accuracy", {})
         ov = metrics.get("override", {})
         return [("instances (BC paired with BA)", str(m["n"])),
                 ("BA acc %", fmt_rate(acc.get("ba/all"))), ("BC acc %", fmt_rate(acc.get("bc/all"))),
                 ("Compliance Gap %", fmt_rate(m.get("compliance_gap"))),
                 ("Recognition Failure %", fmt_rate(m.get("recognition_failure"))),
-                ("verified override %", f"{fmt_rate(ov)} ({ov.get('ba_pos_fc_bc_fc_kv', 0)}/{ov.get('ba_pos_fc_bc', 0)})")]
+                ("verified override %", f"{fmt_rate(ov)} ({ov.get('ba_pos_fc_bc_fc_kv', 0)}/{ov.get('ba_pos_fc_bc', 0)})")
+                ] + summary_lines(metrics.get("dialogue"))
 
     def card_figures(self, metrics) -> dict[str, Any]:
         from .card import card_figures

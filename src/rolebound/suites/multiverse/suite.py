@@ -245,9 +245,10 @@ class MultiverseSuite(Suite):
         return card_figures(metrics)
 
     def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
+        from ...dialogue.report import summary_lines as dialogue_lines
         from .report import summary_lines
 
-        return summary_lines(metrics)
+        return summary_lines(metrics) + dialogue_lines(metrics.get("dialogue"))
 
     def compare(self, rep, entries) -> None:
         from .report import compare_table

@@ -7,7 +7,6 @@ without a model call, so running the same card again only rebuilds the page.
 
 from __future__ import annotations
 
-from ..dialogue.report import card_section
 
 import json
 import os
@@ -154,7 +153,7 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
         problems.append(f"{c.get('failed_calls', 0)} failed call(s), {c.get('failed_items', 0)} failed item(s) "
                         "(errors.log in the run folder): rerun to retry them")
     html = Path(run_dir) / "report.html"
-    drift = card_section(metrics.get("dialogue")) if isinstance(metrics.get("dialogue"), dict) else None
+    drift = drift_section(metrics.get("dialogue")) if isinstance(metrics.get("dialogue"), dict) else None
     return {
         "suite": name, "title": cf.get("title") or name, "run_dir": str(run_dir), "reused": reused,
         "report": link(html, out) if html.exists() else None,
@@ -166,6 +165,23 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
         "finding": cf.get("finding") or "", "chart": cf.get("chart"), "problems": problems,
         "drift": drift["drift"] if drift else None,     # a dialogue run's metric-by-depth lines
     }
+
+
+def drift_section(m: dict) -> dict[str, Any] | None:
+    """A dialogue run (rolebound.dialogue): each metric's drift slope per warm-up kind, and the
+    metric-by-depth lines the card draws (render.py)."""
+    from .figures import POINTS, figure
+
+    if not m or len(m.get("depths", [])) < 2:
+        return None
+    figs = []
+    for name in m.get("names", []):
+        for kind, s in (m["metrics"].get(name) or {}).items():
+            d = s.get("drift") or {}
+            figs.append(figure(f"drift/{name}/{kind}", f"{name} drift per 4 turns ({kind} warm-up)", d.get("slope"),
+                               unit=POINTS, lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
+                               why="no items asked at every depth"))
+    return {"figures": figs, "drift": m}
 
 
 def link(target: Path, out: Path) -> str:

@@ -99,20 +99,3 @@ def summary_lines(m: dict | None) -> list[tuple[str, str]]:
             by = ", ".join(f"{r['depth']}: {fmt_rate(r, 1).split(' ')[0]}" for r in s["rows"])
             out.append((f"{name} by depth ({kind})", f"{by}; drift {fmt_slope(s.get('drift'))} per 4 turns"))
     return out
-
-
-def card_section(m: dict) -> dict[str, Any] | None:
-    """Figures for `rolebound card`: each metric's drift slope (per warm-up kind) and the line chart."""
-    from ..card.figures import POINTS, figure as card_figure
-
-    if not m or len(m.get("depths", [])) < 2:
-        return None
-    figs = []
-    for name in m.get("names", []):
-        for kind, s in (m["metrics"].get(name) or {}).items():
-            d = s.get("drift") or {}
-            figs.append(card_figure(f"drift/{name}/{kind}", f"{name} drift per 4 turns ({kind} warm-up)",
-                                    d.get("slope"), unit=POINTS, lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
-                                    why="fewer than two depths with the same items"))
-    return {"title": f"Drift over {max(m['depths'])} turns (depths {', '.join(map(str, m['depths']))})",
-            "figures": figs, "drift": m}

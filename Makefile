@@ -6,13 +6,17 @@ VENV   := .venv
 STAMP  := $(VENV)/.rolebound-installed
 LOCK   := requirements.lock
 
-.PHONY: demo test setup lock clean qwen mpnet results
+.PHONY: demo test test-fast setup lock clean qwen mpnet results
 
 demo: $(STAMP)
 	$(VENV)/bin/rolebound run charm
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q
+
+# The edit loop: every test that loads no bundled model (marker `model`), 20 slowest listed.
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -q -m "not model"
 
 setup: $(STAMP)
 

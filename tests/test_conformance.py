@@ -79,8 +79,7 @@ def test_a_grid_checks_every_runs_options_before_the_first_run(tmp_path):
 
 
 # What a suite object may keep across runs: neither is read by a later step of the run.
-KEPT = {"_extraction",        # charm: set from the options at the start of each run_item
-        "_template_src"}      # mcq: the template text prompt_templates() hashes (it takes no settings)
+KEPT = {"_template_src"}      # mcq: the template text prompt_templates() hashes (it takes no settings)
 
 
 @pytest.mark.parametrize("name", available())

@@ -10,17 +10,61 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from .errors import InputError, RoleboundError, RunStopped
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure whether a role-playing LLM stays inside its character's boundaries.")
+class SuiteCommands(TyperGroup):
+    """`rolebound build`: every registered suite's commands (its build_commands hook) and the
+    `rolebound.commands` entry points, collected on first use (so `rolebound --help` loads no suite)."""
+
+    def _collect(self) -> None:
+        if getattr(self, "_collected", False):
+            return
+        self._collected = True
+        from . import plugins
+        from .suites import available, get_suite
+
+        sub = typer.Typer()
+        for name in available():
+            get_suite(name).build_commands(sub)
+        for target in plugins.entry_points(plugins.COMMANDS).values():
+            plugins.load(target)(sub, data_app)      # register(build_app, data_app)
+        if sub.registered_commands or sub.registered_groups:
+            for n, c in typer.main.get_group(sub).commands.items():
+                self.add_command(c, n)
+
+    def list_commands(self, ctx):
+        self._collect()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx, name):
+        self._collect()
+        return super().get_command(ctx, name)
+
+
 data_app = typer.Typer(no_args_is_help=True, help="Inspect and import datasets.")
-build_app = typer.Typer(no_args_is_help=True, help="Construction pipelines that turn seeds into benchmark items.")
+build_app = typer.Typer(cls=SuiteCommands, no_args_is_help=True,
+                        help="Construction pipelines that turn seeds into benchmark items (each suite's own).")
 app.add_typer(data_app, name="data")
 app.add_typer(build_app, name="build")
 
 DEBUG = {"on": False}
+
+
+def _suite_names() -> str:
+    """The registry's names for help texts (names only: no suite module is imported)."""
+    from .suites import available
+
+    try:
+        return ", ".join(available())
+    except Exception:   # noqa: BLE001 - a broken plugin must not break --help; `run` reports it
+        return "see `rolebound suites`"
+
+
+SUITE_NAMES = _suite_names()
 
 
 def _console():
@@ -52,7 +96,7 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks."))
 
 @app.command()
 def run(
-    suite: Optional[str] = typer.Argument(None, help="charm, knowledge-errors, multiverse, capability or mcq"),
+    suite: Optional[str] = typer.Argument(None, help=f"one of: {SUITE_NAMES} (`rolebound suites`)"),
     model: str = typer.Option("bundled", "--model", "-m", help="BACKEND:NAME (see `rolebound models`)"),
     strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="one or more, comma-separated"),
     data: Optional[str] = typer.Option(None, "--data", help="dataset file (default: the suite's starter set)"),
@@ -199,7 +243,7 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
     from .suites import get_suite
 
     suite = get_suite(RunDir(run_dir).read_manifest().suite)
-    n, changed = reextract(run_dir, getattr(suite, "extractor_for", None))
+    n, changed = reextract(run_dir, suite.extractor_for)
     if n:
         print(f"re-extracted {n} answers from the stored replies: {changed} readings changed")
     _, paths = api.build_report(run_dir)
@@ -240,7 +284,7 @@ def card(paths: Optional[List[Path]] = typer.Argument(None, metavar="[RUN_DIR | 
                                                                       "the same --out resumes)"),
          limits: Optional[List[str]] = typer.Option(None, "--limit", help="SUITE=N: another subset size (repeatable)"),
          quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars")):
-    """A model card across charm, knowledge-errors, multiverse and capability: each suite's quick,
+    """A model card across the suites that declare one (`rolebound suites` marks them): each suite's quick,
     balanced subset in its paper protocol, headline figures with CIs, a chart each, links to the
     full reports (card.html, card.md, card.json)."""
     if compare:
@@ -328,10 +372,10 @@ def suites(name: Optional[str] = typer.Argument(None, help="show this suite's st
     if name:
         _suite_details(get_suite(name))
         return
-    t = Table("suite", "strategies", "what", title="rolebound run SUITE")
+    t = Table("suite", "strategies", "what", "card", title="rolebound run SUITE")
     for n in available():
         s = get_suite(n)
-        t.add_row(n, ", ".join(s.strategies), s.description)
+        t.add_row(n, ", ".join(s.strategies), s.description, "yes" if s.on_card else "")
     _console().print(t)
 
 
@@ -400,20 +444,6 @@ def data_formats():
 
     for name, (_, help_) in sorted(all_importers().items()):
         print(f"{name:28s} {help_}")
-
-
-def _register_extensions() -> None:
-    """Suites add their own `build` and `data import` commands: a built-in suite's cli.py, or a
-    `rolebound.commands` entry point of another package (a function register(build_app, data_app))."""
-    from . import plugins
-
-    targets = {k: f"{v}:register" for k, v in plugins.builtin_suite_modules("cli").items()}
-    targets.update({k: v for k, v in plugins.entry_points(plugins.COMMANDS).items() if k not in targets})
-    for target in targets.values():
-        plugins.load(target)(build_app, data_app)
-
-
-_register_extensions()
 
 
 def main() -> None:

@@ -24,15 +24,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None) 
     suite = get_suite(suites.pop())
     entries = [(d, m, suite.metrics(recs, m)) for d, m, recs in runs]
     rep = Report(f"{suite.name}: {len(entries)} runs compared")
-    if hasattr(suite, "compare"):
-        suite.compare(rep, entries)
-    else:
-        rows = []
-        for d, m, met in entries:
-            summ = suite.summary(met) if hasattr(suite, "summary") else []
-            rows.append([str(d), m.model, ", ".join(m.strategies)] + [v for _, v in summ])
-        head = [k for k, _ in (suite.summary(entries[0][2]) if hasattr(suite, "summary") else [])]
-        rep.table("Runs", ["run", "model", "strategies"] + head, rows)
+    suite.compare(rep, entries)
     out = Path(out) if out else Path("runs") / f"compare__{suite.name}"
     out.mkdir(parents=True, exist_ok=True)
     paths = rep.write(out)

@@ -25,8 +25,8 @@ from .errors import EndpointError, RoleboundError
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest
 from .protocol import repeat_seed
-from .scoring.choice import Reading
 from .constants import INVALID
+from .reading import Reading
 from .store import ResponseCache, RunDir
 
 

@@ -23,8 +23,13 @@ from ..protocol import is_demo
 from ..store import METRICS, RunDir
 from ..suites import available, get_suite
 
-SUITES = ("charm", "knowledge-errors", "multiverse", "capability")
 CARD_JSON = "card.json"
+
+
+def card_suites() -> list[str]:
+    """The suites a card covers: every registered suite that declares `on_card`, in registry order
+    (the built-in ones first, then those of other packages)."""
+    return [n for n in available() if get_suite(n).on_card]
 
 
 @dataclass
@@ -53,6 +58,7 @@ def default_out(model: str) -> Path:
 def reused_runs(paths: Sequence[str | Path], spec: str) -> dict[str, Path]:
     """suite -> run folder of the --runs given; one clear InputError per problem."""
     out: dict[str, Path] = {}
+    covered = card_suites()
     for p in paths:
         p = Path(p)
         if not p.is_dir():
@@ -60,10 +66,10 @@ def reused_runs(paths: Sequence[str | Path], spec: str) -> dict[str, Path]:
         if not (p / "manifest.json").is_file():
             raise InputError("not a run folder (no manifest.json)", file=str(p), field="--runs")
         m = RunDir(p).read_manifest()
-        if m.suite not in SUITES:
+        if m.suite not in covered:
             known = "registered" if m.suite in available() else "unknown"
             raise InputError(f"a run of suite '{m.suite}' ({known}), which the card does not cover; "
-                             f"the card takes runs of {', '.join(SUITES)}", file=str(p), field="--runs")
+                             f"the card takes runs of {', '.join(covered)}", file=str(p), field="--runs")
         if m.suite in out:
             raise InputError(f"two runs of suite {m.suite} ({out[m.suite]} and {p}); give one per suite",
                              file=str(p), field="--runs")
@@ -94,14 +100,15 @@ def make_card(model: str, *, judge: str | None = None, runs: Sequence[str | Path
     spec = spec_of(model)
     reused = reused_runs(runs, spec)
     limits = dict(limits or {})
-    bad = sorted(set(limits) - set(SUITES))
+    names = card_suites()
+    bad = sorted(set(limits) - set(names))
     if bad:
-        raise InputError(f"unknown suite '{bad[0]}'; the card runs {', '.join(SUITES)}", field="--limit")
+        raise InputError(f"unknown suite '{bad[0]}'; the card runs {', '.join(names)}", field="--limit")
     out = Path(out) if out else default_out(spec)
-    todo = [n for n in SUITES if n not in reused]
+    todo = [n for n in names if n not in reused]
     check_judge(todo, spec, judge)
     sections, failed, ran = [], 0, []
-    for name in SUITES:
+    for name in names:
         suite = get_suite(name)
         if name in reused:
             run_dir = reused[name]
@@ -170,7 +177,7 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
 def drift_section(m: dict) -> dict[str, Any] | None:
     """A dialogue run (rolebound.dialogue): each metric's drift slope per warm-up kind, and the
     metric-by-depth lines the card draws (render.py)."""
-    from .figures import POINTS, figure
+    from ..card_figures import POINTS, figure
 
     if not m or len(m.get("depths", [])) < 2:
         return None

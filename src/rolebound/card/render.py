@@ -12,7 +12,7 @@ from ..io import write_bytes_atomic, write_text_atomic
 from ..report.builder import md_escape, md_text
 from .chart import draw
 from ..dialogue.report import png as drift_png
-from .figures import fmt
+from ..card_figures import fmt
 
 PROTOCOLS = {"paper": "paper protocol", "demo": "demo settings (not the paper's protocol)",
              "none": "suite defaults"}

@@ -16,20 +16,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..reading import Reading
+
 __all__ = ["Reading", "read_choice", "choice_reading", "read_yes_no", "yes_no_reading", "yes_no_strict",
            "clean_reply"]
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What a rule read: `value` (option index, "Yes"/"No", or None), the rule's name, the span."""
-
-    value: int | str | None
-    rule: str
-    span: str = ""
-
-    def as_meta(self) -> dict:
-        return {"rule": self.rule, "span": self.span[:160]}
 
 
 # -- cleaning --------------------------------------------------------------------------------------
@@ -213,7 +203,7 @@ _FILLER = re.compile(
     r"definitely|absolutely|ultimately|still|so|now|that|this)\b))*")
 _NEG_START = re.compile(r"(?i:not|n't|never|no\b|neither)")
 
-_SUBJ = r"(?:\b(?i:i|we|he|she|they|hulk)|\b[A-Z][a-z]+|\b[A-Z]{2,})"
+_SUBJ = r"(?:\b(?i:i|we|he|she|they)|\b[A-Z][a-z]+|\b[A-Z]{2,})"
 _MODAL = (r"(?i:would|will|must|have\s+to|am\s+going\s+to|'m\s+going\s+to|going\s+to|ultimately|definitely|hereby|then|"
           r"now|do|did|shall|gotta|should|think|believe|only|therefore|finally|instead|proudly|firmly|choose\s+to)")
 _VERB = (r"(?i:choose|chooses|chose|choosing|pick|picks|picked|select|selects|selected|opt\s+for|opts\s+for|opted\s+for|"

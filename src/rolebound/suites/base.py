@@ -15,7 +15,10 @@ from ..protocol import Protocol, is_demo
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..records import Record, RunManifest
+    from ..rejudge import JudgePlan
+    from ..report.builder import Report
     from ..runner import ItemContext
+    from ..scoring.extract import Extractor
 
 
 @dataclass
@@ -146,9 +149,10 @@ class Suite:
     default_strategies: list[str] = []
     uses_judge: bool = False
     offers_scoring: bool = False             # generate vs logprob choice
-    options_model: type[Options] = Options   # its `--set` options (none by default)
+    options_model: type[Options] = Options   # its `--set` options, validated before a run (none by default)
     protocol: Protocol | None = None         # the paper's decoding, scoring and judge (protocol.py)
     repeats_native: bool = False             # metrics already give mean +- SEM over repeats
+    on_card: bool = False                    # `rolebound card` runs it (card_limit, card_figures)
     card_limit: int | None = None            # `rolebound card`: the --limit of its quick, balanced subset
 
     # -- data -------------------------------------------------------------------------------
@@ -201,21 +205,59 @@ class Suite:
 
     def report(self, metrics: dict[str, Any], records: list["Record"], manifest: "RunManifest",
                run_dir: Path) -> list[Path]:
-        raise NotImplementedError
+        """Write report.md and report.html into run_dir (report.builder.Report) from the metrics
+        and records alone; returns the paths. Default: the run's facts and the summary lines."""
+        from ..report.builder import Report, run_facts
+
+        rep = Report(f"{self.name}: {manifest.model}")
+        rep.facts(run_facts(manifest))
+        rep.table("Summary", ["", "value"], [list(kv) for kv in self.summary(metrics)])
+        return rep.write(run_dir)
 
     def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         """A few (label, value) lines for the end-of-run summary and `rolebound compare`."""
         return []
+
+    def compare(self, report: "Report", entries: list[tuple[Path, "RunManifest", dict[str, Any]]]) -> None:
+        """`rolebound compare`: tables of several runs into `report`; entries are (run folder,
+        manifest, metrics) of runs of this suite. Default: one row per run of summary()."""
+        head = [k for k, _ in self.summary(entries[0][2])] if entries else []
+        rows = [[str(d), m.model, ", ".join(m.strategies)] + [v for _, v in self.summary(met)]
+                for d, m, met in entries]
+        report.table("Runs", ["run", "model", "strategies"] + head, rows)
+
+    def extractor_for(self, record: "Record") -> "Extractor | None":
+        """`rolebound report`: how to read again a stored reply whose record carries no extractor
+        spec (written before specs were stored); None: keep what was recorded."""
+        return None
 
     def model_extraction_candidates(self, records: list["Record"]) -> list["Record"]:
         """The answers a model-based extractor (`--extractor`) may read: none unless the suite
         opts in, usually with scoring.model_extract.rule_none (the rules' none readings)."""
         return []
 
+    def rejudge(self, records: list["Record"], manifest: "RunManifest", judge) -> "JudgePlan":
+        """`rolebound report RUN --judge MODEL`: what judging a finished run again asks (the answers,
+        one judge call per answer, the judge's mode); rolebound.rejudge does the rest (rounds,
+        resume, records, the manifest's log). Default: the suite has no judge to replace."""
+        from ..errors import InputError
+
+        raise InputError(f"suite {self.name} has no judge to replace", field="--judge")
+
     def card_figures(self, metrics: dict[str, Any]) -> dict[str, Any] | None:
-        """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card.figures
+        """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card_figures
         builds them); None: the suite has no card section."""
         return None
+
+    def build_commands(self, app) -> None:
+        """`rolebound build`: add this suite's construction commands to `app` (a typer.Typer), e.g.
+        `@app.command("my-suite")`. Their model calls go through runner.open_session and
+        loop.bounded (recorded, cached, resumable). Default: none."""
+
+    def importers(self) -> dict[str, tuple[Any, str]]:
+        """`rolebound data import FORMAT SRC --out FILE`: {format: (function(src, out) -> summary
+        text, one-line help)}. Default: none."""
+        return {}
 
 
 class Item(BaseModel):

@@ -24,7 +24,6 @@ metrics in metrics.py, the report in report.py.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -32,12 +31,11 @@ from ...errors import InputError
 from ...io import stable_hash
 from .prompts import TEMPLATES
 from .. import register_suite
-from ..base import Dataset, RunSettings, Suite, interleave
+from ..base import Dataset, RunSettings, Suite
 from ...protocol import Protocol
 from .options import MultiverseOptions
-from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
-from ...dialogue import budget
-from .data import STARTER, MVIndex, dataset_tables, load_file
+from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE, budget
+from .data import STARTER, MVIndex, dataset_tables, load_file, select_items
 
 
 def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None = None) -> str:
@@ -65,6 +63,7 @@ class MultiverseSuite(Suite):
     uses_judge = True
     offers_scoring = True
     options_model = MultiverseOptions
+    on_card = True
     card_limit = 96  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
     # Appendix B: answers at temperature 0.6 with 1024 output tokens (Table 4); the judge (Sonnet 3.7)
     # at 0.1 / 1024 (Table 4), as is the segmenter (GPT-4o-mini tags, Table 5). top_p is not given.
@@ -94,30 +93,15 @@ class MultiverseSuite(Suite):
                        hash=stable_hash(payload), extra={"index": index, "import_report": loaded["import_report"]})
 
     def select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
-        chosen = self._select(items, limit, settings)
-        if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
-            from .dialogue import probes
-
-            budget.check_context(settings.state["dialogue_backend"],
-                                 [p for it in chosen for p in probes(self, it, settings)], self.opts(settings))
-        return chosen
-
-    def _select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
         """Round-robin over versions (hero by hero), each version cycling through canon phases and
         dilemma types, so a small --limit still covers several versions of one hero."""
-        if not limit or limit >= len(items):
-            return list(items)
-        index = settings.state.get("index") if settings is not None else None
-        per_version: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-        for it in items:
-            per_version[it.version][it.phase if it.task == "canon" else "dilemma"].append(it)
-        order = ["childhood", "dilemma", "pre-hero", "hero"]
-        queues = []
-        for v, groups in per_version.items():
-            hero_pos = [h.id for h in index.heroes].index(index.hero_of(v).id) if index else 0
-            rot = order[hero_pos % len(order):] + order[:hero_pos % len(order)]
-            queues.append(interleave([groups[g] for g in rot if groups.get(g)]))
-        return interleave(queues)[:limit]
+        chosen = select_items(items, limit, settings.state.get("index") if settings is not None else None)
+        if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+            from .strategies import dialogue_probes
+
+            budget.check_context(settings.state["dialogue_backend"],
+                                 [p for it in chosen for p in dialogue_probes(self, it, settings)], self.opts(settings))
+        return chosen
 
     def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
         return dataset_tables(dataset)
@@ -173,7 +157,7 @@ class MultiverseSuite(Suite):
         import asyncio
 
         settings.state["index"] = dataset.extra["index"]
-        budget.attach(session, settings)
+        budget.attach(session, settings)      # a dialogue's simulated user
         if self.analysis_on(settings):
             from ...scoring.embeddings import LazyEmbedder, get_embedder
 
@@ -185,37 +169,19 @@ class MultiverseSuite(Suite):
     async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
         from .strategies import run_item
 
-        if strategy == DIALOGUE:
-            from ...dialogue.run import run_probes
-            from .dialogue import probes
-
-            await run_probes(ctx, probes(self, item, settings), settings, self.opts(settings))
-            return
-
         await run_item(self, item, ctx, strategy, settings)
 
     # -- results --------------------------------------------------------------------------------
     def extractor_for(self, record):
-        """How to read a stored answer that predates stored extractor specs (`rolebound report`)."""
-        import re
+        from .strategies import extractor_for
 
-        from ...scoring import extract
-        from .prompts import CONFLICTS
+        return extractor_for(record)
 
-        letters = (record.meta or {}).get("letters")
-        if record.role != "model" or not letters or record.stage.endswith(".reason") or \
-                not isinstance(record.prompt, list) or not record.prompt:
-            return None
-        text = record.prompt[-1].get("content") or ""
-        if record.meta.get("task") == "canon":
-            # the last option line carries the prompt's tail: "D) Ned Leeds, Let's think step by step.<question/>"
-            options = [(L, re.sub(r"(?:,\s*Let's think step by step\.)?\s*<question/>\s*$", "", o))
-                       for L, o in re.findall(r"(?m)^([A-D])\) (.*)$", text)]
-        else:
-            found = [re.search(rf"Choice {L}: (.*?) Consequence {L}:", text, re.S) for L in "AB"]
-            poles = CONFLICTS.get(record.meta.get("conflict"), ("", ""))
-            options = [(L, f"{poles[k]}: {m.group(1)}") for k, (L, m) in enumerate(zip("AB", found)) if m]
-        return extract.choice(options, "label") if len(options) >= 2 else None
+    def rejudge(self, records, manifest, judge):
+        """The judge (not the segmenter) again on the replies it read: stage judge@N."""
+        from .strategies import rejudge_plan
+
+        return rejudge_plan(self, records, manifest, judge)
 
     def model_extraction_candidates(self, records):
         from ...scoring.model_extract import rule_none
@@ -223,21 +189,19 @@ class MultiverseSuite(Suite):
         return rule_none(records)     # canon and dilemma answers the rules read as none
 
     def metrics(self, records, manifest) -> dict[str, Any]:
-        from .metrics import compute
+        from .metrics import compute, dialogue
 
         if DIALOGUE not in manifest.strategies:
             return compute(records, manifest)
-        from .dialogue import compute as dialogue_compute
-
         single = manifest.model_copy(update={"strategies": [s for s in manifest.strategies if s != DIALOGUE]})
         out = compute([r for r in records if r.strategy != DIALOGUE], single)
-        out["dialogue"] = dialogue_compute(records)
+        out["dialogue"] = dialogue(records)
         return out
 
     def report(self, metrics, records, manifest, run_dir) -> list[Path]:
-        from .report import build_report
+        from .report import write_report
 
-        return build_report(metrics, records, manifest, run_dir)
+        return write_report(metrics, records, manifest, run_dir)
 
     def card_figures(self, metrics) -> dict[str, Any]:
         from .card import card_figures
@@ -245,12 +209,21 @@ class MultiverseSuite(Suite):
         return card_figures(metrics)
 
     def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
-        from ...dialogue.report import summary_lines as dialogue_lines
         from .report import summary_lines
 
-        return summary_lines(metrics) + dialogue_lines(metrics.get("dialogue"))
+        return summary_lines(metrics)
 
     def compare(self, rep, entries) -> None:
-        from .report import compare_table
+        from .report import compare_tables
 
-        compare_table(rep, entries)
+        compare_tables(rep, entries)
+
+    def build_commands(self, app) -> None:
+        from .build import commands
+
+        commands(app)
+
+    def importers(self) -> dict:
+        from .importers import IMPORTERS
+
+        return dict(IMPORTERS)

@@ -264,6 +264,7 @@ async def _run_all(s, dataset, items, settings, session, conc, progress, backend
             if not (lazy and getattr(b, "batching", False)):
                 await b.prepare()
         timing["loaded"] = time.time()
+        settings.state["progress"] = progress     # run-level work (after_items) shows a bar like the items
         await s.before_items(session, dataset, items, settings)
         await execute(s, dataset, items, settings, session, concurrency=conc, progress=progress)
         timing["items_done"] = time.time()
@@ -318,6 +319,10 @@ def build_report(run_dir: str | Path) -> tuple[dict, list[Path]]:
 def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     rd = RunDir(run_dir)
     manifest = rd.read_manifest()
+    if getattr(manifest, "kind", None) == "judge-check":
+        from .judgecheck.run import build
+
+        return build(run_dir)
     suite = get_suite(manifest.suite)
     from .scoring import model_extract
 
@@ -325,14 +330,20 @@ def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     records, extracted = model_extract.split(load_records(run_dir))
     metrics = suite.metrics(records, manifest)
     metrics["score_ties"] = score_ties(records)
+    from .metrics import position
+
+    metrics["position_bias"] = position.compute(records)       # every multiple-choice stage
+    if sh := position.shifts(records):                          # --set permutations=K
+        metrics["shifts"] = sh
     if manifest.repeats > 1 and not getattr(suite, "repeats_native", False):
         metrics["over_repeats"] = over_repeats(suite, records, manifest)
     if (me := model_extract.figures(suite, records, extracted, manifest)) is not None:
         metrics["model_extraction"] = me
     rd.write_json("metrics.json", metrics)
     from .report.builder import run_sections
+    from .trust import run_level
 
-    with run_sections(metrics, manifest):
+    with run_sections(metrics, manifest, add=run_level):
         paths = suite.report(metrics, records, manifest, run_dir)
     return metrics, paths
 

@@ -17,24 +17,22 @@ from .errors import InputError, RoleboundError, RunStopped
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure whether a role-playing LLM stays inside its character's boundaries.")
 class SuiteCommands(TyperGroup):
-    """`rolebound build`: every registered suite's commands (its build_commands hook) and the
+    """`rolebound build`: every registered suite's commands (its build_commands hook) and those of
     `rolebound.commands` entry points, collected on first use (so `rolebound --help` loads no suite)."""
 
     def _collect(self) -> None:
         if getattr(self, "_collected", False):
             return
         self._collected = True
-        from . import plugins
         from .suites import available, get_suite
 
         sub = typer.Typer()
         for name in available():
             get_suite(name).build_commands(sub)
-        for target in plugins.entry_points(plugins.COMMANDS).values():
-            plugins.load(target)(sub, data_app)      # register(build_app, data_app)
-        if sub.registered_commands or sub.registered_groups:
-            for n, c in typer.main.get_group(sub).commands.items():
-                self.add_command(c, n)
+        for t in (sub, PLUGIN_BUILD):
+            if t.registered_commands or t.registered_groups:
+                for n, c in typer.main.get_group(t).commands.items():
+                    self.add_command(c, n)
 
     def list_commands(self, ctx):
         self._collect()
@@ -49,6 +47,19 @@ data_app = typer.Typer(no_args_is_help=True, help="Inspect and import datasets."
 build_app = typer.Typer(cls=SuiteCommands, no_args_is_help=True,
                         help="Construction pipelines that turn seeds into benchmark items (each suite's own).")
 app.add_typer(data_app, name="data")
+PLUGIN_BUILD = typer.Typer()     # the build commands of rolebound.commands entry points
+
+
+def _register_plugin_commands() -> None:
+    """Packages without a suite add commands as a `rolebound.commands` entry point: a function
+    register(build_app, data_app) (their `data` commands must exist before `data` is parsed)."""
+    from . import plugins
+
+    for target in plugins.entry_points(plugins.COMMANDS).values():
+        plugins.load(target)(PLUGIN_BUILD, data_app)
+
+
+_register_plugin_commands()
 app.add_typer(build_app, name="build")
 
 DEBUG = {"on": False}
@@ -237,7 +248,9 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
     if judge:
         from .rejudge import rejudge
 
-        rejudge(run_dir, judge, progress=not quiet)
+        done = rejudge(run_dir, judge, progress=not quiet)
+        print(f"re-judged {done.answers} answers with {done.judge}: judge round {done.round}"
+              + (f" ({done.mode})" if done.mode else "") + (f", {done.failed} failed" if done.failed else ""))
     from .scoring.extract import reextract
     from .store import RunDir
     from .suites import get_suite
@@ -251,6 +264,40 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
         print(p)
 
 
+@app.command("judge-check")
+def judge_check(suite: str = typer.Argument(..., help="a judged suite: multiverse, knowledge-errors or capability"),
+                judge: Optional[str] = typer.Option(None, "--judge", help="the judge to check, BACKEND:NAME"),
+                data: Optional[str] = typer.Option(None, "--data", help="labelled replies (JSONL, docs/judge-check.md); "
+                                                   "multiverse: default Beyond One World's annotated_results"),
+                limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="check only N replies"),
+                out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (same --out resumes)"),
+                concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="replies in flight "
+                                                          "(a local engine batches them; fewer use less memory)"),
+                humans: bool = typer.Option(False, "--humans-only", help="no judge: the annotators' agreement "
+                                            "with each other on every labelled reply (the human ceiling)"),
+                quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar")):
+    """Score human-labelled replies with the suite's own judge prompt and protocol, and report the
+    judge's agreement with each annotator, their mean and the human ceiling (bootstrap CIs)."""
+    from .judgecheck.report import print_table
+    from .judgecheck.run import humans_table, run as run_check
+
+    if humans:
+        print_table(humans_table(suite, data, limit), verdicts=False)
+        return
+    if not judge:
+        raise InputError("give --judge BACKEND:NAME (or --humans-only)", field="--judge")
+
+    res = run_check(suite, judge, data=data, limit=limit, out=out, progress=not quiet, concurrency=concurrency)
+    print_table(res.metrics)
+    c = res.counts
+    print(f"{c['model_calls']} judge calls, {c['cache_hits']} from the cache, {c['resumed']} resumed; run folder: {res.out}")
+    for p in res.paths:
+        print(p)
+    if res.failed:
+        print(f"{res.failed} judge call(s) failed (errors.log); rerun the same command to retry them", file=sys.stderr)
+        raise typer.Exit(3)
+
+
 @app.command()
 def view(path: Path = typer.Argument(..., help="a run folder, or a folder of runs"),
          port: int = typer.Option(8765, "--port", min=0, max=65535, help="port for a folder of runs (0: any free)"),
@@ -262,12 +309,13 @@ def view(path: Path = typer.Argument(..., help="a run folder, or a folder of run
 
 
 @app.command()
-def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run directories"),
-            out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.md/html")):
-    """Put several runs side by side (one row per model, strategy)."""
+def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run directories (one with --paper)"),
+            out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.md/html"),
+            paper: bool = typer.Option(False, "--paper", help="print each run as one more row of the paper's tables")):
+    """Put several runs side by side (one row per model, strategy); --paper: beside the paper's tables."""
     from .compare import compare_runs
 
-    paths = compare_runs(run_dirs, out)
+    paths = compare_runs(run_dirs, out, paper=paper, echo=paper)
     for p in paths:
         print(p)
 

@@ -159,6 +159,11 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
     if c.get("failed_calls") or c.get("failed_items"):
         problems.append(f"{c.get('failed_calls', 0)} failed call(s), {c.get('failed_items', 0)} failed item(s) "
                         "(errors.log in the run folder): rerun to retry them")
+    figures = cf.get("figures") or []
+    from .. import reference
+
+    reference.annotate(suite, figures, list(m.strategies), cf.get("strategy"))
+    warnings = list((metrics.get("position_bias") or {}).get("warnings") or []) + list(cf.get("warnings") or [])
     html = Path(run_dir) / "report.html"
     drift = drift_section(metrics.get("dialogue")) if isinstance(metrics.get("dialogue"), dict) else None
     return {
@@ -168,10 +173,20 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
         "protocol": proto.get("mode") or "none", "protocol_label": proto.get("label") or "",
         "strategies": list(m.strategies), "scoring": m.scoring, "limit": m.limit, "n_items": m.n_items,
         "repeats": m.repeats, "started": m.started, "finished": m.finished,
-        "model_calls": c.get("model_calls"), "figures": (cf.get("figures") or []) + (drift["figures"] if drift else []),
+        "model_calls": c.get("model_calls"), "warnings": warnings,
+        "figures": figures + (drift["figures"] if drift else []),
+        "paper_protocol": reference.protocol_text(suite, m),
         "finding": cf.get("finding") or "", "chart": cf.get("chart"), "problems": problems,
+        "judge_agreement": _judge_agreement(name, m.judge, out),
         "drift": drift["drift"] if drift else None,     # a dialogue run's metric-by-depth lines
     }
+
+
+def _judge_agreement(name: str, judge: str | None, out: Path) -> str | None:
+    """A line on the judge's agreement with human labels, when a judge-check run of it exists."""
+    from ..judgecheck.card import judge_line
+
+    return judge_line(name, judge, [Path("runs") / "judge-check", Path(out) / "judge-check"])
 
 
 def drift_section(m: dict) -> dict[str, Any] | None:

@@ -157,6 +157,7 @@ class Suite:
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
+        """The items (--data, else the starter set), their source and hash; works without check()."""
         raise NotImplementedError
 
     def select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
@@ -176,9 +177,11 @@ class Suite:
         return []
 
     def prompt_templates(self) -> dict[str, str]:
+        """The prompt templates, hashed into the manifest (a changed prompt is another run)."""
         return {}
 
     def default_scoring(self, backend) -> str | None:
+        """generate or logprob when --scoring is not given (suites that offer both)."""
         return default_scoring_for(backend) if self.offers_scoring else None
 
     def check(self, backend, settings: RunSettings, judge=None) -> None:
@@ -191,6 +194,7 @@ class Suite:
 
     # -- work -------------------------------------------------------------------------------
     async def run_item(self, item: Any, ctx: "ItemContext", strategy: str, settings: RunSettings) -> None:
+        """The strategy: one item's model calls through ctx (chat, complete, score)."""
         raise NotImplementedError
 
     async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
@@ -201,6 +205,7 @@ class Suite:
 
     # -- results ----------------------------------------------------------------------------
     def metrics(self, records: list["Record"], manifest: "RunManifest") -> dict[str, Any]:
+        """PURE: the run's figures from its records (metrics.json); `rolebound report` recomputes them."""
         raise NotImplementedError
 
     def report(self, metrics: dict[str, Any], records: list["Record"], manifest: "RunManifest",
@@ -247,6 +252,11 @@ class Suite:
     def card_figures(self, metrics: dict[str, Any]) -> dict[str, Any] | None:
         """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card_figures
         builds them); None: the suite has no card section."""
+        return None
+
+    def judge_check(self):
+        """`rolebound judge-check`: a rolebound.judgecheck.spec.JudgeCheck (the judge's scores and one
+        judge call for a human-labelled reply); None: the suite has no judge to check."""
         return None
 
     def build_commands(self, app) -> None:

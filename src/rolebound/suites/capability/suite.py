@@ -24,12 +24,14 @@ from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE
 from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
+from .card import card_figures
 from . import prompts, strategies
 from .data import (BANK_FILE, DEFAULT_PER_LEVEL, CapabilityItem, RolesConfig, load_items, run_roles, select_items,
                    stats_tables)
 from .importers import csv_rows
 from .judge import TEMPLATE as JUDGE_TEMPLATE, rubric_text
 from .options import CapabilityOptions
+from .report import compare_tables, summary_lines, write_report
 from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE, budget
 
 
@@ -63,6 +65,12 @@ class CapabilitySuite(Suite):
                         judge_separate=True,
                         notes="temperature 1.0 is Gemma's and Qwen's (OLMo-3: 0.6); the RV/C/RC judge runs "
                               "with --judge or --set judge=true")
+
+    # results, report, card and compare: functions of the suite's modules
+    summary = staticmethod(summary_lines)
+    card_figures = staticmethod(card_figures)
+    compare = staticmethod(compare_tables)
+    report = staticmethod(write_report)
 
     # -- settings ------------------------------------------------------------------------------
     def _setup(self, settings: RunSettings) -> RolesConfig:
@@ -147,25 +155,10 @@ class CapabilitySuite(Suite):
             out["dialogue"] = dialogue(records)
         return out
 
-    def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
-        from .report import summary_lines
+    def judge_check(self):
+        from .judgecheck import spec
 
-        return summary_lines(metrics)
-
-    def card_figures(self, metrics) -> dict[str, Any]:
-        from .card import card_figures
-
-        return card_figures(metrics)
-
-    def compare(self, rep, entries) -> None:
-        from .report import compare_tables
-
-        compare_tables(rep, entries)
-
-    def report(self, metrics, records, manifest, run_dir) -> list[Path]:
-        from .report import write_report
-
-        return write_report(metrics, records, manifest, run_dir)
+        return spec()
 
     def build_commands(self, app) -> None:
         from .build import commands

@@ -25,6 +25,8 @@ def table_rows(m: dict) -> list[list[Any]]:
         if zero is not None:
             rows.append([name, "none (single turn)", 0, fmt_rate(zero), zero["n"], "", ""])
         for kind, s in by_kind.items():
+            if not any(r["depth"] for r in s["rows"]):
+                continue            # depth 0 only (a run stopped before any warm-up): no drift to give
             for row in s["rows"]:
                 if row["depth"]:
                     rows.append([name, kind, row["depth"], fmt_rate(row), row["n"], fmt_diff(row.get("change")), ""])

@@ -53,6 +53,8 @@ def run_line(s: dict) -> str:
                                                if s.get("self_judged") else ""))
     if s.get("scoring"):
         parts.append(f"scoring {s['scoring']}")
+    for role, url in (s.get("endpoints") or {}).items():
+        parts.append(f"{role} endpoint {url}")
     parts.append(f"finished {s['finished'] or 'unfinished'}")
     if s.get("reused"):
         parts.append("reused with --runs")

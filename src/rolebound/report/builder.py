@@ -211,6 +211,9 @@ class Report:
         return [md_path, html_path]
 
 
+SKIP_DOC = "README.md, Models: prefilling on API backends"
+
+
 def run_facts(manifest) -> list[tuple[str, Any]]:
     """The lines every report opens with."""
     c = manifest.counts or {}
@@ -219,6 +222,10 @@ def run_facts(manifest) -> list[tuple[str, Any]]:
         rows.append(("scoring", manifest.scoring))
     if manifest.judge:
         rows.append(("judge", manifest.judge))
+    for role, url in (getattr(manifest, "endpoints", None) or {}).items():
+        rows.append((f"{role} endpoint", url))
+    for strat, why in (getattr(manifest, "skipped_strategies", None) or {}).items():
+        rows.append(("skipped", f"{strat} skipped: {why}; see {SKIP_DOC}"))
     d = manifest.decoding
     proto = getattr(manifest, "protocol", None) or {}
     if proto.get("label"):

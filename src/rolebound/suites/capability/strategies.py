@@ -7,6 +7,8 @@ import asyncio
 from typing import Any
 
 from ...constants import ABCD
+from ...models.base import CHAT_TEMPLATE
+from ...records import Message
 from ...scoring import order
 from ..base import RunSettings
 from . import prompts
@@ -72,8 +74,13 @@ async def one_role(item, ctx, strategy: str, role: Role, base: dict, settings: R
         tag = opts.think_tag
         tag = ctx.backend.thinking_markup() if tag is None else str(tag)
         meta["think_tag"] = tag
-        raw = prompts.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill, tag)
-        rec = await ctx.complete(stage, raw, parse=parse_boxed_letter, gold=item.answer, meta=meta)
+        if ctx.backend.supports(CHAT_TEMPLATE):
+            raw = prompts.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill, tag)
+            rec = await ctx.complete(stage, raw, parse=parse_boxed_letter, gold=item.answer, meta=meta)
+        else:       # PREFILL (vLLM): the server renders the template and continues the assistant turn
+            msgs = msgs + [Message(role="assistant", content=(tag or "") + prefill)]
+            rec = await ctx.chat(stage, msgs, parse=parse_boxed_letter, gold=item.answer,
+                                 meta={**meta, "prefill": "continue_final_message"})
     else:
         rec = await ctx.chat(stage, prompts.chat_messages(strategy, item, role, routes), parse=parse_boxed_letter,
                              gold=item.answer, meta=meta)

@@ -208,9 +208,7 @@ def test_atomic_dir_replaces_its_target_only_when_the_block_finishes(tmp_path):
     assert [p.name for p in target.iterdir()] == ["new"] and [p.name for p in tmp_path.iterdir()] == ["model"]
 
 
-# api.run is being rebuilt around one typed request object (issue 24, another branch); until
-# it lands it is the one function allowed past the limit.
-LONG_ALLOWED = {("rolebound.api", "run")}
+LONG_ALLOWED: set[tuple[str, str]] = set()      # none: api.run takes one RunRequest now
 
 
 def test_no_function_over_80_lines():

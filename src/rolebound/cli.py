@@ -153,32 +153,35 @@ def run(
     """Run a suite against a model; writes manifest, records, metrics and a report."""
     from . import api
     from .config import load_config
+    from .request import make_request
 
     if config:
-        runs = load_config(config).expand()
+        runs = load_config(config).expand(file=config)
     else:
         if not suite:
             raise InputError("give a SUITE or --config FILE", field="suite")
         # only what was given: the rest comes from the suite's protocol (protocol.py)
-        dec = _given(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
-        jdec = _given(temperature=judge_temperature, top_p=judge_top_p, max_tokens=judge_max_tokens)
-        bopts = {k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout,
-                                       dtype=dtype, threads=threads, concurrency=concurrency).items() if v is not None}
-        bopts.update(parse_sets(backend_opts, "--backend-opt"))
-        runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
-                     scoring=scoring, judge=judge, repeats=repeats, decoding=dec, judge_decoding=jdec,
-                     protocol=protocol, allow_greedy_repeats=allow_greedy_repeats, concurrency=concurrency,
-                     use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets), extractor=extractor,
-                     judge_options=endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt"),
-                     extractor_options=endpoint_opts(None, None, extractor_opts, "--extractor-opt"))]
+        bopts = dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout, dtype=dtype, threads=threads,
+                     concurrency=concurrency)
+        bopts = {k: v for k, v in bopts.items() if v is not None} | parse_sets(backend_opts, "--backend-opt")
+        runs = [make_request(dict(
+            suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out, scoring=scoring,
+            judge=judge, repeats=repeats, protocol=protocol, allow_greedy_repeats=allow_greedy_repeats,
+            decoding=dict(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
+            judge_decoding=dict(temperature=judge_temperature, top_p=judge_top_p, max_tokens=judge_max_tokens),
+            concurrency=concurrency, use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets),
+            extractor=extractor,
+            judge_options=endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt") or {},
+            extractor_options=endpoint_opts(None, None, extractor_opts, "--extractor-opt") or {}),
+            name_of=lambda loc: _flag(loc, set(parse_sets(backend_opts, "--backend-opt"))))]
     from .suites import get_suite
     from .suites.base import validate_options
 
-    for kw in runs:         # a grid stops on a bad option before its first run starts
-        validate_options(get_suite(kw["suite"]), kw["options"])
+    for req in runs:         # a grid stops on a bad option before its first run starts
+        validate_options(get_suite(req.suite), req.options)
     calls = items = 0
-    for kw in runs:
-        res = api.run(**kw, overwrite=overwrite, progress=not quiet)
+    for req in runs:
+        res = api.run(req.model_copy(update={"overwrite": overwrite, "progress": not quiet}))
         _summary(res)
         calls, items = calls + res.counts.errors, items + res.counts.items_failed
     if calls or items:
@@ -188,6 +191,35 @@ def run(
         raise typer.Exit(3)
 
 
+@app.command()
+def sweep(config: List[Path] = typer.Argument(..., help="YAML grid config(s), one sweep (see examples/sweep.yaml)"),
+          executor: str = typer.Option("local", "--executor", help="local (this machine) or ray (a Ray cluster)"),
+          address: str = typer.Option("auto", "--address", help="ray: auto (the running cluster, else a local "
+                                                                "one), local, or HOST:PORT"),
+          parallel: Optional[int] = typer.Option(None, "--parallel", "-p", min=1,
+                                                 help="runs at once (local: default 1; ray: default all "
+                                                      "the cluster takes)"),
+          out: Optional[Path] = typer.Option(None, "--out", "-o", help="sweep folder (default: the config's "
+                                                                       "out, else sweeps/<config name>)"),
+          quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress table")):
+    """Every run of one or more grid configs, locally or one Ray task per run; then an index page and the
+    cross-model card. The same command again skips finished runs and resumes the rest."""
+    from .sweep import sweep as run_sweep
+
+    res = run_sweep(config, executor=executor, address=address, parallel=parallel, out=out,
+                    progress=not quiet)
+    for key, o in res.outcomes.items():
+        print(f"{key}: {o['status']}" + (f" ({o['message']})" if o.get("message") else ""))
+    for p in res.index + res.cards:
+        if p.suffix == ".html":
+            print(f"{'index' if p.name == 'index.html' else 'compare'}: {p}")
+    if res.exit_code:
+        bad = sum(1 for o in res.outcomes.values() if o.get("exit_code"))
+        print(f"{bad} of {len(res.outcomes)} run(s) did not finish cleanly (see {res.index[-1]}); rerun the same "
+              "command to resume them", file=sys.stderr)
+        raise typer.Exit(res.exit_code)
+
+
 def endpoint_opts(base_url: str | None, api_key_env: str | None, opts: list[str] | None, flag: str) -> dict | None:
     """A judge's or extractor's own backend options (None: none given)."""
     out = parse_sets(opts, flag)
@@ -195,22 +227,21 @@ def endpoint_opts(base_url: str | None, api_key_env: str | None, opts: list[str]
     return out or None
 
 
-def _given(**values) -> dict:
-    """The decoding flags that were given (the rest comes from the suite's protocol); a bad
-    value names its flag."""
-    from pydantic import ValidationError
+_FLAGS = {"strategies": "--strategy", "use_cache": "--no-cache", "options": "--set"}
 
-    from .records import Decoding
 
-    given = {k: v for k, v in values.items() if v is not None}
-    try:
-        Decoding().merged(**given)          # a bad value fails here, naming the option
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        name = str(err["loc"][0]) if err.get("loc") else "decoding"
-        raise InputError(f"{err.get('msg')} (got {err.get('input')!r})",
-                         field="--" + name.replace("_", "-")) from None
-    return given
+def _flag(loc: tuple, given_backend_opts: set[str]) -> str:
+    """The flag a bad request field came from: decoding.top_p -> --top-p, backend_options.timeout
+    -> --timeout, or --backend-opt timeout when it was given that way."""
+    head, rest = str(loc[0]), [str(x) for x in loc[1:]]
+    if head in ("decoding", "judge_decoding") and rest:
+        return ("--judge-" if head == "judge_decoding" else "--") + rest[0].replace("_", "-")
+    if head in ("judge_options", "extractor_options") and rest:
+        who = head.split("_")[0]
+        return f"--{who}-" + rest[0].replace("_", "-") if rest[0] in ("base_url", "api_key_env") else f"--{who}-opt {rest[0]}"
+    if head == "backend_options" and rest:
+        return f"--backend-opt {rest[0]}" if rest[0] in given_backend_opts else "--" + rest[0].replace("_", "-")
+    return _FLAGS.get(head, "--" + head.replace("_", "-"))
 
 
 def _summary(res) -> None:
@@ -566,6 +597,8 @@ def _main(argv: list[str]) -> int:
             import traceback
 
             traceback.print_exc()
+            if getattr(exc, "dump", None):
+                print(exc.dump, file=sys.stderr)
         print(("" if isinstance(exc, RunStopped) else "error: ") + str(exc), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

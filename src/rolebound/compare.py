@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import InputError
+from .records import canonical_order
 from .report.builder import Report
 from .scoring.model_extract import split
 from .store import RunDir, load_records
@@ -15,12 +16,17 @@ from .suites import get_suite
 def compare_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None, paper: bool = False,
                  echo: bool = False) -> list[Path]:
     """Several runs side by side (compare.md/html); `paper`: each run as more rows of the paper's
-    tables (printed on the terminal too with `echo`)."""
+    tables (printed on the terminal too with `echo`), which one run is enough for."""
+    if len(run_dirs) < (1 if paper else 2):
+        raise InputError("compare needs two or more run folders (or one with --paper)", field="RUN_DIRS")
+    same = [d for k, d in enumerate(run_dirs) if Path(d).resolve() in {Path(x).resolve() for x in run_dirs[:k]}]
+    if same:
+        raise InputError(f"{same[0]} is given twice; compare needs two or more different runs", field="RUN_DIRS")
     runs = []
     for d in run_dirs:
         rd = RunDir(d)
         manifest = rd.read_manifest()
-        runs.append((Path(d), manifest, split(load_records(d))[0]))   # rule-based figures only
+        runs.append((Path(d), manifest, split(canonical_order(load_records(d)))[0]))   # rule-based figures only
     suites = {m.suite for _, m, _ in runs}
     if len(suites) != 1:
         raise InputError(f"compare needs runs of one suite; got {', '.join(sorted(suites))}")

@@ -9,6 +9,11 @@ server, the Gemini and Anthropic compatibility endpoints.
 - Fail fast: 401, 403, 404 or "model not found" set `fatal_error` at once, and so does a server
   that refuses connections `connect_retries` times in a row; the runner then stops the run (exit 3,
   records kept). The runner also stops after `max_consecutive_failures` failed calls in a row.
+- A dead endpoint (every request times out or gets a 5xx, none answered since the first of
+  them failed) sets `fatal_error` once that has lasted `down_after` seconds (default
+  min(max(2 x timeout, 10 s), max(3 x timeout, 30 s) - timeout - 2 s)), so the run stops within
+  max(3 x timeout, 30 s) of the first failure; retry waits never run past that point. 429 is a
+  live server asking to wait, and does not count.
 
 Speed (bench/foundation.py): requests go through the SDK's generic `client.post` with plain dict
 bodies and come back as plain JSON, which skips the SDK's per-request parameter transform and
@@ -27,6 +32,7 @@ import re
 import time
 from typing import Any, Sequence
 
+from .. import limits
 from ..errors import BackendError
 from ..loop import API_CONCURRENCY
 from ..records import Decoding
@@ -65,6 +71,26 @@ def _retry_after(exc: Any) -> float | None:
             return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
         except (TypeError, ValueError):
             return None
+
+
+class BadReply(Exception):
+    """A 200 reply that holds no answer (no choices, content null): the call failed."""
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
+
+
+def _body(resp: Any) -> str:
+    import json
+
+    return json.dumps(resp, ensure_ascii=False, default=str)[:500]
+
+
+def first_choice(resp: Any) -> dict[str, Any]:
+    choices = resp.get("choices") if isinstance(resp, dict) else None
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        raise BadReply(f"the server's reply has no choices: {_body(resp)}")
+    return choices[0]
 
 
 class EndpointDown(Exception):
@@ -124,6 +150,19 @@ def refused(exc: BaseException) -> bool:
     return False
 
 
+def _timed_out(exc: BaseException) -> bool:
+    import openai
+
+    if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
+        return True
+    try:
+        import aiohttp
+
+        return isinstance(exc, aiohttp.ServerTimeoutError)
+    except ImportError:
+        return False
+
+
 def classify(exc: BaseException) -> RetryableError | None:
     """Which errors deserve another try."""
     import openai
@@ -152,7 +191,7 @@ class OpenAIBackend(Backend):
     batching = False
     option_names = frozenset({"base_url", "api_key_env", "concurrency", "timeout", "max_retries", "backoff_base",
                               "backoff_max", "endpoint", "tokenizer", "freeze_gc", "transport",
-                              "connect_retries", "max_consecutive_failures",
+                              "connect_retries", "max_consecutive_failures", "down_after",
                               "think_tag", "chat_template", "prefill"})
     # how to enable an assistant-turn prefill (Capability Injection) when none is configured
     prefill_hint = ("pass --backend-opt chat_template=PATH (a tokenizer folder, tokenizer_config.json or Jinja "
@@ -164,7 +203,8 @@ class OpenAIBackend(Backend):
                  max_retries: int = 6, backoff_base: float = 0.5, backoff_max: float = 60.0,
                  endpoint: str = "chat", tokenizer: str | None = None, freeze_gc: bool = True,
                  transport: str = "sdk", connect_retries: int = 2, max_consecutive_failures: int = 10,
-                 chat_template: str | None = None, prefill: str | None = None, **options: Any):
+                 chat_template: str | None = None, prefill: str | None = None,
+                 down_after: float | None = None, **options: Any):
         super().__init__(name, decoding, **options)
         try:
             import httpx2
@@ -201,6 +241,12 @@ class OpenAIBackend(Backend):
         self.max_consecutive_failures = int(max_consecutive_failures)   # read by the runner; 0: never stop
         self.fatal_error: str | None = None     # set once the endpoint cannot serve this run
         self._answered = False                  # has any request succeeded yet
+        budget = max(3 * self.timeout, 30.0)
+        self.down_after = float(down_after) if down_after is not None else \
+            max(0.5, min(max(2 * self.timeout, 10.0), budget - self.timeout - 2.0))
+        self._down_since: float | None = None   # first failure with no answer since (monotonic)
+        self._down_n = 0                        # requests failed since then
+        self._down_last: BaseException | None = None
         self._first_lock: asyncio.Lock | None = None
         self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
         self._response_type = httpx2.Response
@@ -290,14 +336,13 @@ class OpenAIBackend(Backend):
     async def _post_retrying(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         attempt = refusals = 0
         while True:
-            if self.fatal_error:        # another request already found the endpoint unusable
-                raise EndpointDown(self.fatal_error)
+            self._check_down()          # raises once another request found the endpoint unusable
             try:
-                async with self.sem:
+                async with self.sem, limits.slot(self.base_url):   # limits: a sweep's cap per endpoint
                     self.calls += 1
                     if self.transport == "aiohttp":       # aiohttp enforces the total timeout itself
                         out = await self._post_aiohttp(path, body)
-                        self._answered = True
+                        self._up()
                         return out
                     i = min(range(len(self._load)), key=self._load.__getitem__)
                     self._load[i] += 1
@@ -308,7 +353,7 @@ class OpenAIBackend(Backend):
                     finally:
                         self._load[i] -= 1
                 out = resp.json()
-                self._answered = True
+                self._up()
                 return out
             except Exception as exc:  # noqa: BLE001
                 if fatal_reason(exc):
@@ -320,13 +365,51 @@ class OpenAIBackend(Backend):
                         self.fatal_error = f"cannot connect to {_public_url(self.base_url) or 'the API'}: {self._describe(exc)}"
                         raise
                 retry = classify(exc)
-                if retry is None or attempt >= self.max_retries:
+                self._failed(exc, retry)
+                if self.fatal_error or retry is None or attempt >= self.max_retries:
                     raise
                 attempt += 1
                 self.retries += 1
-                delay = self.backoff_delay(attempt, retry.retry_after)
+                delay = self._until_down(self.backoff_delay(attempt, retry.retry_after))
                 self.waits.append(delay)
                 await asyncio.sleep(delay)
+
+    # -- a dead endpoint ----------------------------------------------------------------------
+    def _up(self) -> None:
+        self._answered = True
+        self._down_since, self._down_n = None, 0
+
+    def _failed(self, exc: BaseException, retry: RetryableError | None) -> None:
+        """Count a timeout or 5xx towards the endpoint being down (not a 429: the server is up)."""
+        if retry is None or _status(exc)[0] == 429 or not self.down_after:
+            return
+        if self._down_since is None:
+            self._down_since, self._down_n = time.monotonic(), 0
+        self._down_n += 1
+        self._down_last = exc
+        self._check_down(raise_=False)
+
+    def _check_down(self, raise_: bool = True) -> None:
+        if not self.fatal_error and self._down_since is not None and self.down_after \
+                and time.monotonic() - self._down_since >= self.down_after:
+            self.fatal_error = self._down_reason()
+        if self.fatal_error and raise_:
+            raise EndpointDown(self.fatal_error)
+
+    def _until_down(self, delay: float) -> float:
+        """A retry wait never runs past the moment the endpoint counts as down."""
+        if self._down_since is None or not self.down_after:
+            return delay
+        return max(0.0, min(delay, self._down_since + self.down_after - time.monotonic()))
+
+    def _down_reason(self) -> str:
+        url = _public_url(self.base_url) or "the API"
+        n, exc = self._down_n, self._down_last
+        if exc is not None and _timed_out(exc):
+            return f"no answer within {self.timeout:g} s from {url}, {n} request{'s' if n != 1 else ''}"
+        secs = time.monotonic() - (self._down_since or time.monotonic())
+        last = self._describe(exc) if exc is not None else "?"
+        return f"every request to {url} failed for {secs:.0f} s ({n} requests), the last with: {last}"
 
     async def _post_aiohttp(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """The same request straight over aiohttp: about a third of the CPU per request of the
@@ -374,13 +457,16 @@ class OpenAIBackend(Backend):
                     # vLLM: continue the last (assistant) message instead of opening a new turn
                     kw.update(continue_final_message=True, add_generation_prompt=False)
                 resp = await self._post("/chat/completions", {"model": self.name, "messages": msgs, **kw})
-                choice = resp["choices"][0]
-                text = (choice.get("message") or {}).get("content") or ""
+                choice = first_choice(resp)
+                text = (choice.get("message") or {}).get("content")
             else:
                 prompt = req.prompt if req.prompt is not None else self.render_chat(req.messages or [])
                 resp = await self._post("/completions", {"model": self.name, "prompt": prompt, **kw})
-                choice = resp["choices"][0]
-                text = choice.get("text") or ""
+                choice = first_choice(resp)
+                text = choice.get("text")
+            if text is None:    # a failed call (retried on resume), not an empty answer
+                raise BadReply(f"the server's reply has no content (finish_reason "
+                               f"{choice.get('finish_reason')!r}): {_body(resp)}")
             usage = resp.get("usage") or {}
             return GenResult(text=text, finish_reason=choice.get("finish_reason"),
                              prompt_tokens=usage.get("prompt_tokens"),
@@ -416,7 +502,7 @@ class OpenAIBackend(Backend):
         resp = await self._post("/chat/completions", {
             "model": self.name, "messages": msgs, "max_tokens": 1, "temperature": 0.0,
             "logprobs": True, "top_logprobs": TOP_LOGPROBS})
-        logprobs = resp["choices"][0].get("logprobs") or {}
+        logprobs = first_choice(resp).get("logprobs") or {}
         content = logprobs.get("content") or []
         if not content:
             raise BackendError("the server returned no log-probs (does it support logprobs=true?)")
@@ -435,7 +521,7 @@ class OpenAIBackend(Backend):
         resp = await self._post("/completions", {
             "model": self.name, "prompt": full, "max_tokens": 1, "echo": True, "logprobs": 1,
             "temperature": 0.0})
-        lp = resp["choices"][0].get("logprobs") or {}
+        lp = first_choice(resp).get("logprobs") or {}
         offsets, values = lp.get("text_offset"), lp.get("token_logprobs")
         if not offsets or values is None:
             raise BackendError("the server returned no echoed log-probs (does it support echo=true?)")
@@ -567,7 +653,8 @@ def _describe(exc: BaseException) -> str:
 
     if isinstance(exc, HTTPStatusError):
         return str(exc)[:500]
-
+    if isinstance(exc, BadReply):
+        return str(exc)[:600]
     if isinstance(exc, openai.APIStatusError):
         msg = re.sub(r"^Error code: \d+ - ", "", str(exc.message))
         return f"HTTP {exc.status_code}: {msg}"[:500]

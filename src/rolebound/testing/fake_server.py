@@ -12,6 +12,9 @@ Endpoints: POST /v1/chat/completions (vLLM's continue_final_message too), POST /
 `python -m rolebound.testing.fake_server`: GET /_fake/stats (the counters as JSON) and
 POST /_fake/reset.
 
+Broken servers, whole or in part: `srv.fail(**MODES["hang"])` (accepts, never answers),
+`MODES["500"]`, `MODES["no-choices"]`, `MODES["null-content"]`; `--mode NAME` on the command line.
+
 Answers are deterministic: `reply` (a fixed text, or a function of the request body), by default
 an echo of the last message (chat) or of the prompt (completions). Text is cut into "tokens" by
 `tokenize` and each token gets the log-prob `token_logprob` gives it, so tests can compute the
@@ -22,6 +25,7 @@ Only the standard library; it binds to the loopback address and nothing else.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import math
 import re
@@ -36,6 +40,15 @@ TOKEN_RE = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
 # Alternatives offered in top_logprobs after the reply's own first token (answer-like tokens).
 ALTERNATIVES = ["A", "B", "C", "D", "E", "1", "2", "3", "4", "5", "Yes", "No", "The", "I"]
 MAX_HEADER = 64 * 1024
+_READER: contextvars.ContextVar = contextvars.ContextVar("reader")   # the connection a handler serves
+# Whole-server faults, for `--mode` and srv.fail(**MODES[name]).
+MODES: dict[str, dict[str, Any]] = {
+    "hang": {"hang": math.inf},
+    "500": {"status": 500, "message": "internal error"},
+    "no-choices": {"body": {"id": "x", "object": "chat.completion", "choices": []}},
+    "null-content": {"body": {"id": "x", "object": "chat.completion", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": None}}]}},
+}
 MAX_BODY = 16 * 1024 * 1024
 
 
@@ -65,12 +78,14 @@ def top_alternatives(first: str, k: int) -> list[tuple[str, float]]:
 
 @dataclass
 class Fault:
-    """What to do instead of a normal answer. status=None with hang>0: answer late."""
+    """What to do instead of a normal answer. status=None with hang>0: answer late; hang=inf:
+    never answer (the connection stays open); `body`: answer 200 with this JSON instead."""
 
     status: int | None = None
     retry_after: float | None = None       # seconds, sent as Retry-After
     hang: float = 0.0                      # seconds to wait before answering
     message: str = "injected fault"
+    body: Any = None
 
 
 @dataclass
@@ -125,11 +140,12 @@ class FakeServer:
 
     def fail(self, status: int | None = None, *, retry_after: float | None = None, hang: float = 0.0,
              times: int | None = None, on: list[int] | None = None,
-             when: Callable[[str, dict], bool] | None = None, message: str = "injected fault") -> None:
+             when: Callable[[str, dict], bool] | None = None, message: str = "injected fault",
+             body: Any = None) -> None:
         """Add a fault rule. `times`: the next N matching requests; `on`: these request numbers
         (1-based, counted since start or reset); `when(path, body)`: requests it matches.
         Without any of them the rule hits every request. The first matching rule wins."""
-        rule = _Rule(Fault(status, retry_after, hang, message), times, set(on) if on else None, when)
+        rule = _Rule(Fault(status, retry_after, hang, message, body), times, set(on) if on else None, when)
         with self._rules_lock:
             self._rules.append(rule)
 
@@ -194,6 +210,7 @@ class FakeServer:
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
+        _READER.set(reader)
         self._conns.add(task)
         try:
             while True:
@@ -279,8 +296,17 @@ class FakeServer:
         arrival["model"], arrival["body"] = body.get("model"), body
         fault = self._fault_for(n, route, body)
         wait = self.delay + (fault.hang if fault else 0.0)
+        if wait == math.inf:
+            # a dead server: never answers, and the request counts as in flight until the
+            # client gives up and closes the connection
+            reader = _READER.get(None)
+            while reader is None or not reader.at_eof():
+                await asyncio.sleep(0.05)
+            return 499, {}, _error_body("client closed the connection", "server_error")
         if wait > 0:
             await asyncio.sleep(wait)
+        if fault is not None and fault.body is not None:
+            return fault.status or 200, {}, fault.body
         if fault is not None and fault.status is not None:
             extra = {}
             if fault.retry_after is not None:
@@ -459,9 +485,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reply", default=None, help="fixed reply text (default: echo)")
     ap.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     ap.add_argument("--chat-template", default=None, help="a Jinja file GET /props reports (default: 404)")
+    ap.add_argument("--mode", choices=sorted(MODES), default=None,
+                    help="a broken server: hang (never answers), 500 (errors to everything), "
+                         "no-choices, null-content")
     args = ap.parse_args(argv)
     tpl = open(args.chat_template, encoding="utf-8").read() if args.chat_template else None
     srv = FakeServer(delay=args.delay, reply=args.reply, port=args.port, chat_template=tpl).start()
+    if args.mode:
+        srv.fail(**MODES[args.mode])
     print(srv.url, flush=True)
     try:
         threading.Event().wait()

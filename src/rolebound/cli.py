@@ -151,7 +151,6 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ):
     """Run a suite against a model; writes manifest, records, metrics and a report."""
-    from . import api
     from .config import load_config
     from .request import make_request
 
@@ -174,10 +173,16 @@ def run(
             judge_options=endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt") or {},
             extractor_options=endpoint_opts(None, None, extractor_opts, "--extractor-opt") or {}),
             name_of=lambda loc: _flag(loc, set(parse_sets(backend_opts, "--backend-opt"))))]
+    _run_all(runs, overwrite=overwrite, quiet=quiet)
+
+
+def _run_all(runs, *, overwrite: bool, quiet: bool) -> None:
+    """Every request's options checked first (a grid stops before its first run), then the runs."""
+    from . import api
     from .suites import get_suite
     from .suites.base import validate_options
 
-    for req in runs:         # a grid stops on a bad option before its first run starts
+    for req in runs:
         validate_options(get_suite(req.suite), req.options)
     calls = items = 0
     for req in runs:

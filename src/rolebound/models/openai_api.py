@@ -186,6 +186,15 @@ def classify(exc: BaseException) -> RetryableError | None:
     return None
 
 
+def api_key(base_url: str | None, env: str) -> str:
+    """The key from the environment variable `env` (never from a file); "EMPTY" for a local server."""
+    key = os.environ.get(env)
+    if key:
+        return key
+    if base_url and any(h in base_url for h in ("127.0.0.1", "localhost", "[::1]")):
+        return "EMPTY"   # local servers usually take any key
+    raise BackendError(f"set the API key in the environment variable {env} (or pass --base-url for a local server)")
+
 class OpenAIBackend(Backend):
     backend = "openai"
     batching = False
@@ -212,14 +221,7 @@ class OpenAIBackend(Backend):
         except ImportError:  # pragma: no cover - core dependency
             raise BackendError("the openai backend needs the openai SDK: pip install openai") from None
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
-        env = api_key_env or "OPENAI_API_KEY"
-        key = os.environ.get(env)
-        if not key:
-            if self.base_url and any(h in self.base_url for h in ("127.0.0.1", "localhost", "[::1]")):
-                key = "EMPTY"   # local servers usually take any key
-            else:
-                raise BackendError(f"set the API key in the environment variable {env} "
-                                   "(or pass --base-url for a local server)")
+        key = api_key(self.base_url, api_key_env or "OPENAI_API_KEY")
         if endpoint not in ("chat", "completions"):
             raise BackendError(f"endpoint must be 'chat' or 'completions', not '{endpoint}'")
         self._secret = key if len(key) >= 6 and key != "EMPTY" else None

@@ -126,6 +126,7 @@ class _Plan:
     self_judged: bool = False
     extractor: Any = None
     concurrency: int = 1
+    skipped: dict = None                 # default strategies this backend cannot run, and why
 
 
 def _plan(s, req: RunRequest) -> _Plan:
@@ -150,16 +151,25 @@ def _plan(s, req: RunRequest) -> _Plan:
     backend = create_backend(req.model, decoding, **bopts)
     settings.backend = backend.backend
     settings.demo = is_demo(backend_name, model_name)
+    skipped = s.unavailable_strategies(backend, strategies) if not req.strategies else {}
+    if skipped:     # the defaults this backend cannot run are left out, and the report says so
+        settings.strategies = [x for x in strategies if x not in skipped]
     _scoring(s, req, settings, backend, resolved)
     plan = _Plan(settings=settings, resolved=resolved, decoding=decoding, backend=backend,
-                 concurrency=req.concurrency or default_concurrency(backend))
+                 concurrency=req.concurrency or default_concurrency(backend), skipped=skipped)
+    jopts, xopts = req.judge_options.given(), req.extractor_options.given()
     if s.uses_judge:
-        plan.judge, plan.self_judged = _judge(s, req.suite, req.model, req.judge, settings, backend, resolved, bopts)
+        plan.judge, plan.self_judged = _judge(s, req.suite, req.model, req.judge, settings, backend, resolved,
+                                              bopts, jopts)
     elif req.judge:
         raise InputError(f"suite {req.suite} uses no judge", field="judge")
+    elif jopts:
+        raise InputError(f"suite {req.suite} uses no judge", field="--judge-opt")
     s.check(backend, settings, plan.judge)
+    if xopts and not req.extractor:
+        raise InputError("extractor options need --extractor BACKEND:NAME", field="--extractor-opt")
     if req.extractor:
-        plan.extractor = _extractor(s, req.suite, req.extractor, req.model, backend, plan.judge, bopts)
+        plan.extractor = _extractor(s, req.suite, req.extractor, req.model, backend, plan.judge, bopts, xopts)
     return plan
 
 
@@ -202,8 +212,10 @@ def _manifest(s, req: RunRequest, plan: _Plan, dataset, items) -> RunManifest:
                   "seeds": [repeat_seed(plan.decoding.seed, r) for r in range(req.repeats)]},
         dataset=dataset.source, dataset_hash=dataset.hash, n_items=len(items),
         limit=req.limit, repeats=req.repeats, options=plan.settings.options,
-        prompt_templates=_template_hashes(s), package_version=__version__, git_revision=git_revision(),
-        started=now())
+        prompt_templates=_template_hashes(s),
+        endpoints=endpoints(model=plan.backend, judge=judge, extractor=extractor),
+        skipped_strategies=plan.skipped or {},
+        package_version=__version__, git_revision=git_revision(), started=now())
 
 
 def _execute(s, req: RunRequest, plan: _Plan, dataset, items, session, timing,
@@ -272,12 +284,16 @@ def _stopped(exc: RoleboundError, out: Path, session, jobs: int, paths: list[Pat
                       "rerun the same command to resume", exit_code=code)
 
 
-def _judge(s, suite, model, judge, settings, backend, resolved, bopts):
+def _judge(s, suite, model, judge, settings, backend, resolved, bopts, judge_options=None):
     """The judge backend (None: the suite makes no judge calls) and whether it is the model itself.
     A real model needs --judge (a paper judged with another model); `--judge self` is the explicit
     choice to judge with the model under test. Demo backends judge themselves by default."""
     proto = s.protocol
-    self_judge = judge in (None, "self", model)
+    if judge_options and judge in (None, "self"):
+        raise InputError("judge options (--judge-opt, --judge-base-url, --judge-api-key-env) need "
+                         "--judge BACKEND:NAME naming the judge model", field="--judge-opt")
+    # the model's own name on another endpoint is another judge
+    self_judge = judge in (None, "self") or (judge == model and not judge_options)
     settings.judge = model if self_judge else judge
     settings.judge_requested = judge is not None
     if self_judge:
@@ -285,8 +301,7 @@ def _judge(s, suite, model, judge, settings, backend, resolved, bopts):
     else:
         jdec = resolved.judge_decoding or Decoding(max_tokens=resolved.decoding.max_tokens,
                                                    seed=resolved.decoding.seed)
-        judge_backend = create_backend(settings.judge, jdec, strict=False,
-                                       **{k: v for k, v in bopts.items() if k not in ("base_url",)})
+        judge_backend = other_backend(settings.judge, jdec, bopts, judge_options, "--judge-opt")
     if not s.judge_enabled(settings, backend, judge_backend):
         settings.judge = None      # no judge calls: the manifest names no judge
         return None, False
@@ -311,6 +326,7 @@ async def _run_all(s, dataset, items, settings, session, conc, progress, backend
             if not (lazy and getattr(b, "batching", False)):
                 await b.prepare()
         timing["loaded"] = time.time()
+        settings.state["progress"] = progress     # run-level work (after_items) shows a bar like the items
         await s.before_items(session, dataset, items, settings)
         await execute(s, dataset, items, settings, session, concurrency=conc, progress=progress)
         timing["items_done"] = time.time()
@@ -325,7 +341,7 @@ async def _run_all(s, dataset, items, settings, session, conc, progress, backend
             await b.close()
 
 
-def _extractor(s, suite, spec, model, backend, judge_backend, bopts):
+def _extractor(s, suite, spec, model, backend, judge_backend, bopts, own=None):
     """The extractor backend: the model's or the judge's own when the spec names it (no second
     copy of a local model), else a new one sharing the run's backend options it knows."""
     from .suites.base import Suite
@@ -334,14 +350,46 @@ def _extractor(s, suite, spec, model, backend, judge_backend, bopts):
     if type(s).model_extraction_candidates is Suite.model_extraction_candidates:
         raise InputError(f"suite {suite} has no answers for a model-based extractor to read", field="extractor")
     try:
-        if spec.strip() in (model, backend.spec):
+        if not own and spec.strip() in (model, backend.spec):
             return backend
-        if judge_backend is not None and spec.strip() == judge_backend.spec:
+        if not own and judge_backend is not None and spec.strip() == judge_backend.spec:
             return judge_backend
-        return create_backend(spec, DECODING, strict=False,
-                              **{k: v for k, v in bopts.items() if k not in ("base_url",)})
+        return other_backend(spec, DECODING, bopts, own, "--extractor-opt")
+    except InputError:
+        raise
     except RoleboundError as exc:
         raise InputError(str(exc), field="extractor") from None
+
+
+# Run options about the model under test and its endpoint: a judge or extractor never inherits them.
+_OWN = ("base_url", "tokenizer", "chat_template", "prefill", "think_tag", "endpoint")
+
+
+def other_backend(spec: str, decoding, bopts: dict | None, own: dict | None, flag: str):
+    """A judge's or extractor's backend: its own options (`own`, each one checked: a typo is an
+    error naming `flag`) over the run's options that are not about the model's endpoint."""
+    from .models import backend_class
+
+    own = {k: v for k, v in (own or {}).items() if v is not None}
+    names = backend_class(parse_spec(spec)[0]).option_names
+    bad = sorted(set(own) - set(names))
+    if bad:
+        raise InputError(f"backend '{parse_spec(spec)[0]}' has no option '{bad[0]}'; its options: "
+                         + (", ".join(sorted(names)) or "none"), field=flag)
+    shared = {k: v for k, v in (bopts or {}).items() if k not in _OWN}
+    if "base_url" in (bopts or {}) or "base_url" in own:
+        shared.pop("api_key_env", None)     # the model's server's key is no key for another server
+    return create_backend(spec, decoding, strict=False, **{**shared, **own})
+
+
+def endpoints(**backends) -> dict[str, str]:
+    """role -> base URL (no credentials) of each API backend; never a key."""
+    out = {}
+    for role, b in backends.items():
+        url = getattr(b, "endpoint_url", None)
+        if b is not None and callable(url):
+            out[role] = url()
+    return out
 
 
 def _template_hashes(suite) -> dict[str, str]:
@@ -367,6 +415,10 @@ def build_report(run_dir: str | Path) -> tuple[dict, list[Path]]:
 def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     rd = RunDir(run_dir)
     manifest = rd.read_manifest()
+    if getattr(manifest, "kind", None) == "judge-check":
+        from .judgecheck.run import build
+
+        return build(run_dir)
     suite = get_suite(manifest.suite)
     from .scoring import model_extract
 
@@ -374,14 +426,20 @@ def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     records, extracted = model_extract.split(canonical_order(load_records(run_dir)))
     metrics = suite.metrics(records, manifest)
     metrics["score_ties"] = score_ties(records)
+    from .metrics import position
+
+    metrics["position_bias"] = position.compute(records)       # every multiple-choice stage
+    if sh := position.shifts(records):                          # --set permutations=K
+        metrics["shifts"] = sh
     if manifest.repeats > 1 and not getattr(suite, "repeats_native", False):
         metrics["over_repeats"] = over_repeats(suite, records, manifest)
     if (me := model_extract.figures(suite, records, extracted, manifest)) is not None:
         metrics["model_extraction"] = me
     rd.write_json("metrics.json", metrics)
     from .report.builder import run_sections
+    from .trust import run_level
 
-    with run_sections(metrics, manifest):
+    with run_sections(metrics, manifest, add=run_level):
         paths = suite.report(metrics, records, manifest, run_dir)
     return metrics, paths
 

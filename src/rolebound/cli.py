@@ -141,10 +141,13 @@ def run(
     no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start the run directory again"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="suite option key=value (repeatable)"),
-    backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt",
-                                                     help="backend option key=value (repeatable), e.g. "
-                                                          "transport=aiohttp, tensor_parallel_size=2"),
+    backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt", help="backend option key=value "
+                                                     "(repeatable), e.g. transport=aiohttp, tensor_parallel_size=2"),
     config: Optional[Path] = typer.Option(None, "--config", help="YAML run config (may be a grid)"),
+    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
+    judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
+    judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
+    extractor_opts: Optional[List[str]] = typer.Option(None, "--extractor-opt", help="extractor backend option key=value"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ):
     """Run a suite against a model; writes manifest, records, metrics and a report."""
@@ -167,7 +170,10 @@ def run(
             decoding=dict(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
             judge_decoding=dict(temperature=judge_temperature, top_p=judge_top_p, max_tokens=judge_max_tokens),
             concurrency=concurrency, use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets),
-            extractor=extractor), name_of=lambda loc: _flag(loc, set(parse_sets(backend_opts, "--backend-opt"))))]
+            extractor=extractor,
+            judge_options=endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt") or {},
+            extractor_options=endpoint_opts(None, None, extractor_opts, "--extractor-opt") or {}),
+            name_of=lambda loc: _flag(loc, set(parse_sets(backend_opts, "--backend-opt"))))]
     from .suites import get_suite
     from .suites.base import validate_options
 
@@ -185,6 +191,13 @@ def run(
         raise typer.Exit(3)
 
 
+def endpoint_opts(base_url: str | None, api_key_env: str | None, opts: list[str] | None, flag: str) -> dict | None:
+    """A judge's or extractor's own backend options (None: none given)."""
+    out = parse_sets(opts, flag)
+    out.update({k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env).items() if v is not None})
+    return out or None
+
+
 _FLAGS = {"strategies": "--strategy", "use_cache": "--no-cache", "options": "--set"}
 
 
@@ -194,6 +207,9 @@ def _flag(loc: tuple, given_backend_opts: set[str]) -> str:
     head, rest = str(loc[0]), [str(x) for x in loc[1:]]
     if head in ("decoding", "judge_decoding") and rest:
         return ("--judge-" if head == "judge_decoding" else "--") + rest[0].replace("_", "-")
+    if head in ("judge_options", "extractor_options") and rest:
+        who = head.split("_")[0]
+        return f"--{who}-" + rest[0].replace("_", "-") if rest[0] in ("base_url", "api_key_env") else f"--{who}-opt {rest[0]}"
     if head == "backend_options" and rest:
         return f"--backend-opt {rest[0]}" if rest[0] in given_backend_opts else "--" + rest[0].replace("_", "-")
     return _FLAGS.get(head, "--" + head.replace("_", "-"))
@@ -237,15 +253,21 @@ def _paths(run_dir, report_paths) -> None:
 @app.command()
 def report(run_dir: Path = typer.Argument(..., help="a run directory"),
            judge: Optional[str] = typer.Option(None, "--judge", help="re-judge with this model first (suites with a judge)"),
+           judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
+           judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
+           judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
            quiet: bool = typer.Option(False, "--quiet", "-q")):
     """Rebuild metrics.json and the report from records.jsonl alone: answers are read again from the
     stored replies (no model calls), optionally re-judged first."""
     from . import api
 
+    jopts = endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt")
+    if jopts and not judge:
+        raise InputError("judge options need --judge BACKEND:NAME (the judge to re-judge with)", field="--judge-opt")
     if judge:
         from .rejudge import rejudge
 
-        done = rejudge(run_dir, judge, progress=not quiet)
+        done = rejudge(run_dir, judge, progress=not quiet, judge_options=jopts)
         print(f"re-judged {done.answers} answers with {done.judge}: judge round {done.round}"
               + (f" ({done.mode})" if done.mode else "") + (f", {done.failed} failed" if done.failed else ""))
     from .scoring.extract import reextract
@@ -261,6 +283,40 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
         print(p)
 
 
+@app.command("judge-check")
+def judge_check(suite: str = typer.Argument(..., help="a judged suite: multiverse, knowledge-errors or capability"),
+                judge: Optional[str] = typer.Option(None, "--judge", help="the judge to check, BACKEND:NAME"),
+                data: Optional[str] = typer.Option(None, "--data", help="labelled replies (JSONL, docs/judge-check.md); "
+                                                   "multiverse: default Beyond One World's annotated_results"),
+                limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="check only N replies"),
+                out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (same --out resumes)"),
+                concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="replies in flight "
+                                                          "(a local engine batches them; fewer use less memory)"),
+                humans: bool = typer.Option(False, "--humans-only", help="no judge: the annotators' agreement "
+                                            "with each other on every labelled reply (the human ceiling)"),
+                quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar")):
+    """Score human-labelled replies with the suite's own judge prompt and protocol, and report the
+    judge's agreement with each annotator, their mean and the human ceiling (bootstrap CIs)."""
+    from .judgecheck.report import print_table
+    from .judgecheck.run import humans_table, run as run_check
+
+    if humans:
+        print_table(humans_table(suite, data, limit), verdicts=False)
+        return
+    if not judge:
+        raise InputError("give --judge BACKEND:NAME (or --humans-only)", field="--judge")
+
+    res = run_check(suite, judge, data=data, limit=limit, out=out, progress=not quiet, concurrency=concurrency)
+    print_table(res.metrics)
+    c = res.counts
+    print(f"{c['model_calls']} judge calls, {c['cache_hits']} from the cache, {c['resumed']} resumed; run folder: {res.out}")
+    for p in res.paths:
+        print(p)
+    if res.failed:
+        print(f"{res.failed} judge call(s) failed (errors.log); rerun the same command to retry them", file=sys.stderr)
+        raise typer.Exit(3)
+
+
 @app.command()
 def view(path: Path = typer.Argument(..., help="a run folder, or a folder of runs"),
          port: int = typer.Option(8765, "--port", min=0, max=65535, help="port for a folder of runs (0: any free)"),
@@ -272,12 +328,13 @@ def view(path: Path = typer.Argument(..., help="a run folder, or a folder of run
 
 
 @app.command()
-def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run directories"),
-            out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.md/html")):
-    """Put several runs side by side (one row per model, strategy)."""
+def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run directories (one with --paper)"),
+            out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.md/html"),
+            paper: bool = typer.Option(False, "--paper", help="print each run as one more row of the paper's tables")):
+    """Put several runs side by side (one row per model, strategy); --paper: beside the paper's tables."""
     from .compare import compare_runs
 
-    paths = compare_runs(run_dirs, out)
+    paths = compare_runs(run_dirs, out, paper=paper, echo=paper)
     for p in paths:
         print(p)
 
@@ -293,6 +350,12 @@ def card(paths: Optional[List[Path]] = typer.Argument(None, metavar="[RUN_DIR | 
          out: Optional[Path] = typer.Option(None, "--out", "-o", help="card folder (default cards/<model>; "
                                                                       "the same --out resumes)"),
          limits: Optional[List[str]] = typer.Option(None, "--limit", help="SUITE=N: another subset size (repeatable)"),
+         base_url: Optional[str] = typer.Option(None, "--base-url", help="the model's OpenAI-compatible server URL"),
+         api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="env var holding the model's API key"),
+         backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt", help="backend option key=value (repeatable)"),
+         judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
+         judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
+         judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
          quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars")):
     """A model card across the suites that declare one (`rolebound suites` marks them): each suite's quick,
     balanced subset in its paper protocol, headline figures with CIs, a chart each, links to the
@@ -316,7 +379,12 @@ def card(paths: Optional[List[Path]] = typer.Argument(None, metavar="[RUN_DIR | 
     for k, v in lim.items():
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise InputError(f"{k}={v}: the limit must be a whole number of at least 1", field="--limit")
-    res = make_card(model, judge=judge, runs=paths or [], out=out, limits=lim, progress=not quiet)
+    bopts = endpoint_opts(base_url, api_key_env, backend_opts, "--backend-opt")
+    jopts = endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt")
+    if jopts and judge in (None, "self"):
+        raise InputError("judge options need --judge BACKEND:NAME naming the judge model", field="--judge-opt")
+    res = make_card(model, judge=judge, runs=paths or [], out=out, limits=lim, progress=not quiet,
+                    backend_options=bopts, judge_options=jopts)
     print(f"card folder: {res.out}")
     for p in res.paths:
         print(f"card: {p}")

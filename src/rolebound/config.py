@@ -9,6 +9,9 @@
     extractor: openai:gpt-4o-mini  # optional: a model reads the answers the rules read as none
     protocol: paper                # or demo; default: paper, demo settings on the bundled model
     backend: {base_url: http://127.0.0.1:8000/v1, concurrency: 32}
+    judge: openai:deepseek-chat
+    judge_backend: {base_url: https://api.deepseek.com/v1, api_key_env: DEEPSEEK_API_KEY}   # the judge's own
+    extractor_backend: {base_url: http://127.0.0.1:8001/v1}    # the extractor's own endpoint
     options: {data_seed: 0}         # the suite's --set options (`rolebound suites NAME`)
 """
 
@@ -46,6 +49,8 @@ class RunConfig(BaseModel):
     decoding: GivenDecoding = Field(default_factory=Decoding)      # only the fields set count (protocol.py)
     judge_decoding: GivenDecoding = Field(default_factory=Decoding)
     backend: BackendOptions = Field(default_factory=BackendOptions)
+    judge_backend: BackendOptions | None = None       # the judge's own options (else the run's, less the endpoint)
+    extractor_backend: BackendOptions | None = None
     options: dict[str, Any] = Field(default_factory=dict)
 
     def expand(self, file: str | Path | None = None) -> list[RunRequest]:
@@ -69,8 +74,13 @@ class RunConfig(BaseModel):
                 judge_decoding=self.judge_decoding, protocol=self.protocol,
                 allow_greedy_repeats=self.allow_greedy_repeats, concurrency=self.concurrency,
                 use_cache=self.cache, backend_options=self.backend, options=self.options,
-                extractor=self.extractor), file=file))
+                extractor=self.extractor, judge_options=self.judge_backend or {},
+                extractor_options=self.extractor_backend or {}), file=file))
         return runs
+
+
+def _given(opts: BackendOptions | None) -> dict[str, Any] | None:
+    return opts.model_dump(exclude_none=True) or None if opts is not None else None
 
 
 def load_config(path: str | Path) -> RunConfig:

@@ -94,6 +94,8 @@ class RunManifest(BaseModel):
     finished: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
     model_info: dict[str, Any] = Field(default_factory=dict)
+    endpoints: dict[str, str] = Field(default_factory=dict)   # model/judge/extractor -> base URL (no keys)
+    skipped_strategies: dict[str, str] = Field(default_factory=dict)   # default strategies left out, and why
     timing: dict[str, float] = Field(default_factory=dict)
 
 

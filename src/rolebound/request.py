@@ -111,6 +111,8 @@ class BackendOptions(BaseModel):
     transport: str | None = None           # openai backend: sdk (default) or aiohttp
     prefix_min: int | None = Field(None, ge=0)   # local engines: shortest shared prefix reused (0: off)
     think_tag: str | None = None           # reasoning opener for Capability Injection (default: from the chat template)
+    chat_template: str | None = None       # openai: tokenizer folder, tokenizer_config.json, Jinja file, or server
+    prefill: str | None = None             # openai: continue_final_message (vLLM) for Capability Injection
 
     def given(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -138,6 +140,9 @@ class RunRequest(BaseModel):
     decoding: GivenDecoding = Field(default_factory=Decoding)
     judge_decoding: GivenDecoding = Field(default_factory=Decoding)
     backend_options: BackendOptions = Field(default_factory=BackendOptions)
+    # the judge's and the extractor's own backend options (a judge on its own endpoint)
+    judge_options: BackendOptions = Field(default_factory=BackendOptions)
+    extractor_options: BackendOptions = Field(default_factory=BackendOptions)
     options: dict[str, Any] = Field(default_factory=dict)     # the suite's --set options
     overwrite: bool = False
     progress: bool = True

@@ -35,7 +35,8 @@ from typing import Any, Sequence
 from ..errors import BackendError
 from ..loop import API_CONCURRENCY
 from ..records import Decoding
-from .base import CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
+from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, PREFILL, Backend, GenRequest, GenResult, ScoreRequest,
+                   ScoreResult)
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 POOL_SIZE = 16          # connections per HTTP client; more clients for higher concurrency
@@ -190,13 +191,18 @@ class OpenAIBackend(Backend):
     option_names = frozenset({"base_url", "api_key_env", "concurrency", "timeout", "max_retries", "backoff_base",
                               "backoff_max", "endpoint", "tokenizer", "freeze_gc", "transport",
                               "connect_retries", "max_consecutive_failures", "down_after",
-                              "think_tag"})
+                              "think_tag", "chat_template", "prefill"})
+    # how to enable an assistant-turn prefill (Capability Injection) when none is configured
+    prefill_hint = ("pass --backend-opt chat_template=PATH (a tokenizer folder, tokenizer_config.json or Jinja "
+                    "file; the completions endpoint then gets the rendered prompt), chat_template=server "
+                    "(llama.cpp's llama-server reports its template), or prefill=continue_final_message (vLLM)")
 
     def __init__(self, name: str, decoding: Decoding | None = None, *, base_url: str | None = None,
                  api_key_env: str | None = None, concurrency: int = API_CONCURRENCY, timeout: float = 120.0,
                  max_retries: int = 6, backoff_base: float = 0.5, backoff_max: float = 60.0,
                  endpoint: str = "chat", tokenizer: str | None = None, freeze_gc: bool = True,
                  transport: str = "sdk", connect_retries: int = 2, max_consecutive_failures: int = 10,
+                 chat_template: str | None = None, prefill: str | None = None,
                  down_after: float | None = None, **options: Any):
         super().__init__(name, decoding, **options)
         try:
@@ -258,12 +264,28 @@ class OpenAIBackend(Backend):
         caps = {CHAT, COMPLETE, LOGPROB}
         if tokenizer:
             caps.add(CHAT_TEMPLATE)
+        self._template = None           # a client-side template (chat_template.Template)
+        self._template_folder: str | None = None
+        self._template_mode = self._template_option(chat_template, tokenizer)
+        if self._template_mode in ("file", "folder"):
+            caps.add(CHAT_TEMPLATE)
+        if prefill not in (None, "continue_final_message"):
+            raise BackendError(f"prefill must be 'continue_final_message' (vLLM), not '{prefill}'")
+        self.prefill = prefill
+        if prefill:
+            caps.add(PREFILL)
         self.capabilities = frozenset(caps)
         self.calls = 0          # requests sent, retries included
         self.retries = 0
         self.waits: list[float] = []   # seconds slept before each retry
         self.freeze_gc = bool(freeze_gc)
         self._frozen = False
+
+    def endpoint_url(self) -> str:
+        """The base URL without credentials or query (what the manifest records: a key may sit in
+        either)."""
+        url = _public_url(self.base_url)
+        return url.split("?", 1)[0].split("#", 1)[0] if url else "https://api.openai.com/v1"
 
     @property
     def client(self):
@@ -274,10 +296,9 @@ class OpenAIBackend(Backend):
         return {"backend": self.backend, "model": self.name, "base_url": _public_url(self.base_url) or "default"}
 
     def info(self) -> dict[str, Any]:
-        return {"base_url": _public_url(self.base_url) or "https://api.openai.com/v1",
-                "concurrency": self.concurrency,
+        return {"base_url": self.endpoint_url(), "concurrency": self.concurrency,
                 "timeout_s": self.timeout, "max_retries": self.max_retries, "endpoint": self.endpoint,
-                "requests_sent": self.calls, "retries": self.retries,
+                "requests_sent": self.calls, "retries": self.retries, **self._prefill_info(),
                 "retry_wait_s": round(sum(self.waits), 3)}
 
     @property
@@ -431,6 +452,9 @@ class OpenAIBackend(Backend):
         try:
             if req.messages is not None and self.endpoint == "chat":
                 msgs = [m.model_dump() for m in req.messages]
+                if self.prefill and msgs[-1]["role"] == "assistant":
+                    # vLLM: continue the last (assistant) message instead of opening a new turn
+                    kw.update(continue_final_message=True, add_generation_prompt=False)
                 resp = await self._post("/chat/completions", {"model": self.name, "messages": msgs, **kw})
                 choice = first_choice(resp)
                 text = (choice.get("message") or {}).get("content")
@@ -517,26 +541,67 @@ class OpenAIBackend(Backend):
             return [await self._score_one(requests[0])]
         return list(await asyncio.gather(*(self._score_one(r) for r in requests)))
 
-    # -- chat template (optional, from a local tokenizer folder) ------------------------------
-    def chat_template_source(self):
-        if not self._tokenizer_path:
-            return None
+    # -- chat template (optional: a local tokenizer/template, or the server's) -----------------
+    def _template_option(self, value: str | None, tokenizer: str | None) -> str:
+        """'folder' (transformers renders), 'file', 'server', 'off', or 'auto' (ask the server
+        once, when a prefill is needed: probe())."""
+        if value in (None, ""):
+            return "folder" if tokenizer else "auto"
+        if value in ("server", "off"):
+            return value
+        from pathlib import Path
+
+        if Path(value).is_dir():
+            self._template_folder = value
+            return "folder"
+        from .chat_template import from_file
+
+        self._template = from_file(value)
+        return "file"
+
+    def _prefill_info(self) -> dict[str, Any]:
+        if self.prefill:
+            return {"prefill": self.prefill}
+        if self._template is not None:
+            return {"chat_template": self._template.origin}
+        folder = self._template_folder or self._tokenizer_path
+        return {"chat_template": f"folder {folder}"} if folder else {}
+
+    def probe(self, cap: str) -> bool:
+        """CHAT_TEMPLATE: without a local template, ask the server for its own (llama-server's
+        GET /props) once; the capability is there if it answers with one."""
+        if cap == CHAT_TEMPLATE and cap not in self.capabilities and self._template_mode in ("auto", "server"):
+            from .chat_template import from_server
+
+            self._template = from_server(self.base_url, self._key, timeout=min(self.timeout, 10.0))
+            self._template_mode = "file" if self._template is not None else "off"
+            if self._template is not None:
+                self.capabilities = self.capabilities | {CHAT_TEMPLATE}
+        return self.supports(cap)
+
+    def _hf_tokenizer(self):
         if self._tokenizer is None:
             from transformers import AutoTokenizer
 
-            self._tokenizer = AutoTokenizer.from_pretrained(self._tokenizer_path)
-        return getattr(self._tokenizer, "chat_template", None)
+            self._tokenizer = AutoTokenizer.from_pretrained(self._template_folder
+                                                            or self._tokenizer_path)
+        return self._tokenizer
+
+    def chat_template_source(self):
+        if self._template is not None:
+            return self._template.source
+        if not (self._tokenizer_path or self._template_folder):
+            return None
+        return getattr(self._hf_tokenizer(), "chat_template", None)
 
     def render_chat(self, messages, add_generation_prompt=True) -> str:
-        self.require(CHAT_TEMPLATE, "pass tokenizer=/local/tokenizer/folder to render the chat "
-                                    "template client-side for the completions endpoint")
-        if self._tokenizer is None:
-            from transformers import AutoTokenizer
-
-            self._tokenizer = AutoTokenizer.from_pretrained(self._tokenizer_path)
-        return self._tokenizer.apply_chat_template([m.model_dump() for m in messages],
-                                                   add_generation_prompt=add_generation_prompt,
-                                                   tokenize=False)
+        self.require(CHAT_TEMPLATE, "pass tokenizer=/local/tokenizer/folder or chat_template=PATH|server to "
+                                    "render the chat template client-side for the completions endpoint")
+        msgs = [m.model_dump() for m in messages]
+        if self._template is not None:
+            return self._template.render(msgs, add_generation_prompt=add_generation_prompt)
+        return self._hf_tokenizer().apply_chat_template(msgs, add_generation_prompt=add_generation_prompt,
+                                                        tokenize=False)
 
     async def prepare(self) -> None:
         """Move every object alive now (modules, dataset, torch if loaded) out of the garbage

@@ -187,6 +187,11 @@ class Suite:
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         """Fail before any call if the backend cannot do what the strategies need."""
 
+    def unavailable_strategies(self, backend, strategies: Sequence[str]) -> dict[str, str]:
+        """strategy -> why this backend cannot run it. A run on the default strategies leaves
+        these out (the manifest and the report say so); named with --strategy, check() stops."""
+        return {}
+
     def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
         """Whether a run of a judged suite makes judge calls (then the manifest names the judge).
         `judge` is the judge backend, the model's own when no --judge was given."""
@@ -252,6 +257,11 @@ class Suite:
     def card_figures(self, metrics: dict[str, Any]) -> dict[str, Any] | None:
         """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card_figures
         builds them); None: the suite has no card section."""
+        return None
+
+    def judge_check(self):
+        """`rolebound judge-check`: a rolebound.judgecheck.spec.JudgeCheck (the judge's scores and one
+        judge call for a human-labelled reply); None: the suite has no judge to check."""
         return None
 
     def build_commands(self, app) -> None:

@@ -6,8 +6,9 @@
         ...
         srv.stats.max_in_flight, srv.stats.arrivals
 
-Endpoints: POST /v1/chat/completions, POST /v1/completions (logprobs, top_logprobs, echo,
-list prompts), GET /v1/models, and for a server run in another process with
+Endpoints: POST /v1/chat/completions (vLLM's continue_final_message too), POST /v1/completions
+(logprobs, top_logprobs, echo, list prompts), GET /v1/models, GET /props (llama-server's: the
+`chat_template` given, else 404), and for a server run in another process with
 `python -m rolebound.testing.fake_server`: GET /_fake/stats (the counters as JSON) and
 POST /_fake/reset.
 
@@ -115,8 +116,10 @@ class FakeServer:
     """The server runs on its own asyncio loop in a background thread; use it as a context manager."""
 
     def __init__(self, *, delay: float = 0.0, reply: str | Callable[[dict], str] | None = None,
-                 models: list[str] | None = None, port: int = 0):
+                 models: list[str] | None = None, port: int = 0, chat_template: str | None = None,
+                 bos_token: str = "", eos_token: str = ""):
         self.delay = float(delay)
+        self.chat_template, self.bos_token, self.eos_token = chat_template, bos_token, eos_token
         self.reply = reply
         self.models = list(models or ["test-model"])
         self.port = int(port)
@@ -274,6 +277,11 @@ class FakeServer:
 
     async def _answer(self, method: str, path: str, raw: bytes, n: int, arrival: dict):
         route = path.split("?", 1)[0].rstrip("/")
+        if method == "GET" and route == "/props":
+            if self.chat_template is None:
+                return 404, {}, _error_body("File Not Found", "not_found_error")
+            return 200, {}, {"chat_template": self.chat_template, "bos_token": self.bos_token,
+                             "eos_token": self.eos_token, "model_path": self.models[0]}
         if method == "GET" and route == "/v1/models":
             return 200, {}, {"object": "list", "data": [
                 {"id": m, "object": "model", "created": 0, "owned_by": "rolebound-fake"} for m in self.models]}
@@ -326,6 +334,11 @@ class FakeServer:
         msgs = body["messages"]
         if not isinstance(msgs, list) or not msgs:
             raise ValueError("messages must be a non-empty list")
+        if body.get("continue_final_message"):       # as vLLM checks it
+            if body.get("add_generation_prompt", True):
+                raise ValueError("continue_final_message and add_generation_prompt cannot both be true")
+            if msgs[-1].get("role") != "assistant":
+                raise ValueError("continue_final_message needs a final assistant message")
         last = next((m.get("content") or "" for m in reversed(msgs) if m.get("role") == "user"), "")
         tokens, finish = _cut(tokenize(self._reply_text(body, last)), body.get("max_tokens"), body.get("stop"))
         text = "".join(tokens)
@@ -471,11 +484,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
     ap.add_argument("--reply", default=None, help="fixed reply text (default: echo)")
     ap.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    ap.add_argument("--chat-template", default=None, help="a Jinja file GET /props reports (default: 404)")
     ap.add_argument("--mode", choices=sorted(MODES), default=None,
                     help="a broken server: hang (never answers), 500 (errors to everything), "
                          "no-choices, null-content")
     args = ap.parse_args(argv)
-    srv = FakeServer(delay=args.delay, reply=args.reply, port=args.port).start()
+    tpl = open(args.chat_template, encoding="utf-8").read() if args.chat_template else None
+    srv = FakeServer(delay=args.delay, reply=args.reply, port=args.port, chat_template=tpl).start()
     if args.mode:
         srv.fail(**MODES[args.mode])
     print(srv.url, flush=True)

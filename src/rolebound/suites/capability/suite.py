@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...io import file_sha256, stable_hash
-from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE
+from ...errors import CapabilityError
+from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE, PREFILL
 from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
@@ -81,15 +82,26 @@ class CapabilitySuite(Suite):
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         self._setup(settings)
         inj = [s for s in settings.strategies if s in prompts.INJECTION]
-        if inj:
-            why = f"{inj[0]} serialises the prompt with the model's chat template and prefills the assistant turn"
-            backend.require(COMPLETE, why)
-            backend.require(CHAT_TEMPLATE, why)
+        if inj and (why := self.unavailable_strategies(backend, inj).get(inj[0])):
+            hint = getattr(backend, "prefill_hint", "")
+            if not hint:        # say what the backend lacks, in the usual words
+                backend.require(COMPLETE, why)
+                backend.require(CHAT_TEMPLATE, why)
+            raise CapabilityError(f"strategy {inj[0]}: {why}; to enable it, {hint}")
         if any(s not in prompts.INJECTION for s in settings.strategies):
             backend.require(CHAT, "the chat-based variants")
         settings.state["judge_on"] = self.judge_enabled(settings, backend, judge)
         if settings.state["judge_on"]:
             (judge or backend).require(CHAT, "the judge scores RV, C, RC in a chat")
+
+    def unavailable_strategies(self, backend, names: Sequence[str]) -> dict[str, str]:
+        """Injection prefills the assistant turn: a raw completion over the model's chat template,
+        or (vLLM) a chat that continues a final assistant message."""
+        if not any(s in prompts.INJECTION for s in names) or backend.supports(PREFILL) or (
+                backend.supports(COMPLETE) and backend.probe(CHAT_TEMPLATE)):
+            return {}
+        why = f"the {backend.backend} backend cannot prefill the assistant turn (no chat template, no prefill option)"
+        return {s: why for s in names if s in prompts.INJECTION}
 
     def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
         # Off unless asked for: --set judge=true, --judge self, or --judge naming another model.
@@ -139,6 +151,11 @@ class CapabilitySuite(Suite):
         from .metrics import compute
 
         return compute(records, list(manifest.strategies))
+
+    def judge_check(self):
+        from .judgecheck import spec
+
+        return spec()
 
     def build_commands(self, app) -> None:
         from .build import commands

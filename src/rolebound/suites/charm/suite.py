@@ -89,7 +89,14 @@ class CharmSuite(Suite):
         await strategies.before_items(items, settings, self.opts(settings))
 
     async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
-        await strategies.run_item(item, ctx, strategy, settings, self.opts(settings).extraction)
+        opts = self.opts(settings)
+        await strategies.run_item(item, ctx, strategy, settings, opts.extraction, opts.permutations)
+
+    async def after_items(self, session, dataset: Dataset, settings: RunSettings) -> None:
+        """The override control (--set kv_control, default on): candidates' KV questions again
+        with the factual option moved (strategies.override_control)."""
+        if self.opts(settings).kv_control and "independent" in settings.strategies:
+            await strategies.override_control(session, dataset, settings, self.opts(settings))
 
     # -- results ----------------------------------------------------------------------------
 

@@ -141,6 +141,11 @@ class KnowledgeErrorsSuite(Suite):
 
         return compute(records, list(manifest.strategies))
 
+    def judge_check(self):
+        from .judgecheck import spec
+
+        return spec(lambda judge: judge_scoring_mode(None, judge))
+
     # -- re-judging -------------------------------------------------------------------------
     def rejudge(self, records, manifest, judge):
         """Every final answer judged again (stage judge@N); the answers are never touched."""

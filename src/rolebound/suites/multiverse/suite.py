@@ -188,6 +188,11 @@ class MultiverseSuite(Suite):
 
         return compute(records, manifest)
 
+    def judge_check(self):
+        from .judgecheck import spec
+
+        return spec(lambda judge: self.judge_scoring({}, judge))
+
     def build_commands(self, app) -> None:
         from .build import commands
 

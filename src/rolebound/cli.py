@@ -151,7 +151,6 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ):
     """Run a suite against a model; writes manifest, records, metrics and a report."""
-    from . import api
     from .config import load_config
     from .request import make_request
 
@@ -174,6 +173,11 @@ def run(
             judge_options=endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt") or {},
             extractor_options=endpoint_opts(None, None, extractor_opts, "--extractor-opt") or {}),
             name_of=lambda loc: _flag(loc, set(parse_sets(backend_opts, "--backend-opt"))))]
+    _run_all(runs, overwrite, quiet)
+
+
+def _run_all(runs, overwrite: bool, quiet: bool) -> None:
+    from . import api
     from .suites import get_suite
     from .suites.base import validate_options
 

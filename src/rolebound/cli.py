@@ -191,6 +191,35 @@ def run(
         raise typer.Exit(3)
 
 
+@app.command()
+def sweep(config: List[Path] = typer.Argument(..., help="YAML grid config(s), one sweep (see examples/sweep.yaml)"),
+          executor: str = typer.Option("local", "--executor", help="local (this machine) or ray (a Ray cluster)"),
+          address: str = typer.Option("auto", "--address", help="ray: auto (the running cluster, else a local "
+                                                                "one), local, or HOST:PORT"),
+          parallel: Optional[int] = typer.Option(None, "--parallel", "-p", min=1,
+                                                 help="runs at once (local: default 1; ray: default all "
+                                                      "the cluster takes)"),
+          out: Optional[Path] = typer.Option(None, "--out", "-o", help="sweep folder (default: the config's "
+                                                                       "out, else sweeps/<config name>)"),
+          quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress table")):
+    """Every run of one or more grid configs, locally or one Ray task per run; then an index page and the
+    cross-model card. The same command again skips finished runs and resumes the rest."""
+    from .sweep import sweep as run_sweep
+
+    res = run_sweep(config, executor=executor, address=address, parallel=parallel, out=out,
+                    progress=not quiet)
+    for key, o in res.outcomes.items():
+        print(f"{key}: {o['status']}" + (f" ({o['message']})" if o.get("message") else ""))
+    for p in res.index + res.cards:
+        if p.suffix == ".html":
+            print(f"{'index' if p.name == 'index.html' else 'compare'}: {p}")
+    if res.exit_code:
+        bad = sum(1 for o in res.outcomes.values() if o.get("exit_code"))
+        print(f"{bad} of {len(res.outcomes)} run(s) did not finish cleanly (see {res.index[-1]}); rerun the same "
+              "command to resume them", file=sys.stderr)
+        raise typer.Exit(res.exit_code)
+
+
 def endpoint_opts(base_url: str | None, api_key_env: str | None, opts: list[str] | None, flag: str) -> dict | None:
     """A judge's or extractor's own backend options (None: none given)."""
     out = parse_sets(opts, flag)

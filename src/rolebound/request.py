@@ -105,6 +105,8 @@ class BackendOptions(BaseModel):
     batch_tokens: int | None = Field(None, ge=64)
     tensor_parallel_size: int | None = Field(None, ge=1)
     data_parallel_size: int | None = Field(None, ge=1)
+    pipeline_parallel_size: int | None = Field(None, ge=1)     # vllm: layers split over GPUs/nodes
+    distributed_executor_backend: str | None = None            # vllm: ray (multi-node) or mp
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
     max_model_len: int | None = Field(None, ge=16)
     enable_prefix_caching: bool | None = None

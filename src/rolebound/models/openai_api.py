@@ -32,6 +32,7 @@ import re
 import time
 from typing import Any, Sequence
 
+from .. import limits
 from ..errors import BackendError
 from ..loop import API_CONCURRENCY
 from ..records import Decoding
@@ -337,7 +338,7 @@ class OpenAIBackend(Backend):
         while True:
             self._check_down()          # raises once another request found the endpoint unusable
             try:
-                async with self.sem:
+                async with self.sem, limits.slot(self.base_url):   # limits: a sweep's cap per endpoint
                     self.calls += 1
                     if self.transport == "aiohttp":       # aiohttp enforces the total timeout itself
                         out = await self._post_aiohttp(path, body)

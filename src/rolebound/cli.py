@@ -83,6 +83,8 @@ def run(
     dtype: Optional[str] = typer.Option(None, "--dtype", help="local models: auto, bf16, fp32"),
     threads: Optional[int] = typer.Option(None, "--threads", min=1,
                                           help="local models: CPU threads (default: automatic; or ROLEBOUND_THREADS)"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="bundled models: torch (default) or llamacpp "
+                                                                "(`make llamacpp`; `rolebound models` says which run)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start the run directory again"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="suite option key=value (repeatable)"),
@@ -105,7 +107,8 @@ def run(
         dec = _given(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
         jdec = _given(temperature=judge_temperature, top_p=judge_top_p, max_tokens=judge_max_tokens)
         bopts = {k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout,
-                                       dtype=dtype, threads=threads, concurrency=concurrency).items() if v is not None}
+                                       dtype=dtype, threads=threads, concurrency=concurrency,
+                                       engine=engine).items() if v is not None}
         bopts.update(parse_sets(backend_opts, "--backend-opt"))
         runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
                      scoring=scoring, judge=judge, repeats=repeats, decoding=dec, judge_decoding=jdec,
@@ -290,7 +293,7 @@ def models(ctx: typer.Context):
     for k, desc in describe_backends().items():
         t.add_row(k, desc)
     _console().print(t)
-    b = Table("--model", "what", "status", title="bundled models")
+    b = Table("--model", "what", "status", "--engine", title="bundled models")
     for row in bundled_rows():
         b.add_row(*row)
     _console().print(b)

@@ -29,7 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ROLEBOUND = Path(sys.executable).parent / "rolebound"
-WORKLOAD = ROOT.parent / "shared" / "bench" / "workload_canon200.jsonl"
+SHARED = Path(os.environ.get("ROLEBOUND_SHARED") or next(
+    (p / "shared" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared").is_dir()), ROOT.parent / "shared"))
+WORKLOAD = SHARED / "bench" / "workload_canon200.jsonl"
 CANON_TEMPLATE = ("You are {{name}} from {{source}}. Answer the question as this character.\nQuestion: "
                   "{{question}}\nA. {{options[0]}}\nB. {{options[1]}}\nC. {{options[2]}}\nD. {{options[3]}}\nAnswer:")
 TORCH_CHARM_S = 5.7       # issue 21: a CHARM paper-protocol call on Qwen 1.5B, torch engine, today

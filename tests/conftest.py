@@ -33,9 +33,38 @@ def _fresh_cache(tmp_path, monkeypatch):
     yield
 
 
+def pytest_collection_modifyitems(config, items):
+    """A test that takes the `bundled` fixture is a model test (`make test-fast` leaves it out)."""
+    for item in items:
+        if "bundled" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("model"):
+            item.add_marker(pytest.mark.model)
+
+
+@pytest.fixture(autouse=True)
+def _model_tests_are_marked(request, monkeypatch):
+    """Only a test marked `model` may load a bundled model (so `-m "not model"` loads none): a
+    load from any other test fails at once, naming the marker."""
+    if request.node.get_closest_marker("model"):
+        yield
+        return
+    from rolebound.models import local
+
+    real = local.shared_engine
+
+    def guarded(path, **opts):
+        if Path(path).resolve().is_relative_to(model_dir().resolve()):
+            pytest.fail(f"{request.node.nodeid} loads the bundled model {path}: mark it @pytest.mark.model")
+        return real(path, **opts)
+
+    monkeypatch.setattr(local, "shared_engine", guarded)
+    yield
+
+
 @pytest.fixture(scope="session")
 def bundled():
-    """One loaded bundled backend for the whole session (real model, CPU)."""
+    """One loaded bundled backend for the whole session (real model, CPU). Every other bundled
+    backend of the session (api.run creates its own) shares its engine (models.local.shared_engine),
+    so the weights load once per test run."""
     from rolebound.models import create_backend
 
     b = create_backend("bundled")

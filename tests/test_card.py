@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from rolebound import api
-from rolebound.card.build import SUITES, make_card
+from rolebound.card.build import card_suites, make_card
 from rolebound.card.compare import compare_cards
-from rolebound.card.figures import fmt
+from rolebound.card_figures import fmt
 from rolebound.card.render import read_card, write_card
 from rolebound.store import RunDir
 from rolebound.suites import get_suite
@@ -52,7 +52,7 @@ def metrics_of(section: dict) -> dict:
 
 def test_every_suite_runs_its_subset_in_the_card_folder(fake_card):
     card = read_card(fake_card.out)
-    assert [s["suite"] for s in card["suites"]] == list(SUITES)
+    assert [s["suite"] for s in card["suites"]] == card_suites()
     for s in card["suites"]:
         assert Path(s["run_dir"]) == fake_card.out / "runs" / s["suite"]
         assert s["limit"] == TINY[s["suite"]] and s["finished"] and not s["problems"]
@@ -62,7 +62,7 @@ def test_every_suite_runs_its_subset_in_the_card_folder(fake_card):
 
 
 def test_default_limits_are_the_suites_card_limits():
-    assert {n: get_suite(n).card_limit for n in SUITES} == {"charm": 600, "knowledge-errors": 24,
+    assert {n: get_suite(n).card_limit for n in card_suites()} == {"charm": 600, "knowledge-errors": 24,
                                                             "multiverse": 96, "capability": 8}
 
 
@@ -162,7 +162,7 @@ def test_runs_are_reused_and_not_run_again(fake_card, tmp_path):
     assert s["reused"] and Path(s["run_dir"]) == charm and not (out / "runs" / "charm").exists()
     assert RunDir(charm).read_manifest().counts["model_calls"] == calls and "charm" not in res.ran
     assert s["report"] == "../mine/report.html" and (out / s["report"]).exists()
-    assert sorted(res.ran) == sorted(n for n in SUITES if n != "charm")
+    assert sorted(res.ran) == sorted(n for n in card_suites() if n != "charm")
 
 
 def _reused_card(fake_card, tmp_path, model: str) -> list[Path]:
@@ -278,10 +278,14 @@ def test_cli_writes_the_card_and_prints_its_paths(tmp_path):
 
 
 @pytest.mark.model
-def test_bundled_card_with_tiny_limits(tmp_path):
-    res = make_card("bundled", out=tmp_path / "card", progress=False, say=quiet,
-                    limits={"charm": 6, "knowledge-errors": 2, "multiverse": 4, "capability": 1})
+def test_bundled_card_is_labelled_demo(tmp_path, monkeypatch, bundled):
+    """On the real demo model the card says so; one suite's run shows it (the fake card above runs
+    every suite), charm's six log-likelihood questions being the cheapest."""
+    from rolebound.card import build as card_build
+
+    monkeypatch.setattr(card_build, "card_suites", lambda: ["charm"])
+    res = make_card("bundled", out=tmp_path / "card", progress=False, say=quiet, limits={"charm": 6})
     html = (res.out / "card.html").read_text()
-    assert [s["suite"] for s in res.card["suites"]] == list(SUITES)
-    assert "Demo only." in html and "bundled demo model" in html and html.count('<img class="chart"') == 4
+    assert [s["suite"] for s in res.card["suites"]] == ["charm"]
+    assert "Demo only." in html and "bundled demo model" in html and html.count('<img class="chart"') == 1
     assert all(s["protocol"] == "demo" for s in res.card["suites"])

@@ -293,3 +293,84 @@ def test_a_title_is_matched_as_whole_words():
 
 def test_if_i_had_to_pick_still_decides():
     assert read_choice("So, if I had to pick one, it would probably be D) Confront him directly.", ABCD) == 3
+
+
+# -- issue 22: the families missed on replies outside the corpus --------------------------------------
+DUTY = [("A", "Duty - Fulfill Her Duty"), ("B", "Personal Desire - Follow Her Personal Desire")]
+FOUR = [("A", "Escape with Thor - Return to Earth and the Avengers"),
+        ("B", "Stay on Sakaar - Remain where Hulk is celebrated and respected"),
+        ("C", "Challenge the Grandmaster - Try to take control of Sakaar"),
+        ("D", "Negotiate Terms - Demand changes to your gladiator status")]
+
+
+def test_both_poles_after_a_decision_read_none():
+    # "vs." no longer ends the sentence, so the second option stays in the decision
+    assert read_choice("I choose... A) Duty vs. B) Personal Desire", DUTY) is None
+
+
+def test_a_review_then_the_pick_restated_on_its_own_line():
+    reply = ("A) Escape with Thor - Go back to Earth? Maybe hurt again.\n\nB) Stay on Sakaar - Be king!\n\n"
+             "C) Challenge the Grandmaster - More smash!\n\nD) Negotiate Terms - Talk? Hulk HATE talk!\n\n"
+             "Hulk... HULK CHOOSE...\n\nB) Stay on Sakaar - Remain where Hulk is celebrated and respected\n\nHulk stay!")
+    assert read_choice(reply, FOUR) == 1
+    walk = ("A) Escape with Thor - Return to Earth and the Avengers. Tempting.\n"
+            "B) Stay on Sakaar - Remain where Hulk is celebrated and respected. Fun.\n"
+            "C) Challenge the Grandmaster - Try to take control of Sakaar. Risky.\n"
+            "D) Negotiate Terms - Demand changes to your gladiator status. Boring.")
+    assert read_choice(walk, FOUR) is None            # a walk through the options picks none
+
+
+def test_review_lines_with_a_colon_comment_and_so_yeah_restatement():
+    opts = [("A", "Defended your role and proved your worth in battle"), ("B", "Ignored the critics"),
+            ("C", "Used humor to make light of the situation"), ("D", "Challenged others")]
+    reply = ("B) Ignored the critics: Nope.\nC) Used humor to make light of the situation: Maybe later.\n"
+             "D) Challenged others: Too much.\n\nSo yeah, A) Defended my role and proved my worth in battle.")
+    assert read_choice(reply, opts) == 0
+
+
+def test_appositive_answer_and_an_announcement_before_the_option():
+    assert read_choice("So, the answer, the obvious answer, the one even a caveman sees, is C).", FOUR) == 2
+    assert read_choice("But if I have to pick, the answer is unequivocally:\n\nA) Escape with Thor", FOUR) == 0
+    assert read_choice("There is only one path. B) Stay on Sakaar - Remain where Hulk is celebrated.", FOUR) == 1
+    assert read_choice("A is out, D is out. That leaves Option C. The biggest gamble.", FOUR) == 2
+
+
+def test_commit_phrases_after_the_option_and_framing_ifs():
+    assert read_choice("After thinking it through, Option B: Stay on Sakaar feels like the right call.", FOUR) == 1
+    assert read_choice("Yeah, Option D is the way to go.", FOUR) == 3
+    assert read_choice("So, if you're asking me what I'd do... I'd choose D).", FOUR) == 3
+    assert read_choice("If you want me alive, then C it is.", FOUR) is None   # a real condition still holds
+    assert read_choice("I'd say A and D.", FOUR) is None
+
+
+def test_label_and_title_of_another_option_disagree():
+    opts = [("A", "Duty - Fly to Argo City"), ("B", "Personal Desire - Stay in Metropolis")]
+    assert read_choice("Therefore, I must choose:\n\nB) Duty\n\nI will go.", opts) is None
+    assert read_choice("Answer: B) Duty (Stay in Metropolis)", opts) == 1     # its own text agrees
+
+
+def test_label_with_its_text_inside_a_sentence():
+    opts = [("A", "you loses his super-speed abilities permanently."),
+            ("B", "you creates an alternate timeline where General Zod threatens Earth."),
+            ("C", "you becomes the leader of the Justice League."), ("D", "you prevents the creation of metahumans.")]
+    reply = "The big consequence of me trying to save Mom was that B) I created an alternate timeline where General Zod threatens Earth."
+    assert read_choice(reply, opts) == 1
+    both = "It was C) I became the leader of the Justice League ...but also D) I prevented the creation of metahumans."
+    assert read_choice(both, opts) is None
+
+
+def test_an_option_acted_out_in_the_characters_words():
+    opts = [("A", "Continue your meditation and maintain your exile from heroics"),
+            ("B", "Alert other heroes to handle the situation"),
+            ("C", "Don the Helmet of Fate again and return to action"),
+            ("D", "Attempt to handle the situation without using the Helmet of Fate")]
+    assert read_choice("The choice is clear. I must don the Helmet again and return to action.", opts) == 2
+    assert read_choice("I will not don the Helmet again and return to action.", opts) is None
+    assert read_choice("Maybe I must don the Helmet again and return to action, or alert other heroes.", opts) is None
+    dilemma = [("A", "Duty - Stop the Red Hood Gang first"), ("B", "Personal Desire - Go to the gala with Babs")]
+    assert read_choice("Choice: Duty first, then Personal Desire. I'll stop the Red Hood Gang first.", dilemma) is None
+
+
+def test_an_aside_that_answers_is_kept():
+    opts = [("A", "Pass the ball"), ("B", "Dunk over Flash")]
+    assert read_choice("So, that leaves Option B.\n\n(My answer is a modified B):\n\nI'll dunk, but gently.", opts) is None

@@ -110,8 +110,11 @@ def test_multiverse_answers_read_by_their_options(tmp_path):
 
 
 def test_judgment_extractor_keeps_the_papers_format():
-    j = extract.judgment()
+    from rolebound.suites.knowledge_errors.prompts import judgment
+
+    j = judgment()
     assert j("explanation: fine\n\n**Judgment:** No").value == "no"
     assert j("judgment: yes\njudgment: no").rule == "none:two_judgment_lines"
     assert j("Yes.").value is None
     assert json.dumps(j.spec()) == '{"kind": "judgment"}'
+    assert extract.Extractor.from_spec(j.spec())("judgment: yes").value == "yes"   # re-read from a stored spec

@@ -108,15 +108,17 @@ def test_a_changed_embedder_is_another_key(fake_model):
 
 
 def test_mean_similarity_matches_a_direct_computation(fake_model):
+    from rolebound.suites.charm.strategies import mean_similarity
+
     _, fake = fake_model
     groups = {"q1": ("banana", ["kiwi", "apple"]), "q2": ("kiwi", ["banana"]), "q3": ("fig", [])}
-    got = E.mean_similarity(groups)
+    got = mean_similarity(groups)
     vec = dict(zip(*[["banana", "kiwi", "apple"], FakeEmbedder().encode(["banana", "kiwi", "apple"])]))
     assert got["q1"] == round(float(np.mean([vec["kiwi"] @ vec["banana"], vec["apple"] @ vec["banana"]])), 4)
     assert got["q2"] == round(float(vec["banana"] @ vec["kiwi"]), 4)
     assert "q3" not in got                                       # no distractors: no similarity
     assert fake.seen == [["banana", "kiwi", "apple", "fig"]]    # one batch of unique texts
-    assert E.mean_similarity(groups) == got and len(fake.seen) == 1
+    assert mean_similarity(groups) == got and len(fake.seen) == 1
 
 
 def test_retriever_vectors_come_from_the_cache(fake_model):

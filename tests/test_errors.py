@@ -11,7 +11,7 @@ import pytest
 
 from rolebound.errors import InputError
 from rolebound.io import read_jsonl
-from rolebound.suites.mcq.suite import MCQItem
+from rolebound.suites.mcq.data import MCQItem
 
 from helpers import write_mcq
 

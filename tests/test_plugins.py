@@ -84,6 +84,34 @@ def test_the_installed_example_is_found_run_reported_and_compared(plugin_path, t
     assert res.returncode == 2 and "shout" in res.stderr and "true or false" in res.stderr
 
 
+CARD_TINY = {"charm": 4, "knowledge-errors": 2, "multiverse": 2, "capability": 1}
+
+
+def test_the_example_reaches_card_compare_and_build_with_no_core_change(plugin_path, tmp_path):
+    """The plugin declares on_card, card_figures and build_commands: `rolebound card` runs it with
+    the built-in suites, `card --compare` puts it side by side, `rolebound build echo` writes data."""
+    words = tmp_path / "words.txt"
+    res = rb(plugin_path, tmp_path, "build", "--help")
+    assert res.returncode == 0 and "echo" in res.stdout
+    res = rb(plugin_path, tmp_path, "build", "echo", "noon", "kayak", "tree", "--out", str(words))
+    assert res.returncode == 0, res.stderr
+    res = rb(plugin_path, tmp_path, "run", "echo", "-m", "reverse", "--data", str(words), "--out", str(tmp_path / "w"), "-q")
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "w" / "metrics.json").read_text())["by_strategy"]["plain"]["n"] == 3
+    limits = [x for k, v in CARD_TINY.items() for x in ("--limit", f"{k}={v}")]
+    res = rb(plugin_path, tmp_path, "card", "--model", "fake:echo", "-q", "--out", str(tmp_path / "a"), *limits)
+    assert res.returncode == 0, res.stderr[-2000:]
+    card = json.loads((tmp_path / "a" / "card.json").read_text())
+    assert [s["suite"] for s in card["suites"]][-1] == "echo"
+    echo = card["suites"][-1]
+    assert echo["title"] == "echo: repeat a word" and echo["figures"][0]["value"] == 100.0
+    res = rb(plugin_path, tmp_path, "card", "--compare", str(tmp_path / "a"), str(tmp_path / "a" / "card.json"),
+             "--out", str(tmp_path / "cmp"))
+    assert res.returncode == 0, res.stderr[-2000:]
+    md = (tmp_path / "cmp" / "compare.md").read_text()
+    assert "echo: repeat a word" in md and "echoed % (plain)" in md
+
+
 def test_without_the_plugin_echo_is_unknown(tmp_path):
     assert "echo" not in available()
     res = subprocess.run([str(SCRIPT), "run", "echo", "-m", "fake:echo"], capture_output=True, text=True,

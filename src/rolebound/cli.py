@@ -10,17 +10,72 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from .errors import InputError, RoleboundError, RunStopped
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure whether a role-playing LLM stays inside its character's boundaries.")
+class SuiteCommands(TyperGroup):
+    """`rolebound build`: every registered suite's commands (its build_commands hook) and those of
+    `rolebound.commands` entry points, collected on first use (so `rolebound --help` loads no suite)."""
+
+    def _collect(self) -> None:
+        if getattr(self, "_collected", False):
+            return
+        self._collected = True
+        from .suites import available, get_suite
+
+        sub = typer.Typer()
+        for name in available():
+            get_suite(name).build_commands(sub)
+        for t in (sub, PLUGIN_BUILD):
+            if t.registered_commands or t.registered_groups:
+                for n, c in typer.main.get_group(t).commands.items():
+                    self.add_command(c, n)
+
+    def list_commands(self, ctx):
+        self._collect()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx, name):
+        self._collect()
+        return super().get_command(ctx, name)
+
+
 data_app = typer.Typer(no_args_is_help=True, help="Inspect and import datasets.")
-build_app = typer.Typer(no_args_is_help=True, help="Construction pipelines that turn seeds into benchmark items.")
+build_app = typer.Typer(cls=SuiteCommands, no_args_is_help=True,
+                        help="Construction pipelines that turn seeds into benchmark items (each suite's own).")
 app.add_typer(data_app, name="data")
+PLUGIN_BUILD = typer.Typer()     # the build commands of rolebound.commands entry points
+
+
+def _register_plugin_commands() -> None:
+    """Packages without a suite add commands as a `rolebound.commands` entry point: a function
+    register(build_app, data_app) (their `data` commands must exist before `data` is parsed)."""
+    from . import plugins
+
+    for target in plugins.entry_points(plugins.COMMANDS).values():
+        plugins.load(target)(PLUGIN_BUILD, data_app)
+
+
+_register_plugin_commands()
 app.add_typer(build_app, name="build")
 
 DEBUG = {"on": False}
+
+
+def _suite_names() -> str:
+    """The registry's names for help texts (names only: no suite module is imported)."""
+    from .suites import available
+
+    try:
+        return ", ".join(available())
+    except Exception:   # noqa: BLE001 - a broken plugin must not break --help; `run` reports it
+        return "see `rolebound suites`"
+
+
+SUITE_NAMES = _suite_names()
 
 
 def _console():
@@ -52,7 +107,7 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks."))
 
 @app.command()
 def run(
-    suite: Optional[str] = typer.Argument(None, help="charm, knowledge-errors, multiverse, capability or mcq"),
+    suite: Optional[str] = typer.Argument(None, help=f"one of: {SUITE_NAMES} (`rolebound suites`)"),
     model: str = typer.Option("bundled", "--model", "-m", help="BACKEND:NAME (see `rolebound models`)"),
     strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="one or more, comma-separated"),
     data: Optional[str] = typer.Option(None, "--data", help="dataset file (default: the suite's starter set)"),
@@ -88,41 +143,47 @@ def run(
     no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start the run directory again"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="suite option key=value (repeatable)"),
-    backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt",
-                                                     help="backend option key=value (repeatable), e.g. "
-                                                          "transport=aiohttp, tensor_parallel_size=2"),
+    backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt", help="backend option key=value "
+                                                     "(repeatable), e.g. transport=aiohttp, tensor_parallel_size=2"),
     config: Optional[Path] = typer.Option(None, "--config", help="YAML run config (may be a grid)"),
+    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
+    judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
+    judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
+    extractor_opts: Optional[List[str]] = typer.Option(None, "--extractor-opt", help="extractor backend option key=value"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ):
     """Run a suite against a model; writes manifest, records, metrics and a report."""
     from . import api
     from .config import load_config
+    from .request import make_request
 
     if config:
-        runs = load_config(config).expand()
+        runs = load_config(config).expand(file=config)
     else:
         if not suite:
             raise InputError("give a SUITE or --config FILE", field="suite")
         # only what was given: the rest comes from the suite's protocol (protocol.py)
-        dec = _given(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
-        jdec = _given(temperature=judge_temperature, top_p=judge_top_p, max_tokens=judge_max_tokens)
-        bopts = {k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout,
-                                       dtype=dtype, threads=threads, concurrency=concurrency,
-                                       engine=engine).items() if v is not None}
-        bopts.update(parse_sets(backend_opts, "--backend-opt"))
-        runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
-                     scoring=scoring, judge=judge, repeats=repeats, decoding=dec, judge_decoding=jdec,
-                     protocol=protocol, allow_greedy_repeats=allow_greedy_repeats, concurrency=concurrency,
-                     use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets),
-                     extractor=extractor)]
+        bopts = dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout, dtype=dtype, threads=threads,
+                     concurrency=concurrency, engine=engine)
+        bopts = {k: v for k, v in bopts.items() if v is not None} | parse_sets(backend_opts, "--backend-opt")
+        runs = [make_request(dict(
+            suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out, scoring=scoring,
+            judge=judge, repeats=repeats, protocol=protocol, allow_greedy_repeats=allow_greedy_repeats,
+            decoding=dict(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
+            judge_decoding=dict(temperature=judge_temperature, top_p=judge_top_p, max_tokens=judge_max_tokens),
+            concurrency=concurrency, use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets),
+            extractor=extractor,
+            judge_options=endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt") or {},
+            extractor_options=endpoint_opts(None, None, extractor_opts, "--extractor-opt") or {}),
+            name_of=lambda loc: _flag(loc, set(parse_sets(backend_opts, "--backend-opt"))))]
     from .suites import get_suite
     from .suites.base import validate_options
 
-    for kw in runs:         # a grid stops on a bad option before its first run starts
-        validate_options(get_suite(kw["suite"]), kw["options"])
+    for req in runs:         # a grid stops on a bad option before its first run starts
+        validate_options(get_suite(req.suite), req.options)
     calls = items = 0
-    for kw in runs:
-        res = api.run(**kw, overwrite=overwrite, progress=not quiet)
+    for req in runs:
+        res = api.run(req.model_copy(update={"overwrite": overwrite, "progress": not quiet}))
         _summary(res)
         calls, items = calls + res.counts.errors, items + res.counts.items_failed
     if calls or items:
@@ -132,22 +193,57 @@ def run(
         raise typer.Exit(3)
 
 
-def _given(**values) -> dict:
-    """The decoding flags that were given (the rest comes from the suite's protocol); a bad
-    value names its flag."""
-    from pydantic import ValidationError
+@app.command()
+def sweep(config: List[Path] = typer.Argument(..., help="YAML grid config(s), one sweep (see examples/sweep.yaml)"),
+          executor: str = typer.Option("local", "--executor", help="local (this machine) or ray (a Ray cluster)"),
+          address: str = typer.Option("auto", "--address", help="ray: auto (the running cluster, else a local "
+                                                                "one), local, or HOST:PORT"),
+          parallel: Optional[int] = typer.Option(None, "--parallel", "-p", min=1,
+                                                 help="runs at once (local: default 1; ray: default all "
+                                                      "the cluster takes)"),
+          out: Optional[Path] = typer.Option(None, "--out", "-o", help="sweep folder (default: the config's "
+                                                                       "out, else sweeps/<config name>)"),
+          quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress table")):
+    """Every run of one or more grid configs, locally or one Ray task per run; then an index page and the
+    cross-model card. The same command again skips finished runs and resumes the rest."""
+    from .sweep import sweep as run_sweep
 
-    from .records import Decoding
+    res = run_sweep(config, executor=executor, address=address, parallel=parallel, out=out,
+                    progress=not quiet)
+    for key, o in res.outcomes.items():
+        print(f"{key}: {o['status']}" + (f" ({o['message']})" if o.get("message") else ""))
+    for p in res.index + res.cards:
+        if p.suffix == ".html":
+            print(f"{'index' if p.name == 'index.html' else 'compare'}: {p}")
+    if res.exit_code:
+        bad = sum(1 for o in res.outcomes.values() if o.get("exit_code"))
+        print(f"{bad} of {len(res.outcomes)} run(s) did not finish cleanly (see {res.index[-1]}); rerun the same "
+              "command to resume them", file=sys.stderr)
+        raise typer.Exit(res.exit_code)
 
-    given = {k: v for k, v in values.items() if v is not None}
-    try:
-        Decoding().merged(**given)          # a bad value fails here, naming the option
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        name = str(err["loc"][0]) if err.get("loc") else "decoding"
-        raise InputError(f"{err.get('msg')} (got {err.get('input')!r})",
-                         field="--" + name.replace("_", "-")) from None
-    return given
+
+def endpoint_opts(base_url: str | None, api_key_env: str | None, opts: list[str] | None, flag: str) -> dict | None:
+    """A judge's or extractor's own backend options (None: none given)."""
+    out = parse_sets(opts, flag)
+    out.update({k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env).items() if v is not None})
+    return out or None
+
+
+_FLAGS = {"strategies": "--strategy", "use_cache": "--no-cache", "options": "--set"}
+
+
+def _flag(loc: tuple, given_backend_opts: set[str]) -> str:
+    """The flag a bad request field came from: decoding.top_p -> --top-p, backend_options.timeout
+    -> --timeout, or --backend-opt timeout when it was given that way."""
+    head, rest = str(loc[0]), [str(x) for x in loc[1:]]
+    if head in ("decoding", "judge_decoding") and rest:
+        return ("--judge-" if head == "judge_decoding" else "--") + rest[0].replace("_", "-")
+    if head in ("judge_options", "extractor_options") and rest:
+        who = head.split("_")[0]
+        return f"--{who}-" + rest[0].replace("_", "-") if rest[0] in ("base_url", "api_key_env") else f"--{who}-opt {rest[0]}"
+    if head == "backend_options" and rest:
+        return f"--backend-opt {rest[0]}" if rest[0] in given_backend_opts else "--" + rest[0].replace("_", "-")
+    return _FLAGS.get(head, "--" + head.replace("_", "-"))
 
 
 def _summary(res) -> None:
@@ -188,26 +284,68 @@ def _paths(run_dir, report_paths) -> None:
 @app.command()
 def report(run_dir: Path = typer.Argument(..., help="a run directory"),
            judge: Optional[str] = typer.Option(None, "--judge", help="re-judge with this model first (suites with a judge)"),
+           judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
+           judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
+           judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
            quiet: bool = typer.Option(False, "--quiet", "-q")):
     """Rebuild metrics.json and the report from records.jsonl alone: answers are read again from the
     stored replies (no model calls), optionally re-judged first."""
     from . import api
 
+    jopts = endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt")
+    if jopts and not judge:
+        raise InputError("judge options need --judge BACKEND:NAME (the judge to re-judge with)", field="--judge-opt")
     if judge:
         from .rejudge import rejudge
 
-        rejudge(run_dir, judge, progress=not quiet)
+        done = rejudge(run_dir, judge, progress=not quiet, judge_options=jopts)
+        print(f"re-judged {done.answers} answers with {done.judge}: judge round {done.round}"
+              + (f" ({done.mode})" if done.mode else "") + (f", {done.failed} failed" if done.failed else ""))
     from .scoring.extract import reextract
     from .store import RunDir
     from .suites import get_suite
 
     suite = get_suite(RunDir(run_dir).read_manifest().suite)
-    n, changed = reextract(run_dir, getattr(suite, "extractor_for", None))
+    n, changed = reextract(run_dir, suite.extractor_for)
     if n:
         print(f"re-extracted {n} answers from the stored replies: {changed} readings changed")
     _, paths = api.build_report(run_dir)
     for p in paths:
         print(p)
+
+
+@app.command("judge-check")
+def judge_check(suite: str = typer.Argument(..., help="a judged suite: multiverse, knowledge-errors or capability"),
+                judge: Optional[str] = typer.Option(None, "--judge", help="the judge to check, BACKEND:NAME"),
+                data: Optional[str] = typer.Option(None, "--data", help="labelled replies (JSONL, docs/judge-check.md); "
+                                                   "multiverse: default Beyond One World's annotated_results"),
+                limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="check only N replies"),
+                out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (same --out resumes)"),
+                concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="replies in flight "
+                                                          "(a local engine batches them; fewer use less memory)"),
+                humans: bool = typer.Option(False, "--humans-only", help="no judge: the annotators' agreement "
+                                            "with each other on every labelled reply (the human ceiling)"),
+                quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar")):
+    """Score human-labelled replies with the suite's own judge prompt and protocol, and report the
+    judge's agreement with each annotator, their mean and the human ceiling (bootstrap CIs)."""
+    from .judgecheck.report import print_table
+    from .judgecheck.run import humans_table, run as run_check
+
+    if humans:
+        print_table(humans_table(suite, data, limit), verdicts=False)
+        return
+    if not judge:
+        raise InputError("give --judge BACKEND:NAME (or --humans-only)", field="--judge")
+
+    res = run_check(suite, judge, data=data, limit=limit, out=out, progress=not quiet, concurrency=concurrency)
+    print_table(res.metrics)
+    c = res.counts
+    print(f"{c['model_calls']} judge calls, {c['cache_hits']} from the cache, {c['resumed']} resumed; run folder: {res.out}")
+    for p in res.paths:
+        print(p)
+    if res.failed:
+        print(f"{res.failed} judge call(s) failed (errors.log); rerun the same command to retry them", file=sys.stderr)
+        raise typer.Exit(3)
 
 
 @app.command()
@@ -221,12 +359,13 @@ def view(path: Path = typer.Argument(..., help="a run folder, or a folder of run
 
 
 @app.command()
-def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run directories"),
-            out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.md/html")):
-    """Put several runs side by side (one row per model, strategy)."""
+def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run directories (one with --paper)"),
+            out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.md/html"),
+            paper: bool = typer.Option(False, "--paper", help="print each run as one more row of the paper's tables")):
+    """Put several runs side by side (one row per model, strategy); --paper: beside the paper's tables."""
     from .compare import compare_runs
 
-    paths = compare_runs(run_dirs, out)
+    paths = compare_runs(run_dirs, out, paper=paper, echo=paper)
     for p in paths:
         print(p)
 
@@ -242,8 +381,14 @@ def card(paths: Optional[List[Path]] = typer.Argument(None, metavar="[RUN_DIR | 
          out: Optional[Path] = typer.Option(None, "--out", "-o", help="card folder (default cards/<model>; "
                                                                       "the same --out resumes)"),
          limits: Optional[List[str]] = typer.Option(None, "--limit", help="SUITE=N: another subset size (repeatable)"),
+         base_url: Optional[str] = typer.Option(None, "--base-url", help="the model's OpenAI-compatible server URL"),
+         api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="env var holding the model's API key"),
+         backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt", help="backend option key=value (repeatable)"),
+         judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
+         judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
+         judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
          quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars")):
-    """A model card across charm, knowledge-errors, multiverse and capability: each suite's quick,
+    """A model card across the suites that declare one (`rolebound suites` marks them): each suite's quick,
     balanced subset in its paper protocol, headline figures with CIs, a chart each, links to the
     full reports (card.html, card.md, card.json)."""
     if compare:
@@ -265,7 +410,12 @@ def card(paths: Optional[List[Path]] = typer.Argument(None, metavar="[RUN_DIR | 
     for k, v in lim.items():
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise InputError(f"{k}={v}: the limit must be a whole number of at least 1", field="--limit")
-    res = make_card(model, judge=judge, runs=paths or [], out=out, limits=lim, progress=not quiet)
+    bopts = endpoint_opts(base_url, api_key_env, backend_opts, "--backend-opt")
+    jopts = endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt")
+    if jopts and judge in (None, "self"):
+        raise InputError("judge options need --judge BACKEND:NAME naming the judge model", field="--judge-opt")
+    res = make_card(model, judge=judge, runs=paths or [], out=out, limits=lim, progress=not quiet,
+                    backend_options=bopts, judge_options=jopts)
     print(f"card folder: {res.out}")
     for p in res.paths:
         print(f"card: {p}")
@@ -331,10 +481,10 @@ def suites(name: Optional[str] = typer.Argument(None, help="show this suite's st
     if name:
         _suite_details(get_suite(name))
         return
-    t = Table("suite", "strategies", "what", title="rolebound run SUITE")
+    t = Table("suite", "strategies", "what", "card", title="rolebound run SUITE")
     for n in available():
         s = get_suite(n)
-        t.add_row(n, ", ".join(s.strategies), s.description)
+        t.add_row(n, ", ".join(s.strategies), s.description, "yes" if s.on_card else "")
     _console().print(t)
 
 
@@ -405,20 +555,6 @@ def data_formats():
         print(f"{name:28s} {help_}")
 
 
-def _register_extensions() -> None:
-    """Suites add their own `build` and `data import` commands: a built-in suite's cli.py, or a
-    `rolebound.commands` entry point of another package (a function register(build_app, data_app))."""
-    from . import plugins
-
-    targets = {k: f"{v}:register" for k, v in plugins.builtin_suite_modules("cli").items()}
-    targets.update({k: v for k, v in plugins.entry_points(plugins.COMMANDS).items() if k not in targets})
-    for target in targets.values():
-        plugins.load(target)(build_app, data_app)
-
-
-_register_extensions()
-
-
 def main() -> None:
     try:
         code = _main(sys.argv[1:])
@@ -463,6 +599,8 @@ def _main(argv: list[str]) -> int:
             import traceback
 
             traceback.print_exc()
+            if getattr(exc, "dump", None):
+                print(exc.dump, file=sys.stderr)
         print(("" if isinstance(exc, RunStopped) else "error: ") + str(exc), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -24,3 +24,15 @@ def model_dir() -> Path:
     path = Path(env) if env else cache_dir() / "models"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def shared_root() -> Path | None:
+    """The public data beside the checkout: ROLEBOUND_SHARED, else ../shared of the checkout (or of
+    the working directory) when present; None otherwise."""
+    env = os.environ.get("ROLEBOUND_SHARED")
+    if env:
+        return Path(env)
+    for base in (Path(__file__).resolve().parents[2], Path.cwd()):
+        if (base.parent / "shared").is_dir():
+            return base.parent / "shared"
+    return None

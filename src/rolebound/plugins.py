@@ -5,7 +5,9 @@
 
 Groups: rolebound.suites (a Suite class), rolebound.backends (a Backend class),
 rolebound.importers (a module with IMPORTERS), rolebound.commands (a function
-register(build_app, data_app)). Nothing is imported until it is asked for by name.
+register(build_app, data_app)). A suite's own build commands and importers are its hooks
+(Suite.build_commands, Suite.importers); the last two groups are for packages without a suite.
+Nothing is imported until it is asked for by name.
 """
 
 from __future__ import annotations
@@ -46,19 +48,10 @@ def load(target: str) -> Any:
     return obj
 
 
-def builtin_suite_modules(leaf: str) -> dict[str, str]:
-    """The `rolebound.suites.<pkg>.<leaf>` modules that exist (cli, importers), by package name."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent / "suites"     # read from disk: imports no suite
-    return {p.parent.name: f"{__package__}.suites.{p.parent.name}.{leaf}"
-            for p in sorted(root.glob(f"*/{leaf}.py")) if (p.parent / "__init__.py").exists()}
-
-
 def lazy_exports(package: str, names: dict[str, str]):
     """A package's module `__getattr__` that imports each exported name from its submodule on
-    first use (`{"CharmSuite": ".suite"}`), so the registry and the CLI can look at a suite
-    package (its cli.py, importers.py) without loading the suite."""
+    first use (`{"CharmSuite": ".suite"}`), so importing a suite package costs nothing until its
+    class is asked for."""
     def __getattr__(name: str):
         if name in names:
             return getattr(importlib.import_module(names[name], package), name)

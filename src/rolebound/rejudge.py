@@ -10,6 +10,8 @@ calls cost nothing, its failed ones are retried.
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Sequence
 
@@ -24,6 +26,11 @@ ROUND = "judge_round"
 def judge_stage(stage: str, round_: int) -> str:
     """The stage name of a judge call in round `round_` (round 0 keeps the plain name)."""
     return stage if round_ == 0 else f"{stage}@{round_}"
+
+
+def base_stage(stage: str) -> str:
+    """The stage name without its round suffix: judge@2 -> judge."""
+    return stage.partition("@")[0]
 
 
 def record_round(r: Record) -> int:
@@ -55,6 +62,24 @@ def verdicts(records: Iterable[Record], round_: int | None = None) -> list[Recor
     return [r for r in judge_calls(records) if record_round(r) == round_] if round_ is not None else []
 
 
+def judge_modes(records: Iterable[Record], stage: str | None = None) -> dict[int, str]:
+    """round -> how the judge was read ("generate" or "logprob"), from the judge calls (of `stage`
+    only, when given). Records without `judge_scoring` in their meta: their call kind tells."""
+    out: dict[int, str] = {}
+    for r in judge_calls(records):
+        if stage is None or base_stage(r.stage) == stage:
+            out.setdefault(record_round(r), r.meta.get("judge_scoring") or ("logprob" if r.kind == "score" else "generate"))
+    return dict(sorted(out.items()))
+
+
+def newest_stage(records: Iterable[Record], stage: str) -> list[Record]:
+    """The calls of judge stage `stage` in the newest round that has any (round 0: `stage`,
+    round N: `stage@N`): what the metrics of a re-judged stage read."""
+    calls = [r for r in judge_calls(records) if base_stage(r.stage) == stage]
+    last = max((record_round(r) for r in calls), default=0)
+    return [r for r in calls if record_round(r) == last]
+
+
 def rounds_text(judges: dict, used: Any, modes: dict | None = None) -> str:
     """'round 2: judge-b (earlier: 0: judge-a, 1: ...)' for a report's facts; keys as str or int."""
     judges = {str(k): v for k, v in judges.items()}
@@ -81,14 +106,71 @@ def next_round(records: Iterable[Record], manifest: RunManifest, judge_spec: str
     return last if same else last + 1
 
 
-def rejudge(run_dir: str | Path, judge: str, *, progress: bool = True) -> None:
+@dataclass
+class JudgePlan:
+    """What a suite's `rejudge` hook returns: the answers to judge again and how to judge one."""
+
+    answers: list[Record]
+    # one answer's judge call(s) through ctx (stage judge_stage(S, round_), meta[ROUND] = round_)
+    judge_one: Callable[[Any, Record, int, str], Awaitable[Any]]
+    mode: str | None = None                 # how this judge is read (generate | logprob), if the suite asks
+    modes: dict[int, str] | None = None     # how the earlier rounds were read (judge_modes)
+    context_meta: Callable[[Record], dict] | None = None   # the judge calls' meta, from the answer
+
+
+@dataclass
+class Rejudged:
+    """What one re-judge wrote: the round, its judge, the answers judged and the calls that failed."""
+
+    round: int
+    judge: str
+    answers: int
+    failed: int
+    mode: str | None = None
+
+
+def rejudge(run_dir: str | Path, judge_spec: str, *, progress: bool = True,
+            judge_options: dict[str, Any] | None = None) -> Rejudged:
+    """Judge a finished run's answers again with `judge_spec` (every judged suite: its `rejudge`
+    hook says what to judge); answers are never touched. A new judge (or mode) opens round N; the
+    newest round's judge asked again resumes it. `judge_options`: the judge's own backend options
+    (base_url, api_key_env, ...: a judge on its own endpoint)."""
+    from .models import create_backend
+    from .records import Decoding
+    from .store import load_records
     from .suites import get_suite
 
-    manifest = RunDir(run_dir).read_manifest()
+    rd = RunDir(run_dir)
+    manifest = rd.read_manifest()
     suite = get_suite(manifest.suite)
-    if not getattr(suite, "uses_judge", False) or not hasattr(suite, "rejudge"):
+    if not suite.uses_judge:
         raise InputError(f"suite {manifest.suite} has no judge to replace", field="--judge")
-    suite.rejudge(Path(run_dir), judge, progress=progress)
+    records = load_records(run_dir)
+    dec = manifest.decoding
+    judge = create_backend(judge_spec, Decoding(max_tokens=dec.max_tokens, seed=dec.seed), **(judge_options or {}))
+    plan = suite.rejudge(records, manifest, judge)
+    if not plan.answers:
+        raise InputError("no answers to judge in this run", file=str(rd.records_path))
+    round_ = next_round(records, manifest, judge.spec, plan.mode, plan.modes)
+
+    async def one(session, a: Record) -> None:
+        from .runner import ItemContext
+
+        ctx = ItemContext(session=session, item_id=a.item_id, strategy=a.strategy, repeat=a.repeat,
+                          meta=plan.context_meta(a) if plan.context_meta else {})
+        await plan.judge_one(ctx, a, round_, judge.spec)
+
+    failed = asyncio.run(judge_answers(rd, manifest, judge, plan.answers, one, progress=progress))
+    entry = {"round": round_, "judge": judge.spec, **({"judge_scoring": plan.mode} if plan.mode else {}),
+             "answers": len(plan.answers), "failed": failed, **endpoint_of(judge)}
+    log_rejudge(rd, manifest, entry)
+    return Rejudged(round_, judge.spec, len(plan.answers), failed, plan.mode)
+
+
+def endpoint_of(judge) -> dict[str, str]:
+    """{'endpoint': base URL without credentials} of an API judge (for the rejudge log), else {}."""
+    url = getattr(judge, "endpoint_url", None)
+    return {"endpoint": url()} if callable(url) else {}
 
 
 async def judge_answers(rd: RunDir, manifest: RunManifest, judge, answers: Sequence[Record],

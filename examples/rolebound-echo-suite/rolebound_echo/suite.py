@@ -32,6 +32,7 @@ class EchoSuite(Suite):
     strategies = {"plain": "the word alone", "polite": "the word with a please"}
     default_strategies = ["plain"]
     options_model = EchoOptions
+    on_card = True          # `rolebound card` runs it too (its whole list: no card_limit)
 
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
         words = Path(data).read_text(encoding="utf-8").split() if data else WORDS
@@ -67,6 +68,24 @@ class EchoSuite(Suite):
         rep.table("Echoed (%, 95% bootstrap CI)", ["strategy", "n", "echoed", "CI low", "CI high"],
                   [[s, m["n"], m["rate"], m["lo"], m["hi"]] for s, m in metrics["by_strategy"].items()])
         return rep.write(run_dir)
+
+    # `rolebound card`: the headline figures, from metrics.json alone.
+    def card_figures(self, metrics) -> dict[str, Any]:
+        from rolebound.card_figures import rate
+
+        figs = [rate(f"echoed_{s}", f"echoed % ({s})", m) for s, m in metrics["by_strategy"].items()]
+        return {"title": "echo: repeat a word", "figures": figs, "finding": "", "chart": None}
+
+    # `rolebound build echo WORDS... --out FILE`: a word list that --data reads.
+    def build_commands(self, app) -> None:
+        import typer
+
+        @app.command("echo")
+        def build_echo(words: list[str] = typer.Argument(..., help="the words to ask for"),
+                       out: Path = typer.Option(..., "--out", "-o", help="word list to write")):
+            """Write a word list for `rolebound run echo --data FILE`."""
+            out.write_text(" ".join(words) + "\n", encoding="utf-8")
+            print(f"wrote {len(words)} words to {out}")
 
 
 SYSTEM = "Repeat the user's word exactly and say nothing else."

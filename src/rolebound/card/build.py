@@ -7,6 +7,7 @@ without a model call, so running the same card again only rebuilds the page.
 
 from __future__ import annotations
 
+
 import json
 import os
 import re
@@ -22,8 +23,13 @@ from ..protocol import is_demo
 from ..store import METRICS, RunDir
 from ..suites import available, get_suite
 
-SUITES = ("charm", "knowledge-errors", "multiverse", "capability")
 CARD_JSON = "card.json"
+
+
+def card_suites() -> list[str]:
+    """The suites a card covers: every registered suite that declares `on_card`, in registry order
+    (the built-in ones first, then those of other packages)."""
+    return [n for n in available() if get_suite(n).on_card]
 
 
 @dataclass
@@ -52,6 +58,7 @@ def default_out(model: str) -> Path:
 def reused_runs(paths: Sequence[str | Path], spec: str) -> dict[str, Path]:
     """suite -> run folder of the --runs given; one clear InputError per problem."""
     out: dict[str, Path] = {}
+    covered = card_suites()
     for p in paths:
         p = Path(p)
         if not p.is_dir():
@@ -59,10 +66,10 @@ def reused_runs(paths: Sequence[str | Path], spec: str) -> dict[str, Path]:
         if not (p / "manifest.json").is_file():
             raise InputError("not a run folder (no manifest.json)", file=str(p), field="--runs")
         m = RunDir(p).read_manifest()
-        if m.suite not in SUITES:
+        if m.suite not in covered:
             known = "registered" if m.suite in available() else "unknown"
             raise InputError(f"a run of suite '{m.suite}' ({known}), which the card does not cover; "
-                             f"the card takes runs of {', '.join(SUITES)}", file=str(p), field="--runs")
+                             f"the card takes runs of {', '.join(covered)}", file=str(p), field="--runs")
         if m.suite in out:
             raise InputError(f"two runs of suite {m.suite} ({out[m.suite]} and {p}); give one per suite",
                              file=str(p), field="--runs")
@@ -86,21 +93,25 @@ def check_judge(names: Sequence[str], spec: str, judge: str | None) -> None:
 
 def make_card(model: str, *, judge: str | None = None, runs: Sequence[str | Path] = (),
               out: str | Path | None = None, limits: dict[str, int] | None = None,
-              progress: bool = True, say=print) -> CardResult:
+              progress: bool = True, say=print, backend_options: dict[str, Any] | None = None,
+              judge_options: dict[str, Any] | None = None) -> CardResult:
+    """`backend_options` are the model's (--base-url, --backend-opt), `judge_options` the judge's
+    own endpoint and options (--judge-base-url, --judge-api-key-env, --judge-opt)."""
     from .. import api
     from .render import write_card
 
     spec = spec_of(model)
     reused = reused_runs(runs, spec)
     limits = dict(limits or {})
-    bad = sorted(set(limits) - set(SUITES))
+    names = card_suites()
+    bad = sorted(set(limits) - set(names))
     if bad:
-        raise InputError(f"unknown suite '{bad[0]}'; the card runs {', '.join(SUITES)}", field="--limit")
+        raise InputError(f"unknown suite '{bad[0]}'; the card runs {', '.join(names)}", field="--limit")
     out = Path(out) if out else default_out(spec)
-    todo = [n for n in SUITES if n not in reused]
+    todo = [n for n in names if n not in reused]
     check_judge(todo, spec, judge)
     sections, failed, ran = [], 0, []
-    for name in SUITES:
+    for name in names:
         suite = get_suite(name)
         if name in reused:
             run_dir = reused[name]
@@ -110,8 +121,10 @@ def make_card(model: str, *, judge: str | None = None, runs: Sequence[str | Path
             run_dir = out / "runs" / name
             limit = limits.get(name, suite.card_limit)
             say(f"card: {name}: {'all items' if limit is None else f'--limit {limit}'} -> {run_dir}")
-            res = api.run(name, model=model, judge=judge if suite.uses_judge else None, limit=limit,
-                          out=run_dir, progress=progress)
+            judged = suite.uses_judge
+            res = api.run(name, model=model, judge=judge if judged else None, limit=limit, out=run_dir,
+                          progress=progress, backend_options=backend_options or {},
+                          judge_options=(judge_options or {}) if judged and judge else {})
             failed += res.counts.errors
             metrics = res.metrics or run_metrics(run_dir)
             ran.append(name)
@@ -148,20 +161,57 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
     if not m.finished:
         problems.append("the run is unfinished: rerun the card (or the run) to complete it")
     c = m.counts or {}
+    for strat, why in (getattr(m, "skipped_strategies", None) or {}).items():
+        problems.append(f"{strat} skipped: {why}")
     if c.get("failed_calls") or c.get("failed_items"):
         problems.append(f"{c.get('failed_calls', 0)} failed call(s), {c.get('failed_items', 0)} failed item(s) "
                         "(errors.log in the run folder): rerun to retry them")
+    figures = cf.get("figures") or []
+    from .. import reference
+
+    reference.annotate(suite, figures, list(m.strategies), cf.get("strategy"))
+    warnings = list((metrics.get("position_bias") or {}).get("warnings") or []) + list(cf.get("warnings") or [])
     html = Path(run_dir) / "report.html"
+    drift = drift_section(metrics.get("dialogue")) if isinstance(metrics.get("dialogue"), dict) else None
     return {
         "suite": name, "title": cf.get("title") or name, "run_dir": str(run_dir), "reused": reused,
         "report": link(html, out) if html.exists() else None,
         "model": m.model, "judge": m.judge, "self_judged": bool(proto.get("self_judged")),
+        "endpoints": dict(getattr(m, "endpoints", None) or {}),
         "protocol": proto.get("mode") or "none", "protocol_label": proto.get("label") or "",
         "strategies": list(m.strategies), "scoring": m.scoring, "limit": m.limit, "n_items": m.n_items,
         "repeats": m.repeats, "started": m.started, "finished": m.finished,
-        "model_calls": c.get("model_calls"), "figures": cf.get("figures") or [],
+        "model_calls": c.get("model_calls"), "warnings": warnings,
+        "figures": figures + (drift["figures"] if drift else []),
+        "paper_protocol": reference.protocol_text(suite, m),
         "finding": cf.get("finding") or "", "chart": cf.get("chart"), "problems": problems,
+        "judge_agreement": _judge_agreement(name, m.judge, out),
+        "drift": drift["drift"] if drift else None,     # a dialogue run's metric-by-depth lines
     }
+
+
+def _judge_agreement(name: str, judge: str | None, out: Path) -> str | None:
+    """A line on the judge's agreement with human labels, when a judge-check run of it exists."""
+    from ..judgecheck.card import judge_line
+
+    return judge_line(name, judge, [Path("runs") / "judge-check", Path(out) / "judge-check"])
+
+
+def drift_section(m: dict) -> dict[str, Any] | None:
+    """A dialogue run (rolebound.dialogue): each metric's drift slope per warm-up kind, and the
+    metric-by-depth lines the card draws (render.py)."""
+    from ..card_figures import POINTS, figure
+
+    if not m or len(m.get("depths", [])) < 2:
+        return None
+    figs = []
+    for name in m.get("names", []):
+        for kind, s in (m["metrics"].get(name) or {}).items():
+            d = s.get("drift") or {}
+            figs.append(figure(f"drift/{name}/{kind}", f"{name} drift per 4 turns ({kind} warm-up)", d.get("slope"),
+                               unit=POINTS, lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
+                               why="no items asked at every depth"))
+    return {"figures": figs, "drift": m}
 
 
 def link(target: Path, out: Path) -> str:

@@ -9,8 +9,8 @@ from typing import Any, Sequence
 from ..errors import InputError
 from ..io import write_text_atomic
 from ..report.builder import md_escape, md_text
-from .build import SUITES
-from .figures import fmt
+from .build import card_suites
+from ..card_figures import fmt
 from .render import _env, demo_note, protocol_summary, read_card
 
 
@@ -28,7 +28,8 @@ def _heads(cards: list[dict]) -> list[str]:
 
 def tables(cards: list[dict]) -> list[dict[str, Any]]:
     out = []
-    names = [n for n in SUITES if any(s["suite"] == n for c in cards for s in c["suites"])]
+    order = card_suites()
+    names = [n for n in order if any(s["suite"] == n for c in cards for s in c["suites"])]
     names += sorted({s["suite"] for c in cards for s in c["suites"]} - set(names))
     for name in names:
         per = [next((s for s in c["suites"] if s["suite"] == name), None) for c in cards]

@@ -11,7 +11,8 @@ from typing import Any
 from ..io import write_bytes_atomic, write_text_atomic
 from ..report.builder import md_escape, md_text
 from .chart import draw
-from .figures import fmt
+from ..dialogue.report import png as drift_png
+from ..card_figures import fmt
 
 PROTOCOLS = {"paper": "paper protocol", "demo": "demo settings (not the paper's protocol)",
              "none": "suite defaults"}
@@ -52,6 +53,8 @@ def run_line(s: dict) -> str:
                                                if s.get("self_judged") else ""))
     if s.get("scoring"):
         parts.append(f"scoring {s['scoring']}")
+    for role, url in (s.get("endpoints") or {}).items():
+        parts.append(f"{role} endpoint {url}")
     parts.append(f"finished {s['finished'] or 'unfinished'}")
     if s.get("reused"):
         parts.append("reused with --runs")
@@ -68,7 +71,8 @@ def figure_rows(s: dict) -> list[dict[str, str]]:
             kind = f"± is the {f['spread_kind']}" if f.get("spread") is not None and f.get("spread_kind") else ""
             note = "; ".join(x for x in (f.get("note"), kind) if x)
         rows.append({"label": f["label"], "value": value, "n": "" if f.get("n") is None else str(f["n"]),
-                     "note": note, "missing": f["value"] is None})
+                     "note": note, "missing": f["value"] is None,
+                     "paper": f"paper: {f['paper']}" if f.get("paper") else ""})
     return rows
 
 
@@ -87,11 +91,16 @@ def write_card(card: dict, out: Path) -> list[Path]:
         if s.get("chart"):
             pngs[s["suite"]] = draw(s["chart"])
             write_bytes_atomic(out / "figures" / f"{s['suite']}.png", pngs[s["suite"]])
+        if s.get("drift"):
+            pngs[s["suite"] + "-drift"] = drift_png(s["drift"])
+            write_bytes_atomic(out / "figures" / f"{s['suite']}-drift.png", pngs[s["suite"] + "-drift"])
     paths = [write_text_atomic(out / "card.json", json.dumps(card, indent=2, ensure_ascii=False, default=str))]
     paths.append(write_text_atomic(out / "card.md", card_md(card, pngs)))
     sections = [{**s, "rows": figure_rows(s), "run_line": run_line(s),
                  "chart_src": "data:image/png;base64," + base64.b64encode(pngs[s["suite"]]).decode()
-                 if s["suite"] in pngs else None} for s in card["suites"]]
+                 if s["suite"] in pngs else None,
+                 "drift_src": "data:image/png;base64," + base64.b64encode(pngs[s["suite"] + "-drift"]).decode()
+                 if s["suite"] + "-drift" in pngs else None} for s in card["suites"]]
     html = _env().get_template("card.html.j2").render(card=card, facts=facts(card), demo=demo_note(card),
                                                        sections=sections)
     paths.append(write_text_atomic(out / "card.html", html))
@@ -108,15 +117,22 @@ def card_md(card: dict, pngs: dict[str, bytes]) -> str:
         md += [f"## {md_escape(s['title'])}", ""]
         if s.get("finding"):
             md += [f"**What this shows:** {md_text(s['finding'])}", ""]
+        if s.get("judge_agreement"):
+            md += [md_text(s["judge_agreement"]), ""]
         for p in s.get("problems") or []:
             md += [f"- **Problem:** {md_text(p)}"]
-        if s.get("problems"):
+        md += [f"- **Warning:** {md_text(w)}" for w in s.get("warnings") or []]
+        if s.get("problems") or s.get("warnings"):
             md.append("")
-        md += ["| figure | value | n | note |", "|---|---|---|---|"]
-        md += [f"| {md_escape(r['label'])} | {md_escape(r['value'])} | {md_escape(r['n'])} | {md_escape(r['note'])} |"
-               for r in figure_rows(s)] + [""]
+        if s.get("paper_protocol"):
+            md += [f"**Against the paper:** {md_text(s['paper_protocol'])}", ""]
+        md += ["| figure | value | n | note | paper |", "|---|---|---|---|---|"]
+        md += [f"| {md_escape(r['label'])} | {md_escape(r['value'])} | {md_escape(r['n'])} | {md_escape(r['note'])} "
+               f"| {md_escape(r['paper'])} |" for r in figure_rows(s)] + [""]
         if s["suite"] in pngs:
             md += [f"![{md_escape(s['title'])}](figures/{s['suite']}.png)", ""]
+        if s["suite"] + "-drift" in pngs:
+            md += [f"![{md_escape(s['title'])}: drift by dialogue depth](figures/{s['suite']}-drift.png)", ""]
         md += [md_text(run_line(s)), ""]
         if s.get("report"):
             md += [f"[Full report]({s['report']})", ""]

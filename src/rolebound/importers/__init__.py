@@ -1,7 +1,7 @@
 """Importers for public datasets: `rolebound data import FORMAT SRC --out FILE`.
 
-A built-in suite's `importers` module, or another package's `rolebound.importers` entry point (a
-module), exposes IMPORTERS = {format: (function(src, out) -> summary, help)}.
+Every registered suite's `importers()` hook, and any other package's `rolebound.importers` entry
+point (a module with IMPORTERS), gives {format: (function(src, out) -> summary, help)}.
 """
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ from .. import plugins
 
 
 def all_importers() -> dict:
-    targets = list(plugins.builtin_suite_modules("importers").values())
-    targets += list(plugins.entry_points(plugins.IMPORTERS).values())
+    from ..suites import available, get_suite
+
     out = {}
-    for target in targets:
+    for name in available():
+        out.update(get_suite(name).importers())
+    for target in plugins.entry_points(plugins.IMPORTERS).values():
         out.update(getattr(plugins.load(target), "IMPORTERS", {}))
     return out

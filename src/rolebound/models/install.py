@@ -198,21 +198,16 @@ def assemble(parts: list[Path], out: Path, *, size: int, sha256: str, prog=None)
 
 
 # -- 3. convert ---------------------------------------------------------------------------------
-def convert_gguf(gguf: Path, target: Path, *, prog=None, meta: dict | None = None) -> Path:
-    """GGUF -> bf16 safetensors folder (config, generation config, tokenizer with chat template).
-
-    Tensor names and layouts come from transformers' own GGUF mapping, so the folder holds what
-    `from_pretrained(gguf_file=...)` would load, without ever holding the model in fp32."""
-    import numpy as np
+def _gguf_layout(gguf: Path):
+    """What converting `gguf` needs from transformers: its config (bf16), the GGUF reader, the
+    architecture, the tensor processor and name mapping, and the tensor names a model expects."""
     import torch
-    from gguf import GGUFReader, dequantize
-    from safetensors.torch import save_file
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+    from gguf import GGUFReader
+    from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.modeling_gguf_pytorch_utils import (TENSOR_PROCESSORS, TensorProcessor,
                                                           get_gguf_hf_weights_map, read_field)
 
     folder, name = str(gguf.parent), gguf.name
-    step = _Step(prog, "convert: metadata", None)       # no total yet: a pulsing bar
     config = AutoConfig.from_pretrained(folder, gguf_file=name)
     if hasattr(config, "quantization_config"):
         del config.quantization_config
@@ -230,6 +225,23 @@ def convert_gguf(gguf: Path, target: Path, *, prog=None, meta: dict | None = Non
     mapping = get_gguf_hf_weights_map(skeleton, processor)
     del skeleton
 
+    return config, reader, arch, processor, mapping, parsed, expected
+
+
+def convert_gguf(gguf: Path, target: Path, *, prog=None, meta: dict | None = None) -> Path:
+    """GGUF -> bf16 safetensors folder (config, generation config, tokenizer with chat template).
+
+    Tensor names and layouts come from transformers' own GGUF mapping, so the folder holds what
+    `from_pretrained(gguf_file=...)` would load, without ever holding the model in fp32."""
+    import numpy as np
+    import torch
+    from gguf import dequantize
+    from safetensors.torch import save_file
+    from transformers import AutoTokenizer, GenerationConfig
+
+    folder, name = str(gguf.parent), gguf.name
+    step = _Step(prog, "convert: metadata", None)       # no total yet: a pulsing bar
+    config, reader, arch, processor, mapping, parsed, expected = _gguf_layout(gguf)
     target.parent.mkdir(parents=True, exist_ok=True)
     step.update(description="convert", total=sum(int(t.n_bytes) for t in reader.tensors))
     with atomic_dir(target, ".convert-") as tmp:

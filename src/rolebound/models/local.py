@@ -600,6 +600,22 @@ class TransformersEngine:
         return np.stack(out)
 
 
+_ENGINES: dict[tuple, "TransformersEngine"] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def shared_engine(path: Path | str, **opts: Any) -> tuple["TransformersEngine", bool]:
+    """One engine per model folder and options in a process (the engine serialises its calls under
+    its own lock): the card's next suite, a re-judge or the next test reuses the loaded weights.
+    Returns (engine, loaded now)."""
+    key = (str(Path(path).resolve()), tuple(sorted(opts.items())))
+    with _ENGINES_LOCK:
+        if key in _ENGINES:
+            return _ENGINES[key], False
+        _ENGINES[key] = TransformersEngine(path, **opts)
+        return _ENGINES[key], True
+
+
 class LocalBackend(Backend):
     """Async face of a TransformersEngine: work runs in a worker thread, one batch at a time."""
 
@@ -613,6 +629,8 @@ class LocalBackend(Backend):
         super().__init__(name, decoding, **options)
         self._engine: TransformersEngine | None = None
         self._engine_lock = threading.Lock()
+        self._loaded_here = False
+        self._rescored0 = (0, 0)          # the shared engine's counters when this backend took it
         self._folder: str | None = None
         resolve_override(self.options.get("threads"))    # a bad ROLEBOUND_THREADS fails here, before any work
         thread_policy().register()                       # other rolebound engines share the cores with us
@@ -627,7 +645,8 @@ class LocalBackend(Backend):
                 opts = {k: v for k, v in self.options.items()
                         if k in ("dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min")
                         and v is not None}
-                self._engine = TransformersEngine(self.model_path(), **opts)
+                self._engine, self._loaded_here = shared_engine(self.model_path(), **opts)
+                self._rescored0 = tuple(self._engine.rescored)
             return self._engine
 
     def identity(self) -> dict[str, Any]:
@@ -647,9 +666,10 @@ class LocalBackend(Backend):
         # threads: what the engine's worker thread last used (OpenMP keeps the count per thread)
         tp = thread_policy().info()
         return {"path": e.path, "dtype": str(e.dtype).replace("torch.", ""), "score_dtype": score_dtype,
-                "rescored": {"float32": e.rescored[0], "scored": e.rescored[1]},
+                "rescored": {"float32": e.rescored[0] - self._rescored0[0],
+                             "scored": e.rescored[1] - self._rescored0[1]},
                 "device": e.device,
-                "load_s": round(e.load_s, 2), "torch": torch.__version__,
+                "load_s": round(e.load_s, 2) if self._loaded_here else 0.0, "torch": torch.__version__,
                 "transformers": transformers.__version__, "threads": tp.get("threads") or torch.get_num_threads(),
                 "thread_policy": tp}
 

@@ -16,20 +16,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..reading import Reading
+
 __all__ = ["Reading", "read_choice", "choice_reading", "read_yes_no", "yes_no_reading", "yes_no_strict",
            "clean_reply"]
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What a rule read: `value` (option index, "Yes"/"No", or None), the rule's name, the span."""
-
-    value: int | str | None
-    rule: str
-    span: str = ""
-
-    def as_meta(self) -> dict:
-        return {"rule": self.rule, "span": self.span[:160]}
 
 
 # -- cleaning --------------------------------------------------------------------------------------
@@ -40,6 +30,7 @@ _BOLD = re.compile(r"\*\*|__")
 _BOXED = re.compile(r"\\boxed\{\s*([^{}\n]{1,80}?)\s*\}")
 _PAREN = re.compile(r"\(([^()\n]*)\)")
 _HEADING = re.compile(r"(?m)^[ \t]*(?:#{1,6}|>|[-•])[ \t]+")
+_ANSWERS = re.compile(r"(?i:\b(?:my|the)\s+(?:final\s+)?(?:answer|choice|decision)\s+(?:is|would\s+be)\b|\bI\s+(?:choose|pick)\b)")
 _REF_ONLY = re.compile(r"^\s*(?:option|choice)?\s*[A-H1-9]\s*$", re.I)
 
 
@@ -60,10 +51,13 @@ def clean_reply(reply: str | None, keep_directions: bool = False) -> tuple[str |
     elif closes := list(_THINK_CLOSE.finditer(text)):   # a template that ate the opening tag
         text = text[closes[-1].end():]
     text = _BOXED.sub(r"\1", text)      # "the correct answer is: \boxed{D}"
-    text = _ITALIC.sub(r" \1 " if keep_directions else " ", text)
+    # one italic word is emphasis ("if I *have* to pick"), longer ones are stage directions
+    text = _ITALIC.sub(lambda m: m.group(1) if " " not in m.group(1).strip() else
+                       (f" {m.group(1)} " if keep_directions else " "), text)
     # "(B)", "(Option C)", "(greater good)" stay; longer parentheses are stage directions or asides
+    # an aside that answers ("(My answer is a modified B)") is kept too
     text = _PAREN.sub(lambda m: m.group(0) if _REF_ONLY.match(m.group(1)) or len(m.group(1).split()) <= 4
-                      else (f" {m.group(1)} " if keep_directions else " "), text)
+                      or _ANSWERS.search(m.group(1)) else (f" {m.group(1)} " if keep_directions else " "), text)
     text = _BOLD.sub("", text)
     text = _HEADING.sub("", text)
     text = re.sub(r"[`~]", "", text).replace("\u2019", "'").replace("\u2018", "'")
@@ -102,11 +96,16 @@ def _words(s: str) -> set[str]:
     return out
 
 
+_ABBREV = re.compile(r"(?i:\b(?:vs|etc|e\.g|i\.e|mr|mrs|ms|dr|st|jr|sr|no)\s*$)")
+
+
 def _sentences(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, sentence); an ellipsis does not end a sentence, nor does the dot of "1. Text"."""
+    """(start, end, sentence); an ellipsis does not end a sentence, nor does the dot of "1. Text" or
+    of an abbreviation ("A) Duty vs. B) Personal Desire" is one sentence)."""
     out, start = [], 0
     for m in _BOUNDARY.finditer(text):
-        if m.group(0) != "\n" and (".." in m.group(0) or _LEAD_REF.match(text[start:m.start()])):
+        if m.group(0) != "\n" and (".." in m.group(0) or _LEAD_REF.match(text[start:m.start()])
+                                    or (m.group(0) == "." and _ABBREV.search(text[start:m.start()]))):
             continue
         if text[start:m.end()].strip():
             out.append((start, m.end(), text[start:m.end()]))
@@ -194,8 +193,13 @@ class _Options:
         return hits.pop() if hits else None
 
 
+_PERSON = {"you": "i", "your": "my", "yours": "mine", "yourself": "myself", "you're": "i'm", "you've": "i've",
+           "you'd": "i'd", "you'll": "i'll", "me": "i"}
+
+
 def _norm(s: str) -> str:
-    return " ".join(_WORD.findall(s.lower()))
+    """Lower-case words, second person read as first: an option says "your", the character "my"."""
+    return " ".join(_PERSON.get(w, w) for w in _WORD.findall(s.lower()))
 
 
 # -- references to options -------------------------------------------------------------------------
@@ -210,13 +214,13 @@ _FILLER = re.compile(
     r"(?:[\s:=\-–—,…*\"'“”]+|\.\.\.|\((?![A-H]\)|\d{1,2}\)|(?i:option|choice))[^()\n]{0,40}\)|(?i:(?:is|was|would\s+be|will\s+be|has\s+to\s+be|must\s+be|clearly|definitely|"
     r"obviously|most\s+assuredly|assuredly|pretty\s+clearly|probably|likely|simply|certainly|surely|closest\s+to|to|then|"
     r"indeed|undoubtedly|honestly|really|just|also|quite|in\s+fact|without\s+a\s+doubt|for\s+me|here|always|"
-    r"definitely|absolutely|ultimately|still|so|now|that|this)\b))*")
+    r"definitely|absolutely|ultimately|still|so|now|that|this|[a-z]{3,}ly)\b))*")
 _NEG_START = re.compile(r"(?i:not|n't|never|no\b|neither)")
 
-_SUBJ = r"(?:\b(?i:i|we|he|she|they|hulk)|\b[A-Z][a-z]+|\b[A-Z]{2,})"
+_SUBJ = r"(?:\b(?i:i|we|he|she|they)|\b[A-Z][a-z]+|\b[A-Z]{2,})"
 _MODAL = (r"(?i:would|will|must|have\s+to|am\s+going\s+to|'m\s+going\s+to|going\s+to|ultimately|definitely|hereby|then|"
           r"now|do|did|shall|gotta|should|think|believe|only|therefore|finally|instead|proudly|firmly|choose\s+to)")
-_VERB = (r"(?i:choose|chooses|chose|choosing|pick|picks|picked|select|selects|selected|opt\s+for|opts\s+for|opted\s+for|"
+_VERB = (r"(?i:choose|chooses|chose|chosen|choosing|pick|picks|picked|select|selects|selected|opt\s+for|opts\s+for|opted\s+for|"
          r"go\s+with|goes\s+with|going\s+with|gone\s+with|went\s+with|decide\s+on|decided\s+on|lean\s+towards?|"
          r"leaning\s+towards?|leaned\s+towards?|settled\s+on|settle\s+on|vote\s+for|side\s+with)")
 _DECIDE = re.compile(
@@ -231,19 +235,33 @@ _DECIDE = re.compile(
     r"|" + _SUBJ + r"(?i:'ll|'d)?\s+(?:\w+\s+)?(?i:gotta|have\s+to|got\s+to|must)\s+(?=\(?[A-H]\))"
     r"|(?i:\b(?:i'd|i\s+would|i'll|i\s+will)\s+(?:have\s+to\s+)?say\b)"
     r"|(?i:\b(?:gotta|got\s+to|it\s+has\s+to|would\s+have\s+to|it's\s+gotta|it\s+must)\s+(?:go\s+with|be)\b)"
-    r"|(?i:\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:choosing|picking|going\s+with|selecting|opting\s+for)\b)")
+    r"|(?i:\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:choosing|picking|going\s+with|selecting|opting\s+for)\b)"
+    # "the answer, the obvious answer, the one even a caveman could see, is C)"
+    r"|(?i:\b(?:the|my)\s+(?:[\w-]+\s+){0,2}?answer,[^.!?\n]{0,160}?,\s*(?:is|was|would\s+be)\b)"
+    # "There is only one path." followed by the option
+    r"|(?i:\bthere\s+(?:is|was)\s+only\s+one\s+(?:path|choice|way|answer|option)(?:\s+for\s+me)?\s*[.:：])"
+    # "That leaves Option C." after the others are ruled out
+    r"|(?i:\b(?:that|which|this)\s+leaves(?:\s+(?:me|us)(?:\s+with)?)?(?=\s+(?:option\s+|choice\s+)?\(?[A-H1-9]\b))")
 # a phrase after the option that commits to it: "Option C it is", "B all the way", "C) ... is the most prudent choice"
 _AFTER_REF = re.compile(
     r"(?i:\b(?:it\s+is(?:\s+then)?|all\s+the\s+way|without\s+(?:a\s+)?(?:question|doubt)|for\s+sure|hands\s+down|"
     r"it's\s+the\s+one|that's\s+the\s+one|that's\s+my\s+(?:choice|answer|pick)|is\s+my\s+(?:choice|answer|pick|decision)|"
     r"is\s+(?:the\s+)?(?:only|best|right|clear|obvious|wisest|most\s+\w+)\s+(?:path|choice|option|way|answer|course)|"
     r"it\s+(?:has\s+to|must)\s+be|(?:is|would\s+be)\s+the\s+one|(?:is|would\s+be)\s+(?:the\s+)?closest|"
-    r"is\s+the\s+(?:correct|right|best|most\s+appropriate|most\s+accurate)\s+(?:answer|choice|option))\b)")
+    r"is\s+the\s+(?:correct|right|best|most\s+appropriate|most\s+accurate)\s+(?:answer|choice|option)|"
+    r"is\s+(?:definitely\s+|clearly\s+|certainly\s+|really\s+)?the\s+(?:way|path)\s+to\s+go|"
+    r"(?:feels|seems|sounds|is)\s+(?:like\s+)?(?:definitely\s+|clearly\s+)?the\s+(?:right|best|only|correct)\s+"
+    r"(?:call|move|choice|path|way|answer|option|thing\s+to\s+do)|"
+    r"is\s+(?:definitely|clearly|certainly|surely|undoubtedly)\s+the\s+most\s+(?:accurate|fitting|likely|appropriate))\b)")
 _THIS_IS = re.compile(r"^\W*(?i:(?:this|that|it)(?:'s|\s+is|\s+would\s+be|\s+will\s+be)\s+(?:my|the)\s+"
                       r"(?:choice|answer|pick|decision|one)|that's\s+the\s+one)\b")
 _CONDITIONAL = re.compile(r"(?i:\b(?:if|whether|unless)\b(?!\s+(?:i\s+|you\s+|we\s+)?(?:am\s+|are\s+|were\s+|was\s+)?"
-                          r"(?:forced|pressed|(?:had|have|must|were)\s+(?:to\s+)?(?:choose|pick|decide))))")
-# not "if I had to pick" / "if I must choose": those are forced choices, and they decide
+                          r"(?:forced|pressed|(?:had|have|must|were)\s+(?:to\s+)?(?:choose|pick|decide)))"
+                          r"(?!\s+(?:you(?:'re|\s+are)?\s+ask(?:ing)?(?:\s+me)?|it\s+(?:was|were|is)\s+(?:me|up\s+to\s+me)|"
+                          r"i(?:'m|\s+am|\s+was|\s+were)\s+(?:being\s+)?(?:honest|in\s+\w+(?:'s)?\s+(?:shoes|place|position))|"
+                          r"i\s+may)\b))")
+# not "if I had to pick" / "if I must choose": those are forced choices, and they decide; nor the
+# framing of the answer itself ("if you're asking me, ...", "if it were me, ...", "if I'm honest")
 _SUPPOSE = re.compile(r"(?i:\b(?:if|unless)\s+(?:i|we)\s+(?:(?!(?:had|have|must|were|was|am|forced|to|got)\b)[\w']+\s+){0,2}?)"
                       + _VERB + r"$")
 _THEN_START = re.compile(r"^\W*(?i:then|maybe|perhaps)\b")
@@ -298,6 +316,12 @@ def _check_restated(idx: int, how: str, restated: str, opts: _Options) -> tuple[
         return idx, ""
     best, score, second = opts.match_text(restated[:120])
     own = len(_words(restated[:120]) & opts.distinct[idx])
+    head = _words(" ".join(re.split(r"[,;:.!?\-–—(]", restated, maxsplit=1)[0].split()[:4]))
+    for j in range(opts.n):
+        # "B) Duty" where Duty is the title of option A: the label and the title disagree
+        tj = opts.title_words[j] & opts.distinct[j]
+        if j != idx and tj and tj <= head and not _words(restated[:120]) & opts.distinct[idx]:
+            return None, "reference_and_text_disagree"
     if best is not None and best != idx and score > second and score >= 2 and own < score:
         return None, "reference_and_text_disagree"
     if how == "position" and _words(restated[:60]) and not own:
@@ -312,8 +336,11 @@ def _title_value(target: str, opts: _Options) -> int | None:
     None when the words name no option clearly, or when the sentence goes on to name another
     ("Duty first, then Personal Desire")."""
     sentence = target[:200]
+    parts = re.split(r"[,;:.!?(]|\s(?:but|because|as|and\s+not|not|over|rather\s+than|instead\s+of)\s", target, maxsplit=1)
+    head = parts[0]
+    if re.match(r"\s(?:over|rather\s+than|instead\s+of)\s", target[len(head):]):
+        sentence = head         # what is chosen over is rejected: the rest names no second choice
     q = opts.quoted(sentence)
-    head = re.split(r"[,;:.!?(]|\s(?:but|because|as|and\s+not|not)\s", target, maxsplit=1)[0]
     head = " ".join(head.split()[:8])
     if q is None:
         w = _words(head)
@@ -342,8 +369,9 @@ def _title_value(target: str, opts: _Options) -> int | None:
 
 def _decision_value(sent: str, start: int, nxt: str, opts: _Options, rule: str) -> _Event | None:
     """What a decision phrase ending at sent[start] names; None when it names no option."""
-    if rule == "answer_marker" and not sent[start:].strip() and nxt:
-        sent, start, nxt = nxt, 0, ""        # "Answer:" on a line of its own, the option below it
+    if not sent[_FILLER.match(sent, start).end():].strip(" .…:!\n") and nxt:
+        # "Answer:" on a line of its own, or "HULK CHOOSE...", the option below it
+        sent, start, nxt = nxt, 0, ""
     filler = _FILLER.match(sent, start)
     gap = sent[start:filler.end()]
     target = sent[filler.end():]
@@ -353,6 +381,8 @@ def _decision_value(sent: str, start: int, nxt: str, opts: _Options, rule: str) 
     if m := _NONE_SENT.search(gap + target[:60]):
         if not _option_says(m.group(0), opts):
             return _Event(0, None, rule, span, "not_one_option")
+    if re.match(r"(?i:(?:option\s+)?\(?[A-H]\)?\s*(?:,|and|&|\+|or|/)\s*(?:option\s+)?\(?[A-H]\b)", target):
+        return _Event(0, None, rule, span, "names_two_options")      # "I'd say A and D."
     m = _REF.match(target) or _BARE.match(target)
     if m:
         idx, how = _ref_value(m, opts)
@@ -392,12 +422,14 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
         nxt = sents[k + 1][2] if k + 1 < len(sents) else ""
         asks = sent.rstrip().endswith("?")
         for m in _DECIDE.finditer(sent):
-            marker = ":" in m.group(0) or "：" in m.group(0)
+            marker = ":" in m.group(0) or "：" in m.group(0) or m.group(0).rstrip().endswith(".")
             if asks and not marker:
                 continue        # "Should I choose B?" asks, it does not decide
             if _SUPPOSE.search(sent[:m.end()]):
                 continue        # "if I choose option B, I could be risking ...": supposes, does not decide
-            ev = _decision_value(sent, m.end(), nxt if (same_line or marker) else "", opts,
+            # "Hulk choose...", "the answer is unequivocally:" then the option below
+            announces = not sent[_FILLER.match(sent, m.end()).end():].strip(" .…:!\n")
+            ev = _decision_value(sent, m.end(), nxt if (same_line or marker or announces) else "", opts,
                                  "answer_marker" if marker else "decision")
             if ev:
                 ev.pos = s0 + m.start()
@@ -484,7 +516,10 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
                 events.append(_Event(s0, None, "answer_line", s[:160], "reference_and_text_disagree"))
                 continue
             commentary = bool(re.search(r"[:?!]\s*\S", rest)) or not short
-            if q == idx and commentary and len(_words(rest) - opts.words[idx]) > 3:
+            head, _, tail = rest.partition(":")
+            if q == idx and (commentary and len(_words(rest) - opts.words[idx]) > 3
+                             or (opts.quoted(head) == idx and _words(tail))):
+                # "A) Follow the crowd ...: Yeah, that's smart.", "C) Never used them at work: Nope."
                 # "A) Follow the crowd ...: Yeah, that's smart." reviews option A
                 events.append(_Event(s0, idx, "review_line", s[:160], review=True))
                 continue
@@ -582,6 +617,8 @@ def _read(text: str, opts: _Options) -> Reading:
                     cut = k + 1
                     break
             after = [e for e in reviewed[cut:] if not e.review]
+            if (not after or len({e.value for e in after}) > 1) and (final := _restated_pick(text, opts, reviewed)):
+                after = [final]
             if not after or len({e.value for e in after}) > 1:
                 why = "answer_lines_disagree" if len(vals) > 1 else "answer_line_inside_a_review"
                 return Reading(None, "none:" + why, lines[-1].span)
@@ -596,6 +633,8 @@ def _read(text: str, opts: _Options) -> Reading:
             return Reading(None, "none:only_conditional_decision", events[-1].span)
         elif (st := _stated(text, opts)) is not None:
             reading = Reading(st, "stated_text", _stated_span(text, opts, st))
+        elif not _undecided(text, opts) and (found := _ref_with_text(text, opts) or _paraphrase(text, opts)):
+            reading = Reading(*found)
         else:
             return Reading(None, "none:no_decision")
     if any(e.conditional and e.value != reading.value for e in events):
@@ -608,6 +647,30 @@ def _read(text: str, opts: _Options) -> Reading:
                 if idx is not None and idx != reading.value and how != "out_of_range":
                     return Reading(None, "none:also_takes_another_option", sent.strip()[:160])
     return reading
+
+
+def _restated_pick(text: str, opts: _Options, lines: list[_Event]) -> _Event | None:
+    """The last option line, when it restates its option's whole text after every other option was
+    named, and the earlier lines were comments rather than restatements of their own (a review, then
+    the pick: "...HULK CHOOSE...  B) Stay on Sakaar - Remain where Hulk is celebrated and respected").
+    A walk through the options, each restated in full, picks none."""
+    last = max((e for e in lines if not e.review), key=lambda e: e.pos, default=None)
+    if last is None or last.value is None or opts.quoted(last.span) != last.value:
+        return None
+    if any(e.value != last.value and e.pos > last.pos for e in lines):
+        return None
+    earlier = [e for e in lines if e.pos < last.pos]
+    refs_before = {_ref_value(r, opts)[0] for r in _REF.finditer(text[:last.pos])}
+    named = {e.value for e in earlier} | refs_before
+    if not all(j in named for j in range(opts.n) if j != last.value):
+        return None
+    restated = any(e.value != last.value and opts.quoted(e.span) == e.value for e in earlier)
+    # a walk restates each option; it picks only when this option comes again, or the others were set aside
+    again = last.value in named
+    set_aside = all(any(e.value == j and e.review for e in earlier) for j in range(opts.n) if j != last.value)
+    if restated and not (again or set_aside):
+        return None
+    return _Event(last.pos, last.value, "restated_after_review", last.span)
 
 
 _ACTS = re.compile(r"^\W*(?i:(?:so|therefore|thus|then|instead|ultimately|in\s+the\s+end|in\s+conclusion),?\s+)?"
@@ -635,6 +698,73 @@ def _stated(text: str, opts: _Options) -> int | None:
     if not any(pat.search(sent) for sent in holding):
         return None
     return q
+
+
+def _ref_with_text(text: str, opts: _Options) -> tuple[int, str, str] | None:
+    """A label followed by its option's own text inside a sentence ("... the consequence was that B) I
+    created an alternate timeline"), when it is the only option the reply names that way and the
+    sentence neither negates, hedges nor asks."""
+    found = set()
+    span = ""
+    for _, _, sent in _sentences(text):
+        for m in _REF.finditer(sent):
+            idx, how = _ref_value(m, opts)
+            if idx is None or how != "label":
+                continue
+            after = sent[m.end():m.end() + 200]
+            w = _words(after) & opts.distinct[idx]
+            full = opts.quoted(after) == idx
+            if not full and not (len(w) >= 3 and 2 * len(w) >= len(opts.distinct[idx])):
+                continue
+            found.add(idx)
+            if len(sent[:m.start()].split()) < 2:
+                continue        # a line opening with its label is an answer or a review line
+            if sent.rstrip().endswith("?") or _hedged(sent, opts.texts[idx]):
+                return None
+            span = sent.strip()[:160]
+    return (found.pop(), "ref_with_text", span) if len(found) == 1 and span else None
+
+
+def _undecided(text: str, opts: _Options) -> bool:
+    """A decision phrase the rules could not read that weighs two options ("Choice: Duty first, then
+    Personal Desire", "I will choose between Option B ..."): no reading from the weaker rules then."""
+    for _, _, sent in _sentences(text):
+        for m in _DECIDE.finditer(sent):
+            after = sent[m.end():m.end() + 160]
+            named = {v for r in _REF.finditer(after) if (v := _ref_value(r, opts)[0]) is not None}
+            named |= {j for j in range(opts.n) if (t := opts.title_words[j] & opts.distinct[j]) and t <= _words(after)}
+            if re.match(r"\W*(?:to\s+)?between\b", after, re.I) or len(named) > 1:
+                return True
+    return False
+
+
+# a first-person sentence that acts or has acted: "I must don the Helmet again", "So yes, I refused to
+# turn over the list", "I had no choice but to fight him directly"
+_COMMITS = re.compile(r"^\W*(?:(?:so|yes|then|therefore|thus|and|in\s+the\s+end|ultimately|instead|now)\b,?\s+)*"
+                      r"(?:i|we)(?:'ll|'d|'m\s+going\s+to|\s+will|\s+would|\s+must|\s+shall|\s+am\s+going\s+to|"
+                      r"\s+have\s+to|\s+had\s+to|\s+had\s+no\s+choice\s+but\s+to|\s+(?:chose|choose|decided|decide)\s+to)?\s+"
+                      r"(?!(?:was|were|am|is|need|want|think|feel|felt|know|knew|guess|believe|hope|wish|see|saw|understand|"
+                      r"remember|can|could|might|may|wonder|suppose|like|love|mean)\b)(?=[a-z])", re.I)
+
+
+def _paraphrase(text: str, opts: _Options) -> tuple[int, str, str] | None:
+    """The option a reply acts out in its own words, with no label ("I'll obtain the kryptonite. I'll
+    build the weapons."): first-person sentences that neither negate, hedge nor ask, each naming
+    most of one option's distinctive words (two or more), all of them the same option."""
+    found: dict[int, str] = {}
+    for _, _, sent in _sentences(text):
+        m = _COMMITS.match(sent)
+        if not m or sent.rstrip().endswith("?"):
+            continue
+        w = _words(sent[m.end():])
+        hits = sorted(((len(w & opts.distinct[i]), i) for i in range(opts.n)), reverse=True)
+        (best, i), second = hits[0], hits[1][0] if len(hits) > 1 else 0
+        if best < 2 or 2 * best < len(opts.distinct[i]) or second * 2 > best:
+            continue
+        if _HEDGE.search(_norm(sent)) or re.search(r"\b(?:both|neither|third|either)\b", sent, re.I):
+            return None
+        found.setdefault(i, sent.strip()[:160])
+    return (next(iter(found)), "paraphrase", next(iter(found.values()))) if len(found) == 1 else None
 
 
 def _hedged(sentence: str, option_text: str) -> bool:

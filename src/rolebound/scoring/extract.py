@@ -9,16 +9,18 @@ model call.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from .choice import Reading, choice_reading, yes_no_reading, yes_no_strict
+from ..constants import INVALID
+from ..reading import Reading
+from .choice import choice_reading, yes_no_reading, yes_no_strict
 
-KINDS = ("choice", "answer_number", "yes_no", "yes_no_strict", "judgment")
-_JUDGMENT = re.compile(r"judge?ment\s*[:：]\s*[\"'\[(<]?\s*(yes|no)\b", re.IGNORECASE)
+KINDS = ("choice", "answer_number", "yes_no", "yes_no_strict")
+# Kinds a suite adds (register_kind): a reader of its own format, e.g. a judge's verdict line.
+_READERS: dict[str, Callable[[str | None], Reading]] = {}
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class Extractor:
             return replace(r, value=v)
         if self.kind == "answer_number":
             # CHARM Table 20 as the paper reads it: the number in the last "Answer: <n>"
-            from .parsers import INVALID, parse_answer_number
+            from .parsers import parse_answer_number
             got = parse_answer_number(text, len(self.options))
             return Reading(None, "none:strict_no_answer_number") if got == INVALID else \
                 Reading(got, "strict_answer_number")
@@ -45,8 +47,8 @@ class Extractor:
             return yes_no_reading(text, self.question)
         if self.kind == "yes_no_strict":
             return yes_no_strict(text)
-        if self.kind == "judgment":
-            return _judgment(text)
+        if self.kind in _READERS:
+            return _READERS[self.kind](text)
         raise ValueError(f"unknown extractor kind {self.kind!r}")
 
     def spec(self) -> dict[str, Any]:
@@ -76,22 +78,12 @@ def yes_no(question: str | None = None, strict: bool = False) -> Extractor:
     return Extractor("yes_no_strict" if strict else "yes_no", question=question)
 
 
-def judgment() -> Extractor:
-    return Extractor("judgment")
-
-
-def _judgment(text: str | None) -> Reading:
-    """A judge's `judgment: yes|no` line (Tables 14-15; lower-case values, as the knowledge-errors
-    metrics expect). The judge is a tool held to the paper's format, so there is no in-character
-    reading here; two different verdict lines read as none."""
-    if not text:
-        return Reading(None, "none:empty")
-    found = {m.group(1).lower() for m in _JUDGMENT.finditer(re.sub(r"[*_`#]+", "", text))}
-    if len(found) > 1:
-        return Reading(None, "none:two_judgment_lines")
-    if not found:
-        return Reading(None, "none:no_judgment_line")
-    return Reading(found.pop(), "judgment_line")
+def register_kind(kind: str, read: Callable[[str | None], Reading]) -> None:
+    """Let Extractor(kind) read replies with `read` (a suite's own format); its spec is {"kind": kind},
+    so `rolebound report` reads stored replies again once the suite is imported."""
+    if kind in KINDS:
+        raise ValueError(f"extractor kind {kind!r} is built in")
+    _READERS[kind] = read
 
 
 # -- reading stored replies again ------------------------------------------------------------------
@@ -100,7 +92,6 @@ def reextract(run_dir: str | Path, rebuild=None) -> tuple[int, int]:
     append the records whose reading changed (records.jsonl: the last record per call wins).
     `rebuild(record) -> Extractor | None` (a suite's extractor_for) covers records written before
     specs were stored. Returns (replies read, readings changed)."""
-    from ..runner import INVALID
     from ..store import RunDir, load_records
 
     rd = RunDir(run_dir)

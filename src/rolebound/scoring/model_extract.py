@@ -18,7 +18,7 @@ import re
 from typing import Any, Iterable
 
 from ..records import Decoding, Message, Record
-from .choice import Reading
+from ..reading import Reading
 from .extract import Extractor
 from .parsers import INVALID
 

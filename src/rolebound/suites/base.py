@@ -15,7 +15,10 @@ from ..protocol import Protocol, is_demo
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..records import Record, RunManifest
+    from ..rejudge import JudgePlan
+    from ..report.builder import Report
     from ..runner import ItemContext
+    from ..scoring.extract import Extractor
 
 
 @dataclass
@@ -146,13 +149,15 @@ class Suite:
     default_strategies: list[str] = []
     uses_judge: bool = False
     offers_scoring: bool = False             # generate vs logprob choice
-    options_model: type[Options] = Options   # its `--set` options (none by default)
+    options_model: type[Options] = Options   # its `--set` options, validated before a run (none by default)
     protocol: Protocol | None = None         # the paper's decoding, scoring and judge (protocol.py)
     repeats_native: bool = False             # metrics already give mean +- SEM over repeats
+    on_card: bool = False                    # `rolebound card` runs it (card_limit, card_figures)
     card_limit: int | None = None            # `rolebound card`: the --limit of its quick, balanced subset
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
+        """The items (--data, else the starter set), their source and hash; works without check()."""
         raise NotImplementedError
 
     def select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
@@ -172,13 +177,20 @@ class Suite:
         return []
 
     def prompt_templates(self) -> dict[str, str]:
+        """The prompt templates, hashed into the manifest (a changed prompt is another run)."""
         return {}
 
     def default_scoring(self, backend) -> str | None:
+        """generate or logprob when --scoring is not given (suites that offer both)."""
         return default_scoring_for(backend) if self.offers_scoring else None
 
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         """Fail before any call if the backend cannot do what the strategies need."""
+
+    def unavailable_strategies(self, backend, strategies: Sequence[str]) -> dict[str, str]:
+        """strategy -> why this backend cannot run it. A run on the default strategies leaves
+        these out (the manifest and the report say so); named with --strategy, check() stops."""
+        return {}
 
     def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
         """Whether a run of a judged suite makes judge calls (then the manifest names the judge).
@@ -187,6 +199,7 @@ class Suite:
 
     # -- work -------------------------------------------------------------------------------
     async def run_item(self, item: Any, ctx: "ItemContext", strategy: str, settings: RunSettings) -> None:
+        """The strategy: one item's model calls through ctx (chat, complete, score)."""
         raise NotImplementedError
 
     async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
@@ -197,25 +210,69 @@ class Suite:
 
     # -- results ----------------------------------------------------------------------------
     def metrics(self, records: list["Record"], manifest: "RunManifest") -> dict[str, Any]:
+        """PURE: the run's figures from its records (metrics.json); `rolebound report` recomputes them."""
         raise NotImplementedError
 
     def report(self, metrics: dict[str, Any], records: list["Record"], manifest: "RunManifest",
                run_dir: Path) -> list[Path]:
-        raise NotImplementedError
+        """Write report.md and report.html into run_dir (report.builder.Report) from the metrics
+        and records alone; returns the paths. Default: the run's facts and the summary lines."""
+        from ..report.builder import Report, run_facts
+
+        rep = Report(f"{self.name}: {manifest.model}")
+        rep.facts(run_facts(manifest))
+        rep.table("Summary", ["", "value"], [list(kv) for kv in self.summary(metrics)])
+        return rep.write(run_dir)
 
     def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         """A few (label, value) lines for the end-of-run summary and `rolebound compare`."""
         return []
+
+    def compare(self, report: "Report", entries: list[tuple[Path, "RunManifest", dict[str, Any]]]) -> None:
+        """`rolebound compare`: tables of several runs into `report`; entries are (run folder,
+        manifest, metrics) of runs of this suite. Default: one row per run of summary()."""
+        head = [k for k, _ in self.summary(entries[0][2])] if entries else []
+        rows = [[str(d), m.model, ", ".join(m.strategies)] + [v for _, v in self.summary(met)]
+                for d, m, met in entries]
+        report.table("Runs", ["run", "model", "strategies"] + head, rows)
+
+    def extractor_for(self, record: "Record") -> "Extractor | None":
+        """`rolebound report`: how to read again a stored reply whose record carries no extractor
+        spec (written before specs were stored); None: keep what was recorded."""
+        return None
 
     def model_extraction_candidates(self, records: list["Record"]) -> list["Record"]:
         """The answers a model-based extractor (`--extractor`) may read: none unless the suite
         opts in, usually with scoring.model_extract.rule_none (the rules' none readings)."""
         return []
 
+    def rejudge(self, records: list["Record"], manifest: "RunManifest", judge) -> "JudgePlan":
+        """`rolebound report RUN --judge MODEL`: what judging a finished run again asks (the answers,
+        one judge call per answer, the judge's mode); rolebound.rejudge does the rest (rounds,
+        resume, records, the manifest's log). Default: the suite has no judge to replace."""
+        from ..errors import InputError
+
+        raise InputError(f"suite {self.name} has no judge to replace", field="--judge")
+
     def card_figures(self, metrics: dict[str, Any]) -> dict[str, Any] | None:
-        """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card.figures
+        """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card_figures
         builds them); None: the suite has no card section."""
         return None
+
+    def judge_check(self):
+        """`rolebound judge-check`: a rolebound.judgecheck.spec.JudgeCheck (the judge's scores and one
+        judge call for a human-labelled reply); None: the suite has no judge to check."""
+        return None
+
+    def build_commands(self, app) -> None:
+        """`rolebound build`: add this suite's construction commands to `app` (a typer.Typer), e.g.
+        `@app.command("my-suite")`. Their model calls go through runner.open_session and
+        loop.bounded (recorded, cached, resumable). Default: none."""
+
+    def importers(self) -> dict[str, tuple[Any, str]]:
+        """`rolebound data import FORMAT SRC --out FILE`: {format: (function(src, out) -> summary
+        text, one-line help)}. Default: none."""
+        return {}
 
 
 class Item(BaseModel):

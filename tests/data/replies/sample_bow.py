@@ -90,5 +90,53 @@ def main(src: str, out: str) -> None:
     Path(out).write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in rows), encoding="utf-8")
 
 
+
+# -- issue 22: a second blind split ("blind2"), drawn before the issue-22 rules were written ----------
+POLES = [("save(personal sacrifice)", "sacrifice(greater good)"), ("Hero", "Villain"),
+         ("Duty", "Personal Desire"), ("The Ends Justify the Means", "Moral Code")]
+BLIND2_PER_CELL = 6
+BLIND2_SEED = 22
+
+
+def blind2(src: str, corpus: str, out: str) -> None:
+    """Per model 6 canon + 6 dilemma replies not already in the corpus, unlabelled. A dilemma's type
+    is its position among the file's dilemma rows modulo 4 (the release's order); its options are
+    the prompt's two poles, each with the scenario option of the same position (checked by hand
+    against the scenario before labelling, `options_fixed_by_hand`)."""
+    have = {(json.loads(x)["provenance"]["file"].split("/")[-1], json.loads(x)["provenance"]["line"])
+            for x in Path(corpus).read_text(encoding="utf-8").splitlines() if x.strip()}
+    rng, rows = random.Random(BLIND2_SEED), []
+    for model in MODELS:
+        path = Path(src) / f"merge_{model}.jsonl"
+        pool: dict[str, list] = {"canon": [], "dilemma": []}
+        k_dilemma = -1
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            r = json.loads(line)
+            kind = r["source_file"].split("_")[0]
+            if kind == "dilemma":
+                k_dilemma += 1
+            if kind not in pool or not r.get("answers") or (path.name, n) in have:
+                continue
+            if kind == "canon":
+                opts = canon_options(r["question"] or "")
+            else:
+                found = dilemma_options(r["question"] or "")
+                poles = POLES[k_dilemma % 4]
+                opts = [[chr(65 + i), f"{poles[i]} - {t}"] for i, (_, t) in enumerate(found)] if len(found) == 2 else []
+            if opts:
+                pool[kind].append((n, r, opts))
+        for kind in ("canon", "dilemma"):
+            for n, r, opts in sorted(rng.sample(pool[kind], BLIND2_PER_CELL), key=lambda x: x[0]):
+                reply, short = shorten_think(r["answers"])
+                rows.append({"id": f"bow-{model}-{n}", "suite": "multiverse", "kind": kind, "model": model,
+                             "source": "beyond_one_world",
+                             "provenance": {"file": f"annotated_results/anno1/{path.name}", "line": n,
+                                            "source_file": r["source_file"], "CID": r["CID"], "draw": "blind2"},
+                             "options": opts, "options_fixed_by_hand": False, "reply": reply,
+                             "reply_shortened": short, "split": "blind2"})
+    Path(out).write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in rows), encoding="utf-8")
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    # sample_bow.py SRC OUT  |  sample_bow.py blind2 SRC CORPUS OUT
+    blind2(*sys.argv[2:5]) if sys.argv[1] == "blind2" else main(*sys.argv[1:3])

@@ -1,9 +1,8 @@
 """The capability starter bank: schema, balance, and every generated item's answer re-derived with
-sympy, independently of make_bank.py's own arithmetic."""
+sympy, independently of the suite's build.py and its own arithmetic."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections import Counter
@@ -79,12 +78,11 @@ def test_bank_items_validate_and_carry_provenance():
         assert it["validated"] is False and (it.get("source") or it.get("note")), it["id"]
 
 
-def test_bank_jsonl_is_what_make_bank_writes():
-    spec = importlib.util.spec_from_file_location("make_bank", DATA_DIR / "make_bank.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+def test_bank_jsonl_is_what_the_build_writes():
+    from rolebound.suites.capability import build as mod
+
     assert mod.render(mod.build()) == BANK_FILE.read_text(encoding="utf-8"), \
-        "bank.jsonl is stale: run python src/rolebound/suites/capability/data/make_bank.py"
+        "bank.jsonl is stale: run python -m rolebound.suites.capability.build"
 
 
 def test_every_math_level_has_generated_checked_items():

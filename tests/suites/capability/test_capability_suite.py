@@ -126,7 +126,9 @@ def test_rejudge_scores_an_existing_run_without_touching_answers(tmp_path, monke
                   out=tmp_path / "run", options={"roles": "kindergarten,college"}, progress=False)
     answers_before = [r for r in load_records(res.run_dir) if r.role == "model"]
     monkeypatch.setattr(fake, "POOL", ["RV: 2\nC: 1\nRC: 0"])
-    n = CapabilitySuite().rejudge(res.run_dir, "fake:random", progress=False)
+    from rolebound.rejudge import rejudge
+
+    n = rejudge(res.run_dir, "fake:random", progress=False).answers
     assert n == 4 * 2 * 2                                   # role-prompted answers only, not no-role
     recs = load_records(res.run_dir)
     assert [r for r in recs if r.role == "model"] == answers_before
@@ -138,7 +140,7 @@ def test_rejudge_scores_an_existing_run_without_touching_answers(tmp_path, monke
     assert api.load_manifest(res.run_dir).rejudges[0]["answers"] == n
     # a second judge is a new round: the metrics read it, the first round's verdicts stay as history
     monkeypatch.setattr(fake, "POOL", ["RV: 0\nC: 0\nRC: 2"])
-    CapabilitySuite().rejudge(res.run_dir, "fake:echo", progress=False)
+    rejudge(res.run_dir, "fake:echo", progress=False)
     metrics, _ = api.build_report(res.run_dir)
     assert metrics["by_strategy"]["identity"]["judge_invalid"] == 8     # echo repeats the prompt: unreadable
     assert metrics["by_strategy"]["injection"]["macro"]["RV"]["mean"] is None
@@ -149,7 +151,7 @@ def test_rejudge_scores_an_existing_run_without_touching_answers(tmp_path, monke
     report = (res.run_dir / "report.md").read_text()
     assert "round 1: fake:echo (earlier: 0: fake:random)" in report
     lines = (res.run_dir / "records.jsonl").read_text().count("\n")
-    CapabilitySuite().rejudge(res.run_dir, "fake:echo", progress=False)    # same judge again: resumes round 1
+    rejudge(res.run_dir, "fake:echo", progress=False)    # same judge again: resumes round 1
     assert (res.run_dir / "records.jsonl").read_text().count("\n") == lines
     assert [r["round"] for r in api.load_manifest(res.run_dir).rejudges] == [0, 1, 1]
 
@@ -321,14 +323,14 @@ def test_data_stats_tables():
 # -- the real bundled model --------------------------------------------------------------------
 @pytest.mark.model
 def test_bundled_model_end_to_end(tmp_path, bundled):
-    """identity + injection + no-role on one question per level for two roles; then one real judge call."""
-    res = api.run("capability", model="bundled", strategies="identity,injection,no-role", limit=4,
-                  out=tmp_path / "run", decoding={"max_tokens": 32},
+    """identity + injection + no-role on two questions (two levels) for two roles; then one real judge call."""
+    res = api.run("capability", model="bundled", strategies="identity,injection,no-role", limit=2,
+                  out=tmp_path / "run", decoding={"max_tokens": 24},
                   options={"roles": "kindergarten,college"}, progress=False)
     assert not res.errors
     recs = load_records(res.run_dir)
     answers = [r for r in recs if r.role == "model"]
-    assert len(answers) == 4 * 2 * 2 + 4
+    assert len(answers) == 2 * 2 * 2 + 2
     inj = [r for r in answers if r.strategy == "injection"]
     for r in inj:
         assert r.kind == "complete"
@@ -340,7 +342,7 @@ def test_bundled_model_end_to_end(tmp_path, bundled):
         assert r.parsed == parse_boxed_letter(r.response) and r.correct == (r.parsed == r.gold)
     m = json.loads((res.run_dir / "metrics.json").read_text())
     oc = m["by_strategy"]["identity"]["outcomes"]
-    assert oc["total"] == 8 and sum(oc[k] for k in ("valid", "missing", "unclosed", "idk", "other")) == 8
+    assert oc["total"] == 4 and sum(oc[k] for k in ("valid", "missing", "unclosed", "idk", "other")) == 4
     assert (res.run_dir / "figures" / "heatmap.png").exists()
     assert "Table 3" in (res.run_dir / "report.md").read_text()
 
@@ -370,3 +372,15 @@ def test_the_think_tag_backend_option_reaches_the_injection_prompt(tmp_path):
     inj = [r for r in load_records(res.run_dir) if r.strategy == "injection"]
     assert inj and all("<|assistant|>[THINK]Okay, I am " in r.prompt and r.meta["think_tag"] == "[THINK]"
                        for r in inj)
+
+
+def test_permutations_ask_shifted_options_apart_from_the_paper_figures(tmp_path):
+    kw = dict(model="fake:random", strategies="identity", limit=4, options={"roles": "primary"}, progress=False)
+    plain = api.run("capability", out=tmp_path / "plain", **kw)
+    res = api.run("capability", out=tmp_path / "perm", **{**kw, "options": {"roles": "primary", "permutations": 2}})
+    recs = load_records(res.run_dir)
+    shifted = [r for r in recs if r.stage.endswith("~s1")]
+    assert len(shifted) == len([r for r in recs if r.stage == "answer.primary"]) == 4
+    assert all(r.meta["order"] == [3, 0, 1, 2] and r.meta["shift"] == 1 for r in shifted)
+    assert res.metrics["by_strategy"] == plain.metrics["by_strategy"]       # TA/IA/A: the paper's order only
+    assert res.metrics["shifts"]["answer"]["items"] == 4

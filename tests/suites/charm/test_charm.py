@@ -14,7 +14,8 @@ from rolebound.suites.charm.build import cohen_kappa, parse_incorrect, pick_dist
 from rolebound.errors import InputError
 from rolebound.suites.charm import metrics as cm
 from rolebound.records import Record
-from rolebound.suites.charm.suite import BA_PROMPT, CharmSuite, mcq_prompt
+from rolebound.suites.charm.prompts import BA_PROMPT, mcq_prompt
+from rolebound.suites.charm.suite import CharmSuite
 from rolebound.suites.charm.data import ABSTAIN, expand, load_data
 
 HERE = Path(__file__).resolve().parent
@@ -359,7 +360,7 @@ def test_review_keeps_items_both_accept(tmp_path):
 # -- end to end through the real model --------------------------------------------------------
 @pytest.mark.model
 def test_charm_end_to_end_on_the_bundled_model(tmp_path):
-    res = api.run("charm", model="bundled", limit=60, out=tmp_path / "run", progress=False)
+    res = api.run("charm", model="bundled", limit=36, out=tmp_path / "run", progress=False)
     assert res.counts.errors == 0 and res.manifest.scoring == "logprob"
     m = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert m["matrix"]["all"]["n"] > 10 and m["override"]["n_cross"] > 0
@@ -369,13 +370,18 @@ def test_charm_end_to_end_on_the_bundled_model(tmp_path):
     assert again == m
     html = (tmp_path / "run" / "report.html").read_text()
     assert "Table 2" in html and "data:image/png;base64" in html
+    # the demo settings: the 135M model's BC picks follow position, and the report says so
+    assert any(w.startswith("bc: the picks follow position") for w in m["position_bias"]["warnings"])
+    assert "Position bias warning" in html
+    if m["override"]["ba_pos_fc_bc"]:       # candidates: asked again in the control order
+        assert m["override_control"]["n"] == m["override"]["ba_pos_fc_bc"] and "control order" in html
 
 
 @pytest.mark.model
 def test_charm_generation_sequential_and_no_role_on_a_user_region(tmp_path):
     res = api.run("charm", model="bundled", data=str(NORDIC), options={"builtin": False},
                   strategies="independent,sequential,no-role", scoring="generate",
-                  decoding={"max_tokens": 24}, out=tmp_path / "run", progress=False)
+                  decoding={"max_tokens": 8}, out=tmp_path / "run", progress=False)
     m = res.metrics
     assert res.counts.errors == 0
     assert m["matrix"]["all"]["n"] == 4 and m["by_region"].keys() == {"Nordic"}

@@ -19,7 +19,7 @@ from rolebound.store import load_records
 from rolebound.suites.knowledge_errors import prompts as P
 from rolebound.suites import get_suite
 from rolebound.suites.base import RunSettings
-from rolebound.suites.knowledge_errors.suite import judge_scoring_mode
+from rolebound.suites.knowledge_errors.strategies import judge_scoring_mode
 
 NO_HIDDEN = {"hidden_states": False}
 

@@ -208,6 +208,7 @@ def rec(item, strategy, stage, parsed, gold, *, task="canon", **meta) -> Record:
     correct = None if gold is None else (parsed != INVALID and parsed == gold)
     return Record(call_id=f"{item}/{strategy}/{stage}", item_id=item, suite="multiverse", strategy=strategy,
                   stage=stage, parsed=parsed, gold=gold, correct=correct,
+                  role="judge" if stage.split("@")[0] in ("judge", "segment") else "model",
                   meta={"task": task, "letters": "ABCD" if task == "canon" else "AB", **meta})
 
 
@@ -571,3 +572,68 @@ def test_generation_caps_follow_the_runs_backends_not_suite_state():
     assert limit(suite, qwen, "segment_max_tokens") == LIMITS["segment_max_tokens"]
     assert limit(suite, RunSettings(strategies=["cot"], backend="openai", options={"cot_max_tokens": 7}),
                  "cot_max_tokens") == 7
+
+
+class _FlatEmbedder:
+    name = "flat (test)"
+
+    def cosine_matrix(self, a, b):
+        import numpy as np
+
+        return np.ones((len(a), len(b)))
+
+
+def test_rejudge_replaces_the_judge_not_the_segmenter(tmp_path, monkeypatch):
+    """`rolebound report RUN --judge MODEL` works on multiverse: round 1 is judge@1 (read by the new
+    judge's default rule), the metrics read it, the segmenter's records stay, and the same judge
+    asked again resumes round 1."""
+    from rolebound.rejudge import Rejudged, rejudge
+    from rolebound.scoring import embeddings
+
+    monkeypatch.setattr(embeddings, "get_embedder", lambda path=None: _FlatEmbedder())
+    monkeypatch.setattr(embeddings, "default_path", lambda: "unused")
+    monkeypatch.setattr(embeddings, "mpnet_available", lambda: False)
+    data = write(tmp_path, MINI)
+    out = tmp_path / "run"
+    api.run("multiverse", model="fake:random", judge="fake:echo", data=str(data), out=out, progress=False,
+            scoring="generate", strategies="cot", limit=3, options={"judge_input": "raw", "judge_scoring": "generate"})
+    before = load_records(out)
+    judged = [r for r in before if r.stage == "judge"]
+    assert judged and all(not isinstance(r.parsed, dict) for r in judged)     # echo: unreadable scores
+    got = rejudge(out, "fake:random", progress=False)
+    assert got == Rejudged(round=1, judge="fake:random", answers=len(judged), failed=0, mode="logprob")
+    after = load_records(out)
+    assert [r for r in after if r.stage == "segment"] == [r for r in before if r.stage == "segment"]
+    new = [r for r in after if r.stage == "judge@1"]
+    assert len(new) == len(judged) and all(isinstance(r.parsed, dict) and r.meta["judge_round"] == 1 for r in new)
+    metrics, _ = api.build_report(out)
+    blocks = [b["analysis"] for b in metrics["strategies"]["cot"].values() if "analysis" in b]
+    assert sum(b["judge_calls"] for b in blocks) == len(new) and all(b["judge_invalid"] == 0 for b in blocks)
+    assert {b["judge_scoring"] for b in blocks} == {"logprob"}
+    lines = (out / "records.jsonl").read_text().count("\n")
+    assert rejudge(out, "fake:random", progress=False).round == 1         # same judge: resumes round 1
+    assert (out / "records.jsonl").read_text().count("\n") == lines
+    assert [r["round"] for r in api.load_manifest(out).rejudges] == [1, 1]
+
+
+def test_permutations_shift_canon_options_and_swap_dilemma_poles_with_their_choices(tmp_path):
+    data = write(tmp_path, MINI)
+    res = api.run("multiverse", model="fake:random", data=str(data), out=tmp_path / "run", progress=False,
+                  scoring="generate", strategies="direct,cross-direct", options={"analysis": False, "permutations": 3})
+    recs = load_records(tmp_path / "run")
+    stages = Counter((r.strategy, r.stage) for r in recs)
+    assert stages[("direct", "answer")] == 5 and stages[("direct", "answer~s2")] == 3   # canon: 3 shifts
+    assert stages[("direct", "answer~s1")] == 5 and not any("~s" in r.stage for r in recs
+                                                            if r.strategy == "cross-direct")
+    base = next(r for r in recs if r.stage == "answer" and r.meta["task"] == "canon")
+    s1 = next(r for r in recs if r.stage == "answer~s1" and r.item_id == base.item_id)
+    assert s1.meta["order"] == [3, 0, 1, 2] and s1.gold == "ABCD"[(("ABCD".index(base.gold)) + 1) % 4]
+    d0 = next(r for r in recs if r.stage == "answer" and r.meta["task"] == "dilemma")
+    d1 = next(r for r in recs if r.stage == "answer~s1" and r.item_id == d0.item_id)
+    q0, q1 = d0.prompt[0]["content"], d1.prompt[0]["content"]
+    a0 = q0.split("Choice A: ")[1].split(" Consequence A")[0]
+    assert q1.split("Choice B: ")[1].startswith(a0)                 # choice A is shown as B ...
+    assert "A) Personal Desire vs. B) Duty" in q1 and "A) Duty vs. B) Personal Desire" in q0   # ... with its pole
+    m = res.metrics
+    assert m["shifts"]["canon"]["shifts"] == 3 and m["shifts"]["dilemma"]["shifts"] == 2
+    assert m["strategies"]["direct"]["canon"]["n"] == 3               # the paper's figure: unshifted only

@@ -16,11 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ...constants import ABCD
 from ...errors import InputError
 from ...io import jsonl_lines, line_of, read_yaml, validate_record, validate_yaml
+from ..base import interleave
 from .boxed import normalize_gold
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ROLES_FILE = DATA_DIR / "roles.yaml"
 BANK_FILE = DATA_DIR / "bank.jsonl"
+DIALOGUE_BANK = DATA_DIR / "dialogue.yaml"     # scripted warm-up turns at each role's own level
 # The starter bank on the bundled CPU model without --limit: questions per level, so that all six
 # roles x identity, injection, no-role stay within a few minutes. Other models get the whole bank;
 # --set per_level=N|all overrides.
@@ -215,3 +217,74 @@ def load_items(path: str | Path, cfg: RolesConfig, rows: list | None = None) -> 
         it.level = lid
         items.append(it)
     return items
+
+
+def run_roles(settings, opts) -> RolesConfig:
+    """The run's roles file and chosen roles, in settings.state (read once per run)."""
+    st = settings.state
+    if "cfg" not in st:
+        path = opts.roles_file or ROLES_FILE
+        if not Path(path).exists():
+            raise InputError("roles file not found", file=str(path), field="roles_file")
+        st["cfg"] = load_roles(path)
+        st["roles"] = pick_roles(st["cfg"], opts.roles)
+    return st["cfg"]
+
+
+def pick_roles(cfg: RolesConfig, value: Any) -> list[Role]:
+    allr = cfg.roles
+    if value in (None, "", "all"):
+        return list(allr)
+    ids = value if isinstance(value, list) else str(value).split(",")
+    ids = [str(x).strip() for x in ids if str(x).strip()]
+    byid = {r.id: r for r in allr}
+    if not ids:
+        raise InputError(f"no role given; roles: {', '.join(byid)}", field="roles")
+    bad = [x for x in ids if x not in byid]
+    if bad:
+        raise InputError(f"unknown role '{bad[0]}'; roles: {', '.join(byid)}", field="roles")
+    return [r for r in allr if r.id in ids]   # keep the ladder's order
+
+
+def select_items(items: Sequence[CapabilityItem], limit: int | None, st: dict) -> list[CapabilityItem]:
+    """Balanced: round-robin over levels, and over subjects inside each level; at most the
+    run's per_level questions per level (load() puts it in settings.state)."""
+    ranks = st["cfg"].level_rank() if "cfg" in st else {}
+    cap = st.get("per_level")
+    by_level: dict[str, list] = {}
+    for it in items:
+        by_level.setdefault(it.level, []).append(it)
+    per_level = []
+    for k, lv in enumerate(sorted(by_level, key=lambda k: ranks.get(k, 99))):
+        subj: dict[str, list] = {}
+        for it in by_level[lv]:
+            subj.setdefault(it.subject, []).append(it)
+        names = sorted(subj)
+        names = names[k % len(names):] + names[: k % len(names)]   # each level starts on another subject
+        order = interleave([subj[s] for s in names])
+        per_level.append(order[:cap] if cap else order)
+    out = interleave(per_level)
+    return out[:limit] if limit else out
+
+
+def stats_tables(dataset) -> list[tuple[str, Any]]:
+    import pandas as pd
+
+    cfg = dataset.extra["roles"]
+    df = pd.DataFrame([{"level": it.level, "subject": it.subject, "answer": it.answer,
+                        "passage": bool(it.passage)} for it in dataset.items])
+    order = [lv.id for lv in cfg.levels if lv.id in set(df["level"])]
+    counts = pd.crosstab(df["level"], df["subject"], margins=True, margins_name="total")
+    counts = counts.reindex(order + ["total"])
+    letters = pd.crosstab(df["level"], df["answer"]).reindex(order)
+    ranks = cfg.level_rank()
+    roles = pd.DataFrame([{
+        "role": r.id, "prompt name": r.name,
+        "ceiling": r.ceiling or "none in benchmark",
+        "in-role levels": ", ".join(lv.id for lv in cfg.levels
+                                    if r.ceiling is not None and ranks[lv.id] <= ranks[r.ceiling]) or "-",
+        "in-role items": sum(1 for it in dataset.items
+                             if r.ceiling is not None and ranks[it.level] <= ranks[r.ceiling]),
+    } for r in cfg.roles]).set_index("role")
+    return [("Items by level and subject", counts), ("Gold letters by level", letters),
+            ("Roles and ceilings (Tables 1-2)", roles)]

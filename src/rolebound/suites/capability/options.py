@@ -6,20 +6,23 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
-from ..base import Options
+from ...dialogue.options import DialogueOptions
 
 
 def _lower(v):
     return v.strip().lower() if isinstance(v, str) else v
 
 
-class CapabilityOptions(Options):
+class CapabilityOptions(DialogueOptions):
     roles: str | list[str] | None = Field(None, description="comma-separated role ids (default: all)")
     roles_file: str | None = Field(None, description="YAML of levels and roles (default: the built-in roles.yaml)")
     per_level: Annotated[Annotated[int, Field(ge=1)] | Literal["all"] | None, BeforeValidator(_lower)] = Field(
         None, description="questions per level, or 'all' (default: all; 2 for the starter bank on the bundled model)")
     judge: bool | None = Field(None, description="score RV, C, RC with the judge model "
                                                  "(default: on when --judge differs from --model)")
+    permutations: int = Field(1, ge=1, le=4, description="ask every question under this many cyclic shifts of its "
+                                                        "options (1: the paper's order only; shifted answers are "
+                                                        "not judged and not in TA/IA/A)")
     judge_max_tokens: int | None = Field(None, ge=1, description="token limit of judge calls (default: --max-tokens)")
     think_tag: str | None = Field(None, description="reasoning marker before the Injection prefill "
                                                     "(default: read from the model's chat template, "

@@ -3,10 +3,12 @@ every answer in a filterable table. Built from metrics and records alone."""
 
 from __future__ import annotations
 
+from ...dialogue.report import add_sections, summary_lines as dialogue_lines
+
 from pathlib import Path
 from typing import Any
 
-from . import metrics as cm
+from .metrics import JUDGE_DIMS, METRICS, answer_records, judge_records, outcome
 from ...rejudge import judge_rounds, rounds_text, verdicts
 from ...report.fmt import fmt_mean_sd
 from .boxed import KINDS
@@ -21,7 +23,8 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
     role_strats = [s for s in strategies if s in m["by_strategy"]]
     rep = Report("capability: role-capability leakage (RoleCapBench)")
     rep.facts(run_facts(manifest))
-    n_q = len({r.item_id for r in cm.answer_records(records)})
+    add_sections(rep, metrics.get("dialogue"))
+    n_q = len({r.item_id for r in answer_records(records)})
     sample = ""
     if manifest.dataset.startswith("builtin:") and manifest.limit is None and "per_level" not in manifest.options \
             and is_demo_spec(manifest.model):
@@ -36,7 +39,7 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
     rows = []
     for strat in role_strats:
         mac = m["by_strategy"][strat]["macro"]
-        rows.append([strat] + [fmt_mean_sd(mac[k]["mean"], mac[k]["std"]) for k in cm.METRICS + cm.JUDGE_DIMS])
+        rows.append([strat] + [fmt_mean_sd(mac[k]["mean"], mac[k]["std"]) for k in METRICS + JUDGE_DIMS])
     if m.get("no_role"):
         rows.append(["no-role", fmt_mean_sd(m["no_role"]["TA"]), "-", "-", "-", "-", "-"])
     rep.table("Table 3: TA, IA, A (0-1) and judge RV, C, RC (0-2), mean (sample std) across roles",
@@ -93,16 +96,16 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
 
 def _samples(records) -> list[dict]:
     """Every answer with its judge scores, if judged."""
-    judged = {r.meta.get("judged"): r for r in cm.judge_records(records)}
+    judged = {r.meta.get("judged"): r for r in judge_records(records)}
     samples = []
-    for r in cm.answer_records(records):
+    for r in answer_records(records):
         j = judged.get(r.call_id)
         js = j.parsed if j is not None and isinstance(j.parsed, dict) else {}
         samples.append({"_call": r.call_id, "item": r.item_id, "variant": r.strategy, "role": r.meta.get("role") or "-",
                         "level": r.meta.get("level"), "in_role": r.meta.get("in_role"),
                         "gold": r.gold, "parsed": r.parsed, "correct": r.correct,
-                        "outcome": cm.outcome(r.response),
-                        "judge": " ".join(f"{k}={js.get(k)}" for k in cm.JUDGE_DIMS) if js else "",
+                        "outcome": outcome(r.response),
+                        "judge": " ".join(f"{k}={js.get(k)}" for k in JUDGE_DIMS) if js else "",
                         "response": r.response})
     return samples
 
@@ -113,7 +116,7 @@ def compare_tables(rep: Report, entries) -> None:
         for strat, m in met.get("by_strategy", {}).items():
             mac = m["macro"]
             rows.append([str(d), man.model, strat] + [fmt_mean_sd(mac[k]["mean"], mac[k]["std"])
-                                                      for k in cm.METRICS + cm.JUDGE_DIMS])
+                                                      for k in METRICS + JUDGE_DIMS])
         if met.get("no_role"):
             rows.append([str(d), man.model, "no-role", fmt_mean_sd(met["no_role"]["TA"]), "-", "-", "-", "-", "-"])
     rep.table("RoleCapBench Table 3 across runs (mean (std) across roles)",
@@ -216,3 +219,17 @@ def delta_figure(m: dict[str, Any]):
     ax.set_ylabel("change in above-role accuracy (ΔA)")
     ax.legend(fontsize=8, loc="best")
     return fig
+
+
+def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for strat, m in metrics.get("by_strategy", {}).items():
+        mac = m["macro"]
+        out.append((strat, f"TA {fmt_mean_sd(mac['TA']['mean'])}  IA {fmt_mean_sd(mac['IA']['mean'])}  "
+                           f"A {fmt_mean_sd(mac['A']['mean'])}  (valid boxed answers "
+                           f"{m['outcomes']['valid']}/{m['outcomes']['total']})"))
+    if metrics.get("no_role"):
+        nr = metrics["no_role"]
+        out.append(("no-role", f"TA {fmt_mean_sd(nr['TA'])} (valid boxed answers "
+                               f"{nr['outcomes']['valid']}/{nr['outcomes']['total']})"))
+    return out + dialogue_lines(metrics.get("dialogue"))

@@ -11,33 +11,31 @@ optional LM judge scores RV, C and RC (Table 6).
 
 A runner item is one question; each role-prompted variant makes one call per role
 (stage `answer.<role>`), no-role one call (stage `answer`). Roles, levels and questions live in
-data.py, re-judging in rejudge.py, the report in report.py.
+data.py, the calls and re-judging in strategies.py, the report in report.py.
 """
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Sequence
 
-from ...errors import InputError
 from ...io import file_sha256, stable_hash
-from . import metrics as cm
-from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE
-from ...report.builder import Report
-from ...report.fmt import fmt_mean_sd
-from .boxed import parse_boxed_letter
-from . import judge as cj
-from . import prompts as cp
-from .. import register_suite
-from ..base import Dataset, RunSettings, Suite, interleave
+from ...errors import CapabilityError
+from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE, PREFILL
 from ...protocol import Protocol
+from .. import register_suite
+from ..base import Dataset, RunSettings, Suite
+from .card import card_figures
+from . import prompts, strategies
+from .data import (BANK_FILE, DEFAULT_PER_LEVEL, CapabilityItem, RolesConfig, load_items, run_roles, select_items,
+                   stats_tables)
 from .importers import csv_rows
+from .judge import TEMPLATE as JUDGE_TEMPLATE, rubric_text
 from .options import CapabilityOptions
-from .data import (BANK_FILE, DEFAULT_PER_LEVEL, ROLES_FILE, CapabilityItem, Role, RolesConfig,
-                              load_items, load_roles)
+from .report import compare_tables, summary_lines, write_report
+from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE, budget
 
-# -- the suite -------------------------------------------------------------------------------------
+
 @register_suite("capability")
 class CapabilitySuite(Suite):
     name = "capability"
@@ -52,10 +50,12 @@ class CapabilitySuite(Suite):
         "injection": "guidelines + prefilled assistant turn, raw completion (C.7)",
         "injection-syllabus": "injection + the role's curriculum knowledge (C.8)",
         "no-role": "the question alone, once per question (baseline)",
+        DIALOGUE: DIALOGUE_DESCRIPTION + "; each role's Identity question",
     }
     default_strategies = ["identity", "injection", "no-role"]
     uses_judge = True
     options_model = CapabilityOptions
+    on_card = True
     card_limit = 8  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
     # Section F, Table 7: a maximum generation length of 32,768 tokens, top_p 0.95, temperature 1.0
     # (Gemma-4-E4B-IT, Qwen3.5-4B; OLMo-3-7B-Think used 0.6). Appendix E: the judge (GPT-OSS-20B)
@@ -67,49 +67,45 @@ class CapabilitySuite(Suite):
                         notes="temperature 1.0 is Gemma's and Qwen's (OLMo-3: 0.6); the RV/C/RC judge runs "
                               "with --judge or --set judge=true")
 
+    # results, report, card and compare: functions of the suite's modules
+    summary = staticmethod(summary_lines)
+    card_figures = staticmethod(card_figures)
+    compare = staticmethod(compare_tables)
+    report = staticmethod(write_report)
+
     # -- settings ------------------------------------------------------------------------------
     def _setup(self, settings: RunSettings) -> RolesConfig:
         """The run's roles file and chosen roles, in settings.state (read once per run)."""
-        st = settings.state
-        if "cfg" not in st:
-            opts = self.opts(settings)
-            path = opts.roles_file or ROLES_FILE
-            if not Path(path).exists():
-                raise InputError("roles file not found", file=str(path), field="roles_file")
-            st["cfg"] = load_roles(path)
-            st["roles"] = self._pick_roles(st["cfg"], opts.roles)
-        return st["cfg"]
-
-    @staticmethod
-    def _pick_roles(cfg: RolesConfig, value: Any) -> list[Role]:
-        allr = cfg.roles
-        if value in (None, "", "all"):
-            return list(allr)
-        ids = value if isinstance(value, list) else str(value).split(",")
-        ids = [str(x).strip() for x in ids if str(x).strip()]
-        byid = {r.id: r for r in allr}
-        if not ids:
-            raise InputError(f"no role given; roles: {', '.join(byid)}", field="roles")
-        bad = [x for x in ids if x not in byid]
-        if bad:
-            raise InputError(f"unknown role '{bad[0]}'; roles: {', '.join(byid)}", field="roles")
-        return [r for r in allr if r.id in ids]   # keep the ladder's order
+        return run_roles(settings, self.opts(settings))
 
     def prompt_templates(self) -> dict[str, str]:
-        return {**cp.templates(), "judge": cj.TEMPLATE, "judge_rubric": cj.rubric_text()}
+        return {**prompts.templates(), "judge": JUDGE_TEMPLATE, "judge_rubric": rubric_text()}
 
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         self._setup(settings)
-        inj = [s for s in settings.strategies if s in cp.INJECTION]
-        if inj:
-            why = f"{inj[0]} serialises the prompt with the model's chat template and prefills the assistant turn"
-            backend.require(COMPLETE, why)
-            backend.require(CHAT_TEMPLATE, why)
-        if any(s not in cp.INJECTION for s in settings.strategies):
+        inj = [s for s in settings.strategies if s in prompts.INJECTION]
+        if inj and (why := self.unavailable_strategies(backend, inj).get(inj[0])):
+            hint = getattr(backend, "prefill_hint", "")
+            if not hint:        # say what the backend lacks, in the usual words
+                backend.require(COMPLETE, why)
+                backend.require(CHAT_TEMPLATE, why)
+            raise CapabilityError(f"strategy {inj[0]}: {why}; to enable it, {hint}")
+        if any(s not in prompts.INJECTION for s in settings.strategies):
             backend.require(CHAT, "the chat-based variants")
+        if DIALOGUE in settings.strategies:
+            budget.setup(settings, backend)
         settings.state["judge_on"] = self.judge_enabled(settings, backend, judge)
         if settings.state["judge_on"]:
             (judge or backend).require(CHAT, "the judge scores RV, C, RC in a chat")
+
+    def unavailable_strategies(self, backend, names: Sequence[str]) -> dict[str, str]:
+        """Injection prefills the assistant turn: a raw completion over the model's chat template,
+        or (vLLM) a chat that continues a final assistant message."""
+        if not any(s in prompts.INJECTION for s in names) or backend.supports(PREFILL) or (
+                backend.supports(COMPLETE) and backend.probe(CHAT_TEMPLATE)):
+            return {}
+        why = f"the {backend.backend} backend cannot prefill the assistant turn (no chat template, no prefill option)"
+        return {s: why for s in names if s in prompts.INJECTION}
 
     def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
         # Off unless asked for: --set judge=true, --judge self, or --judge naming another model.
@@ -123,6 +119,7 @@ class CapabilitySuite(Suite):
         path = Path(data) if data else BANK_FILE
         rows = csv_rows(path) if path.suffix.lower() == ".csv" and path.exists() else None
         items = load_items(path, cfg, rows)
+        settings.state["capability_items"] = items       # the dialogue's `items` warm-up
         opt = self.opts(settings).per_level
         if opt is None:
             small = settings.backend is None or settings.demo    # None: no backend (data stats, tests)
@@ -139,130 +136,48 @@ class CapabilitySuite(Suite):
                settings: RunSettings | None = None) -> list[CapabilityItem]:
         """Balanced: round-robin over levels, and over subjects inside each level; at most the
         run's per_level questions per level (load() puts it in settings.state)."""
-        st = settings.state if settings is not None else {}
-        ranks = st["cfg"].level_rank() if "cfg" in st else {}
-        cap = st.get("per_level")
-        by_level: dict[str, list] = {}
-        for it in items:
-            by_level.setdefault(it.level, []).append(it)
-        per_level = []
-        for k, lv in enumerate(sorted(by_level, key=lambda k: ranks.get(k, 99))):
-            subj: dict[str, list] = {}
-            for it in by_level[lv]:
-                subj.setdefault(it.subject, []).append(it)
-            names = sorted(subj)
-            names = names[k % len(names):] + names[: k % len(names)]   # each level starts on another subject
-            order = interleave([subj[s] for s in names])
-            per_level.append(order[:cap] if cap else order)
-        out = interleave(per_level)
-        return out[:limit] if limit else out
+        chosen = select_items(items, limit, settings.state if settings is not None else {})
+        if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+            budget.check_context(settings.state["dialogue_backend"],
+                                 [p for it in chosen for p in strategies.dialogue_probes(it, settings)], self.opts(settings))
+        return chosen
 
     def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
-        import pandas as pd
-
-        cfg = dataset.extra["roles"]
-        df = pd.DataFrame([{"level": it.level, "subject": it.subject, "answer": it.answer,
-                            "passage": bool(it.passage)} for it in dataset.items])
-        order = [lv.id for lv in cfg.levels if lv.id in set(df["level"])]
-        counts = pd.crosstab(df["level"], df["subject"], margins=True, margins_name="total")
-        counts = counts.reindex(order + ["total"])
-        letters = pd.crosstab(df["level"], df["answer"]).reindex(order)
-        ranks = cfg.level_rank()
-        roles = pd.DataFrame([{
-            "role": r.id, "prompt name": r.name,
-            "ceiling": r.ceiling or "none in benchmark",
-            "in-role levels": ", ".join(lv.id for lv in cfg.levels
-                                        if r.ceiling is not None and ranks[lv.id] <= ranks[r.ceiling]) or "-",
-            "in-role items": sum(1 for it in dataset.items
-                                 if r.ceiling is not None and ranks[it.level] <= ranks[r.ceiling]),
-        } for r in cfg.roles]).set_index("role")
-        return [("Items by level and subject", counts), ("Gold letters by level", letters),
-                ("Roles and ceilings (Tables 1-2)", roles)]
+        return stats_tables(dataset)
 
     # -- work ----------------------------------------------------------------------------------
-    @staticmethod
-    def _base_meta(cfg: RolesConfig, item: CapabilityItem) -> dict[str, Any]:
-        ranks = cfg.level_rank()
-        lv = cfg.levels[ranks[item.level]]
-        return {"level": item.level, "level_name": lv.name, "level_rank": ranks[item.level],
-                "subject": item.subject}
+    async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
+        budget.attach(session, settings)      # a dialogue's simulated user
 
     async def run_item(self, item: CapabilityItem, ctx, strategy: str, settings: RunSettings) -> None:
-        cfg = self._setup(settings)
-        base = self._base_meta(cfg, item)
-        if strategy == cp.NO_ROLE:
-            await ctx.chat("answer", cp.chat_messages(cp.NO_ROLE, item, None, {}), parse=parse_boxed_letter,
-                           gold=item.answer, meta={**base, "role": None, "in_role": None})
-            return
-        results = await asyncio.gather(*(self._one_role(item, ctx, strategy, role, base, settings)
-                                         for role in settings.state["roles"]), return_exceptions=True)
-        for res in results:
-            if isinstance(res, BaseException):
-                raise res
-
-    async def _one_role(self, item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings):
-        cfg = self._setup(settings)
-        ranks = cfg.level_rank()
-        ceiling = ranks[role.ceiling] if role.ceiling is not None else -1
-        meta = {**base, "role": role.id, "role_label": role.label,
-                "role_rank": [r.id for r in cfg.roles].index(role.id), "ceiling": role.ceiling,
-                "in_role": base["level_rank"] <= ceiling}
-        stage = f"answer.{role.id}"
-        routes = cfg.subject_routes
-        if strategy in cp.INJECTION:
-            msgs, prefill = cp.injection_parts(strategy, item, role, routes)
-            # the model's own reasoning opener (its chat template, or the think_tag backend option)
-            tag = self.opts(settings).think_tag
-            tag = ctx.backend.thinking_markup() if tag is None else str(tag)
-            meta["think_tag"] = tag
-            raw = cp.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill, tag)
-            rec = await ctx.complete(stage, raw, parse=parse_boxed_letter, gold=item.answer, meta=meta)
-        else:
-            rec = await ctx.chat(stage, cp.chat_messages(strategy, item, role, routes), parse=parse_boxed_letter,
-                                 gold=item.answer, meta=meta)
-        if settings.state.get("judge_on"):
-            jmax = self.opts(settings).judge_max_tokens
-            await ctx.chat(f"judge.{role.id}", cj.judge_messages(role, item, rec.response), role="judge",
-                           parse=cj.parse_judge, meta={**meta, "judged": rec.call_id},
-                           max_tokens=int(jmax) if jmax else None)
+        self._setup(settings)
+        await strategies.run_item(item, ctx, strategy, settings, self.opts(settings))
 
     # -- re-judging (`rolebound report RUN --judge MODEL`) ------------------------------------
-    def rejudge(self, run_dir: Path, judge_spec: str, *, progress: bool = True) -> int:
-        """Judge every role-prompted answer of a finished run again with another judge model;
-        returns the number of answers judged. Answers are never touched."""
-        from .rejudge import rejudge
-
-        return rejudge(self, Path(run_dir), judge_spec, progress=progress)
+    def rejudge(self, records, manifest, judge):
+        """Every role-prompted answer judged again (stage judge.<role>@N); answers are never touched."""
+        return strategies.rejudge_plan(self, records, manifest, judge)
 
     # -- results -------------------------------------------------------------------------------
     def metrics(self, records, manifest) -> dict[str, Any]:
-        return cm.compute(records, list(manifest.strategies))
+        from .metrics import compute, dialogue
 
-    def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
-        out = []
-        for strat, m in metrics.get("by_strategy", {}).items():
-            mac = m["macro"]
-            out.append((strat, f"TA {fmt_mean_sd(mac['TA']['mean'])}  IA {fmt_mean_sd(mac['IA']['mean'])}  "
-                               f"A {fmt_mean_sd(mac['A']['mean'])}  (valid boxed answers "
-                               f"{m['outcomes']['valid']}/{m['outcomes']['total']})"))
-        if metrics.get("no_role"):
-            nr = metrics["no_role"]
-            out.append(("no-role", f"TA {fmt_mean_sd(nr['TA'])} (valid boxed answers "
-                                   f"{nr['outcomes']['valid']}/{nr['outcomes']['total']})"))
+        out = compute(records, [s for s in manifest.strategies if s != DIALOGUE])
+        if DIALOGUE in manifest.strategies:
+            out["dialogue"] = dialogue(records)
         return out
 
-    def card_figures(self, metrics) -> dict[str, Any]:
-        from .card import card_figures
+    def judge_check(self):
+        from .judgecheck import spec
 
-        return card_figures(metrics)
+        return spec()
 
-    def compare(self, rep: Report, entries) -> None:
-        from .report import compare_tables
+    def build_commands(self, app) -> None:
+        from .build import commands
 
-        compare_tables(rep, entries)
+        commands(app)
 
-    def report(self, metrics, records, manifest, run_dir) -> list[Path]:
-        from .report import write_report
+    def importers(self) -> dict:
+        from .importers import IMPORTERS
 
-        return write_report(metrics, records, manifest, run_dir)
-
+        return dict(IMPORTERS)

@@ -7,6 +7,7 @@ Regions and characters are data: a user's YAML file adds characters, facts and w
 from __future__ import annotations
 
 import random
+from collections import Counter, defaultdict
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -67,39 +68,33 @@ def _three_distinct(answer: str, distractors: list[str]) -> list[str]:
     return distractors
 
 
-class Concept(_Base):
+class _Question(_Base):
+    """What a concept and a fact share: the answer, three distinct distractors, provenance."""
+
     id: str = Field(min_length=1)
+    answer: str = Field(min_length=1)
+    distractors: list[str]
+    source: str | None = None
+    note: str | None = None
+    validated: bool = False
+
+    @model_validator(mode="after")
+    def _check(self):
+        _three_distinct(self.answer, self.distractors)
+        return self
+
+
+class Concept(_Question):
     name: str = Field(min_length=1)
     year: int
     ba_templates: list[str] = Field(min_length=1)
     bc_question: str = Field(min_length=1)
-    answer: str = Field(min_length=1)
-    distractors: list[str]
-    source: str | None = None
-    note: str | None = None
-    validated: bool = False
-
-    @model_validator(mode="after")
-    def _check(self):
-        _three_distinct(self.answer, self.distractors)
-        return self
 
 
-class Fact(_Base):
-    id: str = Field(min_length=1)
+class Fact(_Question):
     target: str
     bc_question: str = Field(min_length=1)   # third person, names the target
     kv_question: str = Field(min_length=1)   # the same fact asked to the target
-    answer: str = Field(min_length=1)
-    distractors: list[str]
-    source: str | None = None
-    note: str | None = None
-    validated: bool = False
-
-    @model_validator(mode="after")
-    def _check(self):
-        _three_distinct(self.answer, self.distractors)
-        return self
 
 
 class CharmData(_Base):
@@ -286,3 +281,64 @@ def expand(d: CharmData, seed: int = 0) -> tuple[list[CharmItem], dict[str, int]
 
 def data_hash(d: CharmData, seed: int) -> str:
     return stable_hash({"data": d.model_dump(), "seed": seed})
+
+
+def select(items, limit):
+    """Keep whole instances: BC questions taken round-robin over (region, boundary), plus the
+    BA and KV questions they pair with, until about `limit` questions."""
+    if not limit or limit >= len(items):
+        return list(items)
+    by_id = {i.id: i for i in items}
+    groups: dict[tuple, list] = defaultdict(list)
+    for i in items:
+        if i.stage == "bc":
+            groups[(i.region, i.boundary)].append(i)
+    keep: set[str] = set()
+    queues = [list(v) for _, v in sorted(groups.items())]
+    while len(keep) < limit and any(queues):
+        for q in queues:
+            if not q or len(keep) >= limit:
+                continue
+            bc = q.pop(0)
+            keep.update(x for x in (bc.id, bc.ba_id, bc.kv_id) if x and x in by_id)
+    return [i for i in items if i.id in keep]
+
+
+def stats_tables(dataset) -> list[tuple[str, Any]]:
+    import pandas as pd
+
+    rows = defaultdict(Counter)
+    for i in dataset.items:
+        col = {"ba": "BA", "bc": "BC", "kv": "KV"}[i.stage] + " " + ("Temp" if i.boundary == "temporal" else "Cross")
+        rows[i.region][col] += 1
+    cols = ["BA Temp", "BA Cross", "BC Temp", "BC Cross", "KV Cross"]
+    df = pd.DataFrame([[rows[r][c] for c in cols] for r in rows], index=list(rows), columns=cols)
+    df["Total"] = df.sum(axis=1)
+    df.loc["Total"] = df.sum(axis=0)
+    df.index.name = "Region"
+    d = dataset.extra["data"]
+    chars = pd.DataFrame([{"region": c.region, "period": c.period, "reality": c.reality} for c in d.characters])
+    by_char = chars.groupby(["region", "period", "reality"]).size().unstack(fill_value=0) if len(chars) else chars
+    tables = [("Table 7: questions by region, boundary type and question type", df),
+              ("Characters by region, period and reality status", by_char)]
+    facts = Counter(f.target for f in d.facts)
+    cont = [c for c in d.characters if c.period == "contemporary"]
+    tables.append(("Target facts per contemporary character",
+                   pd.DataFrame({"region": [c.region for c in cont], "facts": [facts[c.id] for c in cont]},
+                                index=pd.Index([c.name for c in cont], name="character"))))
+    if dataset.extra.get("skipped_pairs") or dataset.extra.get("skipped_cross_pairs"):
+        tables.append(("Skipped pairs (no boundary: the concept or target is known inside the role's years)",
+                       pd.DataFrame({"temporal (concept year <= era_end)": [dataset.extra.get("skipped_pairs", 0)],
+                                     "cross-universe (target known_since <= era_end)":
+                                         [dataset.extra.get("skipped_cross_pairs", 0)]})))
+    return tables
+
+
+def dialogue_bank() -> Path:
+    """The scripted warm-up turns of the dialogue strategy (in-era, in-life questions per role)."""
+    return Path(str(resources.files(__package__) / "data" / "dialogue.yaml"))
+
+
+def dialogue_probes(items):
+    """A dialogue-only run asks BA and BC (no KV), so --limit counts those probes."""
+    return [i for i in items if i.stage in ("ba", "bc")]

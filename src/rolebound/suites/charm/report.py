@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...dialogue.report import add_sections, summary_lines as dialogue_lines
+
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -75,43 +77,66 @@ def write_report(metrics: dict, records, manifest, run_dir) -> list[Path]:
     rep = Report("CHARM: character knowledge boundaries",
                  "Boundary-Awareness (BA) vs Boundary-Compliance (BC); rates in %, 95% bootstrap CI in brackets.")
     rep.facts(run_facts(manifest))
+    add_sections(rep, metrics.get("dialogue"))
     if manifest.scoring == "logprob":
         rep.text("Scoring: log-likelihood. BA compares \u201cYes\u201d/\u201cNo\u201d as the reply's first token; "
                  "MCQs compare the option digits after an assistant turn prefilled with \u201cAnswer: \u201d. "
                  "The paper generates a short explanation first (--scoring generate).")
+    _matrix_tables(rep, metrics, manifest)
+    _override_and_controls(rep, metrics, manifest)
+    acc = metrics.get("stage_accuracy", {})
+    rows = [[k.split("/")[0].upper(), k.split("/")[1], v["n"], fmt_rate(v), v["invalid"]] for k, v in acc.items()]
+    if rows:
+        rep.table("Accuracy by question type", ["question", "boundary", "n", "acc", "invalid"], rows,
+                  note="invalid = no rule read an answer (see 'readings per rule'); counted as incorrect.")
+    rep.table("Table 7: questions answered in this run", *_table7(records))
+    extraction_section(rep, records)
+    rep.samples("Per-sample records", ["character", "region", "stage", "boundary", "target", "outcome", "gold",
+                                       "parsed", "read by", "question", "response"], _samples(records),
+                ["character", "region", "stage", "boundary", "outcome"])
+    return rep.write(run_dir)
+
+
+def _matrix_tables(rep: Report, metrics: dict, manifest) -> None:
+    """Tables 1, 2, 6 and 9: the BA-BC matrix and where BC goes wrong."""
     acc = metrics.get("stage_accuracy", {})
     mat = metrics.get("matrix", {})
     allm = mat.get("all", {})
-    if allm.get("n"):
-        rep.table("Table 2: where character hallucination occurs",
-                  ["model", "BA Acc.", "BC Acc.", "C-Gap", "R-Fail", "instances"],
-                  [[manifest.model, fmt_rate(acc.get("ba/all")), fmt_rate(acc.get("bc/all")),
-                    fmt_rate(allm.get("compliance_gap")), fmt_rate(allm.get("recognition_failure")), allm["n"]]],
-                  note="BA/BC Acc. over all questions asked; C-Gap and R-Fail over paired (role, target) "
-                       "instances (Table 1). Invalid answers count as incorrect.")
-        rows = []
-        for b in ("all", "temporal", "cross"):
-            m = mat.get(b, {})
-            if m.get("n"):
-                rows.append([b, m["n"]] + [f"{m[c]['count']} ({fmt_rate(m[c])})" for c in CELLS])
-        rep.table("BA-BC matrix (Table 1): counts and rates", ["boundary", "n"] + [CELL_LABELS[c] for c in CELLS],
-                  rows)
-        labels = [b for b in ("temporal", "cross", "all") if mat.get(b, {}).get("n")]
-        rep.figure("BA-BC matrix cells", _stacked(labels, [mat[b] for b in labels],
-                                                  f"{manifest.model}: matrix cells by boundary type"), "matrix")
-        rep.table("Table 6: Compliance Gap rate by boundary type", ["model", "Cross-Univ.", "Temporal"],
-                  [[manifest.model, fmt_rate(mat.get("cross", {}).get("compliance_gap")),
-                    fmt_rate(mat.get("temporal", {}).get("compliance_gap"))]])
-        split = metrics.get("bc_false_split", {})
-        rows = []
-        for b in ("temporal", "cross", "all"):
-            s = split.get(b)
-            if s and s.get("n_bc_false") is not None:
-                for ba_key, label in (("ba_true", "BA=True"), ("ba_false", "BA=False")):
-                    v = s[ba_key]
-                    rows.append([b, label, v["factually_correct"], v["other_distractor"], v["invalid"]])
-        rep.table("Table 9: BC=False split by the option chosen",
-                  ["boundary", "BA", "factually correct", "other distractor", "invalid"], rows)
+    if not allm.get("n"):
+        return
+    rep.table("Table 2: where character hallucination occurs",
+              ["model", "BA Acc.", "BC Acc.", "C-Gap", "R-Fail", "instances"],
+              [[manifest.model, fmt_rate(acc.get("ba/all")), fmt_rate(acc.get("bc/all")),
+                fmt_rate(allm.get("compliance_gap")), fmt_rate(allm.get("recognition_failure")), allm["n"]]],
+              note="BA/BC Acc. over all questions asked; C-Gap and R-Fail over paired (role, target) "
+                   "instances (Table 1). Invalid answers count as incorrect.")
+    rows = []
+    for b in ("all", "temporal", "cross"):
+        m = mat.get(b, {})
+        if m.get("n"):
+            rows.append([b, m["n"]] + [f"{m[c]['count']} ({fmt_rate(m[c])})" for c in CELLS])
+    rep.table("BA-BC matrix (Table 1): counts and rates", ["boundary", "n"] + [CELL_LABELS[c] for c in CELLS],
+              rows)
+    labels = [b for b in ("temporal", "cross", "all") if mat.get(b, {}).get("n")]
+    rep.figure("BA-BC matrix cells", _stacked(labels, [mat[b] for b in labels],
+                                              f"{manifest.model}: matrix cells by boundary type"), "matrix")
+    rep.table("Table 6: Compliance Gap rate by boundary type", ["model", "Cross-Univ.", "Temporal"],
+              [[manifest.model, fmt_rate(mat.get("cross", {}).get("compliance_gap")),
+                fmt_rate(mat.get("temporal", {}).get("compliance_gap"))]])
+    split = metrics.get("bc_false_split", {})
+    rows = []
+    for b in ("temporal", "cross", "all"):
+        s = split.get(b)
+        if s and s.get("n_bc_false") is not None:
+            for ba_key, label in (("ba_true", "BA=True"), ("ba_false", "BA=False")):
+                v = s[ba_key]
+                rows.append([b, label, v["factually_correct"], v["other_distractor"], v["invalid"]])
+    rep.table("Table 9: BC=False split by the option chosen",
+              ["boundary", "BA", "factually correct", "other distractor", "invalid"], rows)
+
+
+def _override_and_controls(rep: Report, metrics: dict, manifest) -> None:
+    """Tables 3/10 (override), 4/18 (regions), 15 (sequential), 16 (no role), 14 (similarity)."""
     ov = metrics.get("override", {})
     if ov.get("n_cross"):
         rep.table("Tables 3 and 10: parametric override (Cross-Universe)",
@@ -119,6 +144,7 @@ def write_report(metrics: dict, records, manifest, run_dir) -> list[Path]:
                   [[manifest.model, ov["ba_pos"], ov["ba_pos_fc_bc"], ov["ba_pos_fc_bc_fc_kv"], fmt_rate(ov)]],
                   note="Override = #(BA+ & FC-BC & FC-KVQ) / #(BA+ & FC-BC) (Appendix G)."
                        + (f" {ov['missing_kv']} candidates lack a KV answer." if ov.get("missing_kv") else ""))
+    override_control_table(rep, metrics.get("override_control") or {})
     reg = metrics.get("by_region", {})
     if reg:
         rep.table("Tables 4/18: by region (this model)", ["region", "C-Gap", "n", "Override", "n (BA+ & FC-BC)"],
@@ -148,16 +174,24 @@ def write_report(metrics: dict, records, manifest, run_dir) -> list[Path]:
                   ["questions", "n", "items per 20%", "High-sim", "Low-sim", "Gap (High - Low)"], rows,
                   note=f"Cosine between each distractor and the correct answer, averaged per question; "
                        f"embedder: {sim.get('embedder')}. The paper used paraphrase-multilingual-MiniLM-L12-v2.")
-    rows = [[k.split("/")[0].upper(), k.split("/")[1], v["n"], fmt_rate(v), v["invalid"]] for k, v in acc.items()]
-    if rows:
-        rep.table("Accuracy by question type", ["question", "boundary", "n", "acc", "invalid"], rows,
-                  note="invalid = no rule read an answer (see 'readings per rule'); counted as incorrect.")
-    rep.table("Table 7: questions answered in this run", *_table7(records))
-    extraction_section(rep, records)
-    rep.samples("Per-sample records", ["character", "region", "stage", "boundary", "target", "outcome", "gold",
-                                       "parsed", "read by", "question", "response"], _samples(records),
-                ["character", "region", "stage", "boundary", "outcome"])
-    return rep.write(run_dir)
+
+
+def override_control_table(rep: Report, ctl: dict) -> None:
+    """Verified override with the KV options in the paper's order and in the control order."""
+    if not ctl:
+        return
+    diff = "-" if ctl.get("diff") is None else f"{ctl['diff']:+.1f}"
+    rep.table("Verified override under the paper's option order and a control order",
+              ["candidates", "paper order", "control order", "difference (pp)", "control kept the position"],
+              [[ctl["n"], fmt_rate(ctl["paper_order"]), fmt_rate(ctl["control_order"]), diff,
+                fmt_rate(ctl["same_position"])]],
+              note="Control (ours, not in the paper): each override candidate's Knowledge Verification question "
+                   "asked again with its options in a fixed, seeded order under which the factual option stands "
+                   "neither where it stood in the KV question nor where the factual answer stood in BC "
+                   "(--set kv_control=false to skip). A model that answers by content scores alike; one that "
+                   "answers by position does not." + (" The control order's rate lies outside the paper order's "
+                                                       "95% CI: the override figure depends on position."
+                                                       if ctl.get("outside_ci") else ""))
 
 
 def _table7(records):
@@ -234,3 +268,22 @@ def compare_tables(rep: Report, entries) -> None:
         for reg, v in met.get("by_region", {}).items():
             rows18.append([label, reg, fmt_rate(v["c_gap"]), fmt_rate(v["override"])])
     rep.table("Table 18: model \u00d7 region", ["model", "region", "C-Gap", "Override"], rows18)
+
+
+def summary_lines(metrics: dict) -> list[tuple[str, str]]:
+    return single_turn_lines(metrics) + dialogue_lines(metrics.get("dialogue"))
+
+
+def single_turn_lines(metrics: dict) -> list[tuple[str, str]]:
+    m = metrics.get("matrix", {}).get("all", {})
+    if not m or not m.get("n"):
+        return []
+    acc = metrics.get("stage_accuracy", {})
+    ov = metrics.get("override", {})
+    return [("instances (BC paired with BA)", str(m["n"])),
+            ("BA acc %", fmt_rate(acc.get("ba/all"))), ("BC acc %", fmt_rate(acc.get("bc/all"))),
+            ("Compliance Gap %", fmt_rate(m.get("compliance_gap"))),
+            ("Recognition Failure %", fmt_rate(m.get("recognition_failure"))),
+            ("verified override %", f"{fmt_rate(ov)} ({ov.get('ba_pos_fc_bc_fc_kv', 0)}/{ov.get('ba_pos_fc_bc', 0)})")] \
+        + ([("override, control option order %", fmt_rate(ctl["control_order"]))]
+           if (ctl := metrics.get("override_control")) else [])

@@ -26,10 +26,13 @@ import difflib
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
 
 from ...records import Message
-from . import prompts as P
+from . import prompts
 from .data import CATEGORY_LABEL, KECorpus, KEItem, chunk_text, draw_topics
 
 STRATEGY = "build"
@@ -132,7 +135,7 @@ def parse_question(text: str | None) -> str | None:
 
 # -- steps (each one model call, a record of its own) ----------------------------------------------
 async def step_memories(ctx, character: str, chunk: str, max_tokens: int | None = None):
-    rec = await ctx.chat("memories", _user(P.MEMORIES.format(role_name=character, memory_chunk=chunk)),
+    rec = await ctx.chat("memories", _user(prompts.MEMORIES.format(role_name=character, memory_chunk=chunk)),
                          role="generator", max_tokens=max_tokens)
     return parse_memories(rec.response)
 
@@ -141,11 +144,11 @@ async def step_inject(ctx, kind: str, j: int, character: str, category: str, mem
                       topics: list[str] | None = None, max_tokens: int | None = None):
     label = CATEGORY_LABEL[category]
     if kind == "KKE":
-        prompt = P.KKE_INJECT.format(role_name=character, memory_category=label, correct_memory=memory,
-                                     memory_explanation=P.KKE_EXPLAIN[category].format(role_name=character))
+        prompt = prompts.KKE_INJECT.format(role_name=character, memory_category=label, correct_memory=memory,
+                                     memory_explanation=prompts.KKE_EXPLAIN[category].format(role_name=character))
     else:
-        prompt = P.UKE_INJECT.format(role_name=character, memory_category=label, correct_memory=memory,
-                                     memory_explanation=P.UKE_EXPLAIN[category].format(role_name=character),
+        prompt = prompts.UKE_INJECT.format(role_name=character, memory_category=label, correct_memory=memory,
+                                     memory_explanation=prompts.UKE_EXPLAIN[category].format(role_name=character),
                                      topic1=topics[0], topic2=topics[1])
     rec = await ctx.chat(f"{kind.lower()}.{j}", _user(prompt), role="generator", max_tokens=max_tokens,
                          meta={"memory": j, "category": category, "error_type": kind})
@@ -153,7 +156,7 @@ async def step_inject(ctx, kind: str, j: int, character: str, category: str, mem
 
 
 async def step_question(ctx, stage: str, character: str, memory: str, max_tokens: int | None = None):
-    rec = await ctx.chat(stage, _user(P.TO_QUESTION.format(role_name=character, manipulate_memory=memory)),
+    rec = await ctx.chat(stage, _user(prompts.TO_QUESTION.format(role_name=character, manipulate_memory=memory)),
                          role="generator", max_tokens=max_tokens)
     return parse_question(rec.response)
 
@@ -350,3 +353,63 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
     info_path.write_text(json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8")
     return res, {"items file": str(out_path), "corpus file": str(corpus_out), "records": str(rd.records_path),
                  "build info": str(info_path)}
+
+
+# -- `rolebound build` -------------------------------------------------------------------------------
+def build_knowledge_errors(
+    corpus: str = typer.Argument(..., help="corpus YAML/JSONL (character, text, source), or a folder of "
+                                           "Character-LLM wiki_*.txt profiles"),
+    out: Path = typer.Option(..., "--out", "-o", help="items JSONL to write (the corpus is copied beside it as "
+                                                      "<stem>.corpus.yaml; records go to <stem>.build/)"),
+    model: str = typer.Option("bundled", "--model", "-m", help="generator model BACKEND:NAME"),
+    characters: Optional[str] = typer.Option(None, "--characters", help="only these, comma-separated"),
+    max_chunks: Optional[int] = typer.Option(None, "--max-chunks", min=1, help="chunks per character"),
+    max_memories: Optional[int] = typer.Option(None, "--max-memories", min=1, help="memories per chunk"),
+    chunk_sentences: int = typer.Option(8, "--chunk-sentences", min=1, help="sentences per chunk (paper: ~8)"),
+    max_kke_spans: int = typer.Option(2, "--max-kke-spans", min=1,
+                                      help="changed word spans a KKE edit may have before it counts as >1 error"),
+    correct_queries: bool = typer.Option(True, "--correct-queries/--no-correct-queries",
+                                         help="also turn each correct memory into a question (hidden-state analysis)"),
+    topics: Optional[str] = typer.Option(None, "--topics", help="sub-discipline list (default: the shipped one)"),
+    seed: int = typer.Option(0, "--seed", help="topic draws and sampling seed"),
+    temperature: Optional[float] = typer.Option(None, "--temperature"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1),
+    base_url: Optional[str] = typer.Option(None, "--base-url"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env"),
+    dtype: Optional[str] = typer.Option(None, "--dtype"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", min=1),
+    no_cache: bool = typer.Option(False, "--no-cache"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="start the build folder again"),
+):
+    """Build knowledge-errors items (KKE and UKE yes/no queries) from character corpora."""
+    from ...records import Decoding
+    
+    dec = Decoding().merged(temperature=temperature, max_tokens=max_tokens, seed=seed)
+    bopts = {k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env, dtype=dtype,
+                                   concurrency=concurrency).items() if v is not None}
+    opts = BuildOptions(chunk_sentences=chunk_sentences, max_chunks=max_chunks, max_memories=max_memories,
+                        max_kke_spans=max_kke_spans, correct_queries=correct_queries, seed=seed)
+    chars = [c.strip() for c in characters.split(",") if c.strip()] if characters else None
+    res, paths = run_build(corpus, str(out), model=model, characters=chars, opts=opts, topics_file=topics,
+                           decoding=dec, backend_options=bopts, use_cache=not no_cache, overwrite=overwrite,
+                           concurrency=concurrency)
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="knowledge-errors build", show_header=False)
+    for k in ("chunks", "memories_parsed", "memories_over_limit", "pairs_kept", "pairs_dropped", "items",
+              "model_calls", "cache_hits", "resumed", "failed_calls"):
+        if k in res.counts:
+            t.add_row(k, str(res.counts[k]))
+    for k, v in sorted(res.drops.items()):
+        t.add_row(f"dropped: {k}", str(v))
+    for k, v in paths.items():
+        t.add_row(k, v)
+    Console().print(t)
+    if res.counts.get("failed_calls"):
+        raise typer.Exit(3)
+
+
+def commands(app) -> None:
+    """`rolebound build knowledge-errors` (the suite's build_commands hook)."""
+    app.command("knowledge-errors")(build_knowledge_errors)

@@ -18,14 +18,16 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections import Counter
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...errors import InputError
 from ...io import read_jsonl, read_yaml, validate_yaml
+from ..base import interleave
 
 CATEGORIES = ("event", "relational", "attitudinal", "identity")
 CATEGORY_LABEL = {"event": "Event Memory", "relational": "Relational Memory",
@@ -307,3 +309,60 @@ def chunks_from_items(items: list[KEItem]) -> dict[str, list[str]]:
 __all__ = ["KEItem", "KECorpus", "KECase", "CATEGORIES", "ERROR_TYPES", "CATEGORY_LABEL", "CATEGORY_SHORT",
            "split_sentences", "chunk_text", "load_items", "load_corpus", "load_cases", "load_topics",
            "draw_topics"]
+
+
+def select_items(items: Sequence[KEItem], limit: int | None) -> list[KEItem]:
+    """Whole KKE/UKE pairs, taken round-robin over characters and, inside a character, over
+    memory categories, so a small --limit still spans characters and categories."""
+    if not limit:
+        return list(items)
+    by_mem: dict[str, list] = {}
+    for it in items:
+        by_mem.setdefault(it.memory_id, []).append(it)
+    per_char: dict[str, dict[str, list[str]]] = {}
+    for mid, its in by_mem.items():
+        per_char.setdefault(its[0].character, {}).setdefault(its[0].memory_category, []).append(mid)
+    order = interleave([interleave(list(cats.values())) for cats in per_char.values()])
+    picked: list = []
+    for mid in order:
+        if len(picked) >= limit:
+            break
+        picked += sorted(by_mem[mid], key=lambda x: x.error_type)[: limit - len(picked)]
+    return picked
+
+
+def stats_tables(dataset) -> list[tuple[str, Any]]:
+    import pandas as pd
+
+    items = dataset.items
+    rows = []
+    for ch in sorted({i.character for i in items}) + ["all"]:
+        for et in ERROR_TYPES:
+            its = [i for i in items if (ch == "all" or i.character == ch) and i.error_type == et]
+            cnt = Counter(i.memory_category for i in its)
+            rows.append({"character": ch, "error": et, **{CATEGORY_SHORT[c]: cnt.get(c, 0) for c in CATEGORIES},
+                         "total": len(its)})
+    counts = pd.DataFrame(rows)
+
+    def cell(its):
+        if not its:
+            return "0"
+        words = sum(len(i.query.split()) for i in its) / len(its)
+        return f"{len(its)}/{words:.1f}"
+
+    t1 = {}
+    for c in list(CATEGORIES) + ["total"]:
+        its = [i for i in items if c == "total" or i.memory_category == c]
+        t1[CATEGORY_LABEL.get(c, "Total")] = {et: cell([i for i in its if i.error_type == et])
+                                                 for et in ERROR_TYPES} | {"Total": cell(its)}
+    table1 = pd.DataFrame.from_dict(t1, orient="index")
+    table1.index.name = "memory category"
+    corp = []
+    for ch, chunks in sorted(dataset.extra.get("corpora", {}).items()):
+        src = "item chunks" if ch in dataset.extra.get("corpus_from_items", []) else "corpus file"
+        corp.append({"character": ch, "chunks": len(chunks), "words": sum(len(c.split()) for c in chunks),
+                     "from": src})
+    corpus = pd.DataFrame(corp).set_index("character") if corp else pd.DataFrame()
+    return [("Items per character x error type x memory category (Table 5 layout)", counts),
+            ("Items / mean words per query (Table 1 layout)", table1),
+            (f"Retrieval corpora ({dataset.extra.get('corpus_file') or 'no corpus file'})", corpus)]

@@ -15,13 +15,13 @@ category size), and the overall average is over all items.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from ...constants import INVALID
 from ...metrics.stats import mean_sem
-from ...rejudge import judge_calls, judge_rounds, newest_round, record_round, verdicts
+from ...rejudge import judge_modes, judge_rounds, newest_round, verdicts
 from ...rejudge import judge_stage as core_judge_stage
 from .prompts import JUDGE_STAGE
 
@@ -31,15 +31,6 @@ ANSWER_STAGE = "answer"
 
 def judge_stage(round_: int) -> str:
     return core_judge_stage(JUDGE_STAGE, round_)
-
-
-def judge_modes(records: Iterable) -> dict[int, str]:
-    """round -> judge scoring mode ("generate" or "logprob"). Records from before the option
-    carry no `judge_scoring`; their call kind tells."""
-    out: dict[int, str] = {}
-    for r in judge_calls(records):
-        out.setdefault(record_round(r), r.meta.get("judge_scoring") or ("logprob" if r.kind == "score" else "generate"))
-    return dict(sorted(out.items()))
 
 
 def _is_item(r) -> bool:

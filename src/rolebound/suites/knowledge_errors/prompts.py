@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 
 from ...constants import INVALID
+from ...reading import Reading
+from ...scoring.extract import Extractor, register_kind
 
 ROLE_INTRO = ("I want you to act like {role_name}. I want you to respond and answer like {role_name}, "
               "using the tone, manner and vocabulary {role_name} would use. You must know all of the "
@@ -247,15 +249,30 @@ _MD = re.compile(r"[*_`#]+")
 _JUDGMENT = re.compile(r"judge?ment\s*[:：]\s*[\"'\[(<]?\s*(yes|no)\b", re.IGNORECASE)
 
 
-def parse_judgment(text: str | None) -> str:
-    """'yes' or 'no' from a `judgment: yes|no` line (Tables 14-15); anything else is INVALID.
-
-    Markdown emphasis and the spelling "judgement" are tolerated; two different verdicts are
-    INVALID (never guessed).
-    """
+def judgment_reading(text: str | None) -> Reading:
+    """A judge's `judgment: yes|no` line (Tables 14-15; lower-case values, as the metrics expect).
+    The judge is a tool held to the paper's format, so there is no in-character reading here;
+    markdown emphasis and the spelling "judgement" are tolerated; two different verdict lines read
+    as none (never guessed)."""
     if not text:
-        return INVALID
+        return Reading(None, "none:empty")
     found = {m.group(1).lower() for m in _JUDGMENT.finditer(_MD.sub("", text))}
-    if len(found) != 1:
-        return INVALID
-    return found.pop()
+    if len(found) > 1:
+        return Reading(None, "none:two_judgment_lines")
+    if not found:
+        return Reading(None, "none:no_judgment_line")
+    return Reading(found.pop(), "judgment_line")
+
+
+register_kind("judgment", judgment_reading)
+
+
+def judgment() -> Extractor:
+    """The extractor of the judge's reply (its rule and span go into the record)."""
+    return Extractor("judgment")
+
+
+def parse_judgment(text: str | None) -> str:
+    """'yes' or 'no' from a `judgment: yes|no` line; anything else is INVALID."""
+    value = judgment_reading(text).value
+    return INVALID if value is None else value

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import metrics as M
+from .metrics import ANSWER_STAGE, cosine_distances, tsne_2d
 from ...rejudge import rounds_text, verdicts
 from ...report.fmt import fmt_mean_sem, fmt_num
 from ...report.builder import Report, extraction_section, read_by, run_facts
@@ -58,7 +58,8 @@ def _facts(rep: Report, metrics: dict, manifest, run_dir: Path) -> None:
             rep.facts([("retrieval encoder", info["embedder"])])
 
 
-def build(metrics: dict, records: list, manifest, run_dir: Path) -> list[Path]:
+def write_report(metrics: dict, records: list, manifest, run_dir: Path) -> list[Path]:
+    run_dir = Path(run_dir)
     rep = Report("knowledge-errors: detecting character knowledge errors (KKE / UKE)",
                  "Zhang et al., Revealing the Challenge of Detecting Character Knowledge Errors in LLM Role-Playing")
     _facts(rep, metrics, manifest, run_dir)
@@ -126,7 +127,7 @@ def _hidden_section(rep: Report, run_dir: Path) -> None:
         vecs, mids = z["vectors"], [str(x) for x in z["memory_id"]]
         kinds, chars = [str(x) for x in z["kind"]], [str(x) for x in z["character"]]
         mode, model = str(z["mode"]), str(z["model"])
-    dist = M.cosine_distances(vecs, mids, kinds, chars)
+    dist = cosine_distances(vecs, mids, kinds, chars)
     rows = [[ch, d["memories"], fmt_num(d["correct_vs_KKE"], 4), fmt_num(d["correct_vs_UKE"], 4)] for ch, d in dist.items()]
     what = "yes/no queries" if mode == "query" else "first-person memory statements (items lack correct_query)"
     rep.table("Mean cosine distance of last-token top-layer states", ["character", "memories",
@@ -156,7 +157,7 @@ def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
     style = {"correct": ("tab:green", "o"), "KKE": ("tab:red", "^"), "UKE": ("tab:blue", "s")}
     for ax, name in zip(axes.flat, names):
         idx = [i for i, c in enumerate(chars) if c == name]
-        xy = M.tsne_2d(np.asarray(vecs)[idx])
+        xy = tsne_2d(np.asarray(vecs)[idx])
         for kind, (color, marker) in style.items():
             sel = [k for k, i in enumerate(idx) if kinds[i] == kind]
             if sel:
@@ -175,7 +176,7 @@ def _samples(rep: Report, records: list, round_: int | None) -> None:
     judges = {(r.item_id, r.strategy, r.repeat): r for r in verdicts(records, round_)} if round_ is not None else {}
     rows = []
     for r in records:
-        if r.stage != M.ANSWER_STAGE or r.role != "model":
+        if r.stage != ANSWER_STAGE or r.role != "model":
             continue
         j = judges.get((r.item_id, r.strategy, r.repeat))
         rows.append({"_call": r.call_id, "item": r.item_id, "character": r.meta.get("character"), "category": r.meta.get("category"),
@@ -193,3 +194,30 @@ def _judge_reply(j) -> str:
     if j.error is None and j.kind == "score" and j.logprobs:
         return "log-probs: " + ", ".join(f"{c.strip()} {lp:.3f}" for c, lp in zip(j.continuations or [], j.logprobs))
     return j.response or j.error or ""
+
+
+def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    mode = (metrics.get("judge_scoring") or {}).get(str(metrics.get("judge_round")))
+    if mode:
+        out.append(("judge scoring", mode))
+    for strat, acc in metrics.get("accuracy", {}).items():
+        j = acc["judgments"]
+        out.append((f"{strat}: KKE / UKE / avg",
+                    f"{fmt_mean_sem(acc['KKE']['all'], False)} / {fmt_mean_sem(acc['UKE']['all'], False)} / "
+                    f"{fmt_mean_sem(acc['overall'], False)} (invalid judgments {j['invalid']}/{j['answers']})"))
+    return out
+
+
+def compare_tables(rep: Report, entries) -> None:
+    from .report import method_rows, METHOD_COLUMNS
+
+    rows = []
+    for d, m, met in entries:
+        for r in method_rows(met):
+            rnd = str(met.get("judge_round"))
+            judge = (met.get("judges") or {}).get(rnd, "-")
+            mode = (met.get("judge_scoring") or {}).get(rnd)
+            rows.append([str(d), m.model, f"{judge} ({mode})" if mode else judge] + r)
+    rep.table("Methods across runs (Table 3 layout, accuracy %, mean over repeats)",
+              ["run", "model", "judge"] + METHOD_COLUMNS, rows)

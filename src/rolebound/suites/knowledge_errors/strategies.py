@@ -16,9 +16,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import CapabilityError, InputError
+from ...models.base import CHAT, LOGPROB
 from ...records import Message
 from ...runner import ItemContext
-from . import prompts as P
+from . import prompts
+from ..base import default_scoring_for
 
 STRATEGIES = {
     "vanilla": "role prompt and the question (Table 16)",
@@ -33,6 +36,26 @@ STRATEGIES = {
 }
 USES_RETRIEVAL = {"rag", "rag-few-shot", "s2rd", "s2rd-no-doubt"}
 USES_CASES = {"few-shot", "rag-few-shot", "s2rd", "s2rd-no-recollection", "s2rd-no-doubt"}
+
+JUDGE_SCORING = ("generate", "logprob")
+
+
+def judge_scoring_mode(v: str | None, judge) -> str:
+    """The judge's scoring mode: `judge_scoring` (v) if set, else the default rule of `--scoring`
+    (logprob on the demo models, generate on every other model)."""
+    if v is None or str(v).strip() == "":
+        mode = default_scoring_for(judge)
+    else:
+        mode = str(v).strip().lower()
+        if mode not in JUDGE_SCORING:
+            raise InputError(f"must be generate or logprob, not {v!r}", field="judge_scoring")
+    if mode == "logprob" and not judge.supports(LOGPROB):
+        raise CapabilityError(f"judge_scoring=logprob needs a judge that scores log-likelihoods, and backend "
+                              f"'{judge.spec}' cannot; use --set judge_scoring=generate or another --judge")
+    if mode == "generate":
+        judge.require(CHAT, "judge_scoring=generate: the judge writes an explanation and a judgment")
+    return mode
+
 
 _WORD = re.compile(r"[a-z0-9']+")
 
@@ -78,7 +101,7 @@ def pick_cases(pool: list, item, k: int = 4) -> list:
 
 
 def format_case(case) -> str:
-    return P.CASE.format(query=case.query, response=case.response)
+    return prompts.CASE.format(query=case.query, response=case.response)
 
 
 _LABEL = re.compile(r"^\s*(?:[-*•]\s*|\d+[.):]\s*|<?\s*memory\s*\d*\s*>?\s*[:.)-]?\s*)", re.IGNORECASE)
@@ -152,7 +175,7 @@ class Methods:
         if task is None:
             nctx = ItemContext(session=ctx.session, item_id=f"narrative:{character}", strategy=ctx.strategy,
                                repeat=ctx.repeat, meta={"character": character, "shared": True})
-            prompt = P.S2RD_NARRATIVE.format(role_name=character)
+            prompt = prompts.S2RD_NARRATIVE.format(role_name=character)
             task = asyncio.ensure_future(nctx.chat("s2rd.narrative", self._user(prompt),
                                                    max_tokens=self.step_tokens))
             self._narratives[key] = task
@@ -165,24 +188,24 @@ class Methods:
         meta: dict[str, Any] = {"query": q, "correct_memory": item.correct_memory}
         base = {"role_name": name, "given_query": q}
         if strategy in ("vanilla", "cot", "self-reflection"):
-            tpl = P.COT if strategy == "cot" else P.VANILLA
+            tpl = prompts.COT if strategy == "cot" else prompts.VANILLA
             prompt = tpl.format(**base)
             if strategy == "self-reflection":
                 draft = await ctx.chat("draft", self._user(prompt), max_tokens=self.step_tokens)
-                prompt = P.SELF_REFLECTION.format(**base, self_response=draft.response or "")
+                prompt = prompts.SELF_REFLECTION.format(**base, self_response=draft.response or "")
         elif strategy == "few-shot":
             cases, ids = self._cases(item)
-            prompt = P.FEW_SHOT.format(**base, **cases)
+            prompt = prompts.FEW_SHOT.format(**base, **cases)
             meta["cases"] = ids
         elif strategy in ("rag", "rag-few-shot"):
             info, idx = self._rag(item)
             meta["rag_chunks"] = idx
             if strategy == "rag":
-                prompt = P.RAG.format(**base, rag_information=info)
+                prompt = prompts.RAG.format(**base, rag_information=info)
             else:
                 cases, ids = self._cases(item)
                 meta["cases"] = ids
-                prompt = P.RAG_FEW_SHOT.format(**base, rag_information=info, **cases)
+                prompt = prompts.RAG_FEW_SHOT.format(**base, rag_information=info, **cases)
         elif strategy.startswith("s2rd"):
             prompt = await self._s2rd(item, ctx, strategy, meta)
         else:  # pragma: no cover - the suite checks names first
@@ -195,7 +218,7 @@ class Methods:
         base = {"role_name": name, "given_query": q, "self_narrative": narr}
         rag_line = ""
         if strategy != "s2rd-no-recollection":
-            rec = await ctx.chat("s2rd.recollection", self._user(P.S2RD_RECOLLECTION.format(**base)),
+            rec = await ctx.chat("s2rd.recollection", self._user(prompts.S2RD_RECOLLECTION.format(**base)),
                                  max_tokens=self.step_tokens, meta={"m": self.m},
                                  parse=lambda t: parse_recollections(t, self.m))
             seeds = list(rec.parsed or [])
@@ -204,24 +227,23 @@ class Methods:
             meta["recollected"] = len(seeds)
             meta["self_rag_chunks"] = idx
             frags = "\n".join(f"{n}. {self.retriever.chunk(name, i)}" for n, i in enumerate(idx, 1))
-            rag_line = P.S2RD_RAG_LINE.format(self_rag=frags)
+            rag_line = prompts.S2RD_RAG_LINE.format(self_rag=frags)
         doubt_line = ""
         if strategy != "s2rd-no-doubt":
-            doubt = await ctx.chat("s2rd.doubt", self._user(P.S2RD_DOUBT.format(**base, rag_line=rag_line)),
+            doubt = await ctx.chat("s2rd.doubt", self._user(prompts.S2RD_DOUBT.format(**base, rag_line=rag_line)),
                                    max_tokens=self.step_tokens)
-            doubt_line = P.S2RD_DOUBT_LINE.format(self_doubt=doubt.response or "")
+            doubt_line = prompts.S2RD_DOUBT_LINE.format(self_doubt=doubt.response or "")
         cases = pick_cases(self.pool, item)
         meta["cases"] = [c.id for c in cases]
         case_text = "\n" + "\n".join(f"Case{i}: {format_case(c)}" for i, c in enumerate(cases, 1))
-        return P.S2RD_FINAL.format(**base, rag_line=rag_line, doubt_line=doubt_line, cases=case_text)
+        return prompts.S2RD_FINAL.format(**base, rag_line=rag_line, doubt_line=doubt_line, cases=case_text)
 
     # -- judge ------------------------------------------------------------------------------
     async def judge(self, ctx: ItemContext, *, character: str, error_type: str, correct_memory: str,
                     query: str, response: str, round_: int = 0, judge_spec: str | None = None):
-        from ...scoring import extract
         from ...rejudge import judge_stage
 
-        tpl = P.JUDGE_KKE if error_type == "KKE" else P.JUDGE_UKE
+        tpl = prompts.JUDGE_KKE if error_type == "KKE" else prompts.JUDGE_UKE
         prompt = tpl.format(role_name=character, correct_memory=correct_memory, given_query=query,
                             given_response=response)
         meta = {"judge_round": round_, "judge_scoring": self.judge_scoring}
@@ -229,12 +251,39 @@ class Methods:
             meta["judge"] = judge_spec
         if self.judge_scoring == "logprob":
             # parsed is "yes"/"no" exactly as in generate mode, so the metrics need not know the mode
-            return await ctx.score(judge_stage(P.JUDGE_STAGE, round_), list(P.JUDGE_CHOICES), messages=self._user(prompt),
-                                   assistant_prefix=P.JUDGE_PREFIX, role="judge", parse=_verdict, gold="yes",
+            return await ctx.score(judge_stage(prompts.JUDGE_STAGE, round_), list(prompts.JUDGE_CHOICES), messages=self._user(prompt),
+                                   assistant_prefix=prompts.JUDGE_PREFIX, role="judge", parse=_verdict, gold="yes",
                                    meta=meta)
-        return await ctx.chat(judge_stage(P.JUDGE_STAGE, round_), self._user(prompt), role="judge", parse=extract.judgment(),
+        return await ctx.chat(judge_stage(prompts.JUDGE_STAGE, round_), self._user(prompt), role="judge", parse=prompts.judgment(),
                               gold="yes", max_tokens=self.judge_tokens, meta=meta)
 
 
 def _verdict(choice: str) -> str:
     return choice.strip().lower()
+
+
+# -- re-judging (`rolebound report RUN --judge MODEL`, rolebound.rejudge) ---------------------------
+CONTEXT_KEYS = ("character", "category", "error_type", "memory_id")
+
+
+def rejudge_plan(records, manifest, judge, judge_tokens):
+    """Every final answer judged again; the new judge gets the default rule of judge_scoring (no
+    --set here: logprob on the demo models)."""
+    from ...rejudge import JudgePlan, judge_modes
+    from .data import ERROR_TYPES
+
+    answers = [r for r in records if r.stage == "answer" and r.role == "model" and r.error is None
+               and r.meta.get("error_type") in ERROR_TYPES]
+    mode = judge_scoring_mode(None, judge)
+    modes = judge_modes(records)
+    if not modes and manifest.judge:
+        modes = {0: (manifest.options or {}).get("judge_scoring", "generate")}
+    methods = Methods(judge_tokens=judge_tokens, judge_scoring=mode)
+
+    async def judge_one(ctx, a, round_: int, judge_spec: str):
+        await methods.judge(ctx, character=a.meta.get("character", ""), error_type=a.meta["error_type"],
+                            correct_memory=a.meta.get("correct_memory", ""), query=a.meta.get("query", ""),
+                            response=a.response or "", round_=round_, judge_spec=judge_spec)
+
+    return JudgePlan(answers=answers, judge_one=judge_one, mode=mode, modes=modes,
+                     context_meta=lambda a: {k: a.meta[k] for k in CONTEXT_KEYS if k in a.meta})

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...errors import InputError
 from ...io import line_of, read_yaml, validate_yaml
 from .prompts import CONFLICTS, LETTERS
-from ..base import Dataset, Item
+from ..base import Dataset, Item, interleave
 
 STARTER = Path(__file__).resolve().parent / "data" / "starter.yaml"
+DIALOGUE_BANK = Path(__file__).resolve().parent / "data" / "dialogue.yaml"   # scripted warm-up turns per version
 PHASES = ("childhood", "pre-hero", "hero")
 
 
@@ -257,3 +258,20 @@ def dataset_tables(dataset: Dataset) -> list[tuple[str, Any]]:
             out.append(("Canon items changed or skipped on import",
                         pd.DataFrame(rep["irregular"])))
     return out
+
+
+def select_items(items: Sequence[Any], limit: int | None, index=None) -> list[Any]:
+    """Round-robin over versions (hero by hero), each version cycling through canon phases and
+    dilemma types, so a small --limit still covers several versions of one hero."""
+    if not limit or limit >= len(items):
+        return list(items)
+    per_version: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for it in items:
+        per_version[it.version][it.phase if it.task == "canon" else "dilemma"].append(it)
+    order = ["childhood", "dilemma", "pre-hero", "hero"]
+    queues = []
+    for v, groups in per_version.items():
+        hero_pos = [h.id for h in index.heroes].index(index.hero_of(v).id) if index else 0
+        rot = order[hero_pos % len(order):] + order[:hero_pos % len(order)]
+        queues.append(interleave([groups[g] for g in rot if groups.get(g)]))
+    return interleave(queues)[:limit]

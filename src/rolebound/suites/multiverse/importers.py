@@ -159,6 +159,63 @@ def _profiles(folder: Path) -> dict[int, dict[str, Any]]:
     return out
 
 
+def _canon_questions(questions: list, cid: int, stage: str, phase: str, part, counts: Counter,
+                     irregular: list) -> list[dict[str, Any]]:
+    """One version's canon questions of one life stage; the irregular ones noted or skipped."""
+    canon = []
+    for qi, q in enumerate(questions):
+        counts["canon questions in the release"] += 1
+        qid = f"cid-{cid}-{stage.lower()}-{qi + 1}"
+        raw_opts = list(q.get("options") or [])
+        question, opts, how = normalise_options(str(q.get("question", "")), raw_opts)
+        answer = str(q.get("correct_answer", "")).strip().upper()
+        if opts is not None:
+            marked = [o for o in opts if _MARK.search(o)]
+            if marked:
+                counts["answer marks '****' removed"] += len(marked)
+                opts = [_MARK.sub("", o) for o in opts]
+                how = (how + "; " if how else "") + "removed a '****' mark that gave the answer away"
+            if len({o.lower() for o in opts}) != 4:
+                opts, how = None, (how + "; " if how else "") + "duplicate options"
+        if answer not in ("A", "B", "C", "D"):
+            opts, how = None, (how + "; " if how else "") + f"answer {answer!r} is not A-D"
+        if len(raw_opts) != 4 or opts is None or how:
+            irregular.append({"id": qid, "options given": len(raw_opts),
+                              "action": "kept" if opts is not None else "skipped", "why": how or "-"})
+        if opts is None:
+            counts["canon skipped"] += 1
+            continue
+        counts["canon imported"] += 1
+        canon.append({"id": qid, "version": f"cid-{cid}", "phase": phase, "part": part,
+                      "question": question.strip(), "options": opts, "answer": answer,
+                      "source": f"{SOURCE_NOTE}; {CANON_FILE} CID {cid} {stage} #{qi + 1}",
+                      "validated": False})
+    return canon
+
+
+def _dilemmas(dil_raw: list, known: set[str], counts: Counter) -> list[dict[str, Any]]:
+    """The release's dilemmas of known versions and types (no gold choice: the release has none)."""
+    dilemmas: list[dict[str, Any]] = []
+    for di, d in enumerate(dil_raw):
+        counts["dilemmas in the release"] += 1
+        kind, _, n = str(d.get("dilemma_type", "")).rpartition("_")
+        conflict = DILEMMA_TYPES.get(kind.strip())
+        vid = f"cid-{d.get('CID')}"
+        fields = [d.get(k) for k in ("situation", "choice_A", "consequence_A", "choice_B", "consequence_B")]
+        if conflict is None or vid not in known or not all(isinstance(f, str) and f.strip() for f in fields):
+            counts["dilemmas skipped (unknown type or version, or an empty field)"] += 1
+            continue
+        it = d.get("iteration") if isinstance(d.get("iteration"), int) else (int(n) if n.isdigit() else None)
+        dilemmas.append({"id": f"{vid}-{conflict}-{it if it is not None else di}", "version": vid,
+                         "conflict": conflict, "situation": fields[0].strip(),
+                         "choices": [{"text": fields[1].strip(), "consequence": fields[2].strip()},
+                                     {"text": fields[3].strip(), "consequence": fields[4].strip()}],
+                         "canonical": None, "iteration": it,
+                         "source": f"{SOURCE_NOTE}; {DILEMMA_FILE} #{di + 1}", "validated": False})
+        counts["dilemmas imported (no gold choice)"] += 1
+    return dilemmas
+
+
 def convert(folder: str | Path) -> dict[str, Any]:
     """The suite's document (heroes, canon, dilemmas, import_report) from the release folder."""
     folder = Path(folder)
@@ -193,33 +250,7 @@ def convert(folder: str | Path) -> dict[str, Any]:
                 counts[f"unknown stage '{stage}' skipped"] += len(questions)
                 continue
             phase, part = STAGES[stage]
-            for qi, q in enumerate(questions):
-                counts["canon questions in the release"] += 1
-                qid = f"cid-{cid}-{stage.lower()}-{qi + 1}"
-                raw_opts = list(q.get("options") or [])
-                question, opts, how = normalise_options(str(q.get("question", "")), raw_opts)
-                answer = str(q.get("correct_answer", "")).strip().upper()
-                if opts is not None:
-                    marked = [o for o in opts if _MARK.search(o)]
-                    if marked:
-                        counts["answer marks '****' removed"] += len(marked)
-                        opts = [_MARK.sub("", o) for o in opts]
-                        how = (how + "; " if how else "") + "removed a '****' mark that gave the answer away"
-                    if len({o.lower() for o in opts}) != 4:
-                        opts, how = None, (how + "; " if how else "") + "duplicate options"
-                if answer not in ("A", "B", "C", "D"):
-                    opts, how = None, (how + "; " if how else "") + f"answer {answer!r} is not A-D"
-                if len(raw_opts) != 4 or opts is None or how:
-                    irregular.append({"id": qid, "options given": len(raw_opts),
-                                      "action": "kept" if opts is not None else "skipped", "why": how or "-"})
-                if opts is None:
-                    counts["canon skipped"] += 1
-                    continue
-                counts["canon imported"] += 1
-                canon.append({"id": qid, "version": f"cid-{cid}", "phase": phase, "part": part,
-                              "question": question.strip(), "options": opts, "answer": answer,
-                              "source": f"{SOURCE_NOTE}; {CANON_FILE} CID {cid} {stage} #{qi + 1}",
-                              "validated": False})
+            canon += _canon_questions(questions, cid, stage, phase, part, counts, irregular)
     for uid, hero in heroes.items():
         hero["name"] = names[uid].most_common(1)[0][0] if names.get(uid) else f"UID {uid}"
         hero["source"] = f"{SOURCE_NOTE}; UID {uid}"
@@ -227,24 +258,7 @@ def convert(folder: str | Path) -> dict[str, Any]:
     counts["distinct normalised version names"] = len({n for c in names.values() for n in c})
 
     known = {f"cid-{int(e['CID'])}" for e in canon_raw}
-    dilemmas: list[dict[str, Any]] = []
-    for di, d in enumerate(dil_raw):
-        counts["dilemmas in the release"] += 1
-        kind, _, n = str(d.get("dilemma_type", "")).rpartition("_")
-        conflict = DILEMMA_TYPES.get(kind.strip())
-        vid = f"cid-{d.get('CID')}"
-        fields = [d.get(k) for k in ("situation", "choice_A", "consequence_A", "choice_B", "consequence_B")]
-        if conflict is None or vid not in known or not all(isinstance(f, str) and f.strip() for f in fields):
-            counts["dilemmas skipped (unknown type or version, or an empty field)"] += 1
-            continue
-        it = d.get("iteration") if isinstance(d.get("iteration"), int) else (int(n) if n.isdigit() else None)
-        dilemmas.append({"id": f"{vid}-{conflict}-{it if it is not None else di}", "version": vid,
-                         "conflict": conflict, "situation": fields[0].strip(),
-                         "choices": [{"text": fields[1].strip(), "consequence": fields[2].strip()},
-                                     {"text": fields[3].strip(), "consequence": fields[4].strip()}],
-                         "canonical": None, "iteration": it,
-                         "source": f"{SOURCE_NOTE}; {DILEMMA_FILE} #{di + 1}", "validated": False})
-        counts["dilemmas imported (no gold choice)"] += 1
+    dilemmas = _dilemmas(dil_raw, known, counts)
     counts["heroes"] = len(heroes)
     counts["versions"] = sum(len(h["versions"]) for h in heroes.values())
     report = {"source": str(folder), "counts": dict(counts), "irregular": irregular,

@@ -22,6 +22,7 @@ import numpy as np
 
 from ...metrics.stats import N_BOOT, mean_sem, rate_ci
 from ...constants import ABCD, INVALID
+from ...rejudge import newest_stage
 TASKS = ("canon", "dilemma")
 PHASES = ("childhood", "pre-hero", "hero")
 CONFLICTS = ("save-one-vs-greater-good", "hero-or-villain", "duty-vs-desire", "ends-vs-moral-code")
@@ -184,7 +185,8 @@ def segmenter_of(r) -> str | None:
 def analysis_block(records: list, strategy: str, task: str) -> dict[str, Any]:
     seg = [r for r in records if r.strategy == strategy and r.stage == "segment" and r.error is None
            and r.meta.get("task") == task]
-    jud = [r for r in records if r.strategy == strategy and r.stage == "judge" and r.error is None
+    # the judge of the newest round (a re-judge writes judge@N), never the score of judge.think
+    jud = [r for r in newest_stage(records, "judge") if r.strategy == strategy and r.error is None
            and r.meta.get("task") == task]
     tam = [r.parsed["tam"] for r in seg if segmenter_of(r) == "llm"]
     # the rule-based fallback (ours) only ran where the LLM segmentation was invalid; kept apart
@@ -305,3 +307,20 @@ def compute(records: list, manifest) -> dict[str, Any]:
     out["failed_calls"] = sum(1 for r in records if r.error)
     out["records"] = len(records)
     return out
+
+
+# -- the dialogue strategy: canon and dilemma accuracy by depth (rolebound.dialogue.metrics) -------
+DIALOGUE_NAMES = ["canon", "dilemma"]
+
+
+def dialogue_values(recs) -> dict[str, dict]:
+    """Accuracy over the labelled answers, as accuracy_block's `acc` reads them (a dilemma
+    without a canonical choice has no gold)."""
+    return {t: {r.item_id: bool(r.correct) for r in recs if r.meta.get("task") == t and r.gold is not None}
+            for t in DIALOGUE_NAMES}
+
+
+def dialogue(records) -> dict[str, Any]:
+    from ...dialogue.metrics import compute as by_depth
+
+    return by_depth(records, dialogue_values, DIALOGUE_NAMES)

@@ -3,6 +3,8 @@ thinking/acting figure, per-call samples, the end-of-run summary and the `rolebo
 
 from __future__ import annotations
 
+from ...dialogue.report import add_sections, summary_lines as dialogue_lines
+
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +14,22 @@ from .data import PHASES
 from ...report.builder import Report, extraction_section, read_by, run_facts
 
 
-def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> list[Path]:
+def write_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> list[Path]:
     rep = Report("Beyond One World (multiverse): canon events, dilemmas, cross-version",
                  "Rates in %, 95% percentile bootstrap CIs in brackets; differences in percentage points.")
     rep.facts(run_facts(manifest))
+    add_sections(rep, metrics.get("dialogue"))
     strat = metrics.get("strategies", {})
+    _notes(rep, records, manifest)
+    canon_rows, dil_rows, wt_rows, an_rows = _task_rows(strat)
+    _task_tables(rep, canon_rows, dil_rows)
+    _cot_and_cross(rep, metrics)
+    _f1_and_analysis(rep, strat, wt_rows, an_rows)
+    _samples(rep, records)
+    return rep.write(run_dir)
+
+
+def _notes(rep: Report, records: list, manifest) -> None:
     notes = ["Unparseable answers, segmentations and judge replies are counted as invalid (wrong for accuracy), never guessed."]
     from ...scoring.embeddings import MPNET_HINT, MPNET_NAME
 
@@ -34,6 +47,9 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
                      "paper's judge writes its scores.")
     rep.text("\n\n".join(notes), "How to read this")
 
+
+def _task_rows(strat: dict) -> tuple[list, list, list, list]:
+    """Rows of the canon, dilemma, F1 and analysis tables, one per strategy (and task)."""
     canon_rows, dil_rows, wt_rows, an_rows = [], [], [], []
     for s, block in strat.items():
         c = block.get("canon")
@@ -75,6 +91,10 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
                                 a.get("rules_tried", 0), a.get("rules_invalid", 0), fmt_mean_n(a.get("tam_rules"), 3),
                                 a.get("judge_scoring") or "-", a["judge_calls"], a["judge_invalid"],
                                 f"{top['pair']} ({top['n']})" if top else "-", a.get("embedder") or "-"])
+    return canon_rows, dil_rows, wt_rows, an_rows
+
+
+def _task_tables(rep: Report, canon_rows: list, dil_rows: list) -> None:
     if canon_rows:
         rep.table("Canon events (Table 6)",
                   ["strategy", "n", "invalid", "Acc", "Prec", "Recall", "F1", "macro F1", "Judge think",
@@ -90,6 +110,9 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
                   note="Prec/Recall/F1 weighted, as in the paper; macro F1 beside them. "
                        "Accuracy needs a canonical choice; dilemmas without one count only in the choice shares. "
                        "A is the conflict's first pole (Save the One You Love, Hero, Duty, The Ends Justify the Means).")
+
+
+def _cot_and_cross(rep: Report, metrics: dict) -> None:
     cmd = metrics.get("cot_minus_direct") or {}
     rows = [[t, (v["acc"] or {}).get("n", "-"), fmt_diff(v.get("acc")), fmt_diff(v.get("weighted_f1")),
              fmt_diff(v.get("macro_f1")), fmt_diff(v.get("tam"), 3), fmt_diff(v.get("tam_rules"), 3)]
@@ -120,6 +143,9 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
                        "(dilemmas) its own canonical choice of that conflict type differs.")
         rep.table("Cross-version accuracy by played and asked version", ["strategy", "task", "hero", "played",
                   "asked", "n", "Acc"], prow)
+
+
+def _f1_and_analysis(rep: Report, strat: dict, wt_rows: list, an_rows: list) -> None:
     if wt_rows:
         rep.table("F1 CIs and macro averages", ["strategy", "task", "F1 (weighted)", "F1 CI",
                   "macro Prec", "macro Recall", "macro F1", "macro F1 CI"], wt_rows,
@@ -135,6 +161,9 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
                        "shown only in the columns marked 'rule segments, ours'. judge scoring logprob (ours): the "
                        "likeliest digit 0-5, then the likeliest after 't,'; generate: the paper's written 't,a'.")
         _think_act_figure(rep, strat)
+
+
+def _samples(rep: Report, records: list) -> None:
     samples = []
     for r in records:
         if r.error is not None:
@@ -152,7 +181,6 @@ def build_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
     extraction_section(rep, records)
     rep.samples("Per-call records", ["id", "strategy", "stage", "task", "version", "played", "group", "gold",
                                      "parsed", "read by", "correct", "response"], samples, ["strategy", "stage", "task", "correct"])
-    return rep.write(run_dir)
 
 
 def _think_act_figure(rep, strat: dict) -> None:
@@ -191,10 +219,10 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         for t, b in tasks.items():
             if b and b.get("drop"):
                 out.append((f"{s} {t} drop", fmt_diff(b["drop"])))
-    return out
+    return out + dialogue_lines(metrics.get("dialogue"))
 
 
-def compare_table(rep: Report, entries) -> None:
+def compare_tables(rep: Report, entries) -> None:
     """`rolebound compare`: one row per run, strategy and task."""
     rows = []
     for run_dir, m, met in entries:

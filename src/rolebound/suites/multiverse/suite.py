@@ -24,7 +24,6 @@ metrics in metrics.py, the report in report.py.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -32,10 +31,14 @@ from ...errors import InputError
 from ...io import stable_hash
 from .prompts import TEMPLATES
 from .. import register_suite
-from ..base import Dataset, RunSettings, Suite, interleave
+from ..base import Dataset, RunSettings, Suite
 from ...protocol import Protocol
 from .options import MultiverseOptions
-from .data import STARTER, MVIndex, dataset_tables, load_file
+from .card import card_figures
+from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE, budget
+from .data import STARTER, MVIndex, dataset_tables, load_file, select_items
+from .report import compare_tables, summary_lines, write_report
+from .strategies import extractor_for
 
 
 def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None = None) -> str:
@@ -57,11 +60,13 @@ class MultiverseSuite(Suite):
         "cot": "the same prompt with \"Let's think step by step.\" (Table 3)",
         "cross-direct": "each question asked of the hero's other versions, direct (Tables 9, 11)",
         "cross-cot": "each question asked of the hero's other versions, with CoT",
+        DIALOGUE: DIALOGUE_DESCRIPTION + "; canon and dilemma probes, direct",
     }
     default_strategies = ["direct", "cot", "cross-direct"]
     uses_judge = True
     offers_scoring = True
     options_model = MultiverseOptions
+    on_card = True
     card_limit = 96  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
     # Appendix B: answers at temperature 0.6 with 1024 output tokens (Table 4); the judge (Sonnet 3.7)
     # at 0.1 / 1024 (Table 4), as is the segmenter (GPT-4o-mini tags, Table 5). top_p is not given.
@@ -71,6 +76,12 @@ class MultiverseSuite(Suite):
                         judge_required=True, judge_separate=True,
                         notes="judge and segmenter read with judge decoding; the judge reads the segmented "
                               "thinking/acting spans (Section 4.2)")
+
+    # results, report, card and compare: functions of the suite's modules
+    summary = staticmethod(summary_lines)
+    card_figures = staticmethod(card_figures)
+    compare = staticmethod(compare_tables)
+    report = staticmethod(write_report)
 
     # -- data -----------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
@@ -85,6 +96,7 @@ class MultiverseSuite(Suite):
                 raise InputError(f"unknown task '{sorted(bad)[0]}'; use canon and/or dilemma", field="tasks")
             items = [it for it in items if it.task in wanted]
         index = settings.state["index"] = MVIndex(loaded)
+        settings.state["multiverse_items"] = items       # the dialogue's `items` warm-up
         payload = {"heroes": [h.model_dump() for h in loaded["heroes"]], "items": [it.model_dump() for it in items]}
         return Dataset(items=items, source="builtin:multiverse-starter" if not data else str(path),
                        hash=stable_hash(payload), extra={"index": index, "import_report": loaded["import_report"]})
@@ -92,19 +104,13 @@ class MultiverseSuite(Suite):
     def select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
         """Round-robin over versions (hero by hero), each version cycling through canon phases and
         dilemma types, so a small --limit still covers several versions of one hero."""
-        if not limit or limit >= len(items):
-            return list(items)
-        index = settings.state.get("index") if settings is not None else None
-        per_version: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-        for it in items:
-            per_version[it.version][it.phase if it.task == "canon" else "dilemma"].append(it)
-        order = ["childhood", "dilemma", "pre-hero", "hero"]
-        queues = []
-        for v, groups in per_version.items():
-            hero_pos = [h.id for h in index.heroes].index(index.hero_of(v).id) if index else 0
-            rot = order[hero_pos % len(order):] + order[:hero_pos % len(order)]
-            queues.append(interleave([groups[g] for g in rot if groups.get(g)]))
-        return interleave(queues)[:limit]
+        chosen = select_items(items, limit, settings.state.get("index") if settings is not None else None)
+        if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+            from .strategies import dialogue_probes
+
+            budget.check_context(settings.state["dialogue_backend"],
+                                 [p for it in chosen for p in dialogue_probes(self, it, settings)], self.opts(settings))
+        return chosen
 
     def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
         return dataset_tables(dataset)
@@ -116,6 +122,8 @@ class MultiverseSuite(Suite):
         from ...models.base import CHAT, LOGPROB
 
         opts = settings.options
+        if DIALOGUE in settings.strategies:
+            budget.setup(settings, backend)
         if settings.scoring == "logprob":
             backend.require(LOGPROB, "--scoring logprob")
         if settings.scoring == "generate" or any("cot" in s for s in settings.strategies):
@@ -158,6 +166,7 @@ class MultiverseSuite(Suite):
         import asyncio
 
         settings.state["index"] = dataset.extra["index"]
+        budget.attach(session, settings)      # a dialogue's simulated user
         if self.analysis_on(settings):
             from ...scoring.embeddings import LazyEmbedder, get_embedder
 
@@ -172,27 +181,14 @@ class MultiverseSuite(Suite):
         await run_item(self, item, ctx, strategy, settings)
 
     # -- results --------------------------------------------------------------------------------
-    def extractor_for(self, record):
-        """How to read a stored answer that predates stored extractor specs (`rolebound report`)."""
-        import re
 
-        from ...scoring import extract
-        from .prompts import CONFLICTS
+    def rejudge(self, records, manifest, judge):
+        """The judge (not the segmenter) again on the replies it read: stage judge@N."""
+        from .strategies import rejudge_plan
 
-        letters = (record.meta or {}).get("letters")
-        if record.role != "model" or not letters or record.stage.endswith(".reason") or \
-                not isinstance(record.prompt, list) or not record.prompt:
-            return None
-        text = record.prompt[-1].get("content") or ""
-        if record.meta.get("task") == "canon":
-            # the last option line carries the prompt's tail: "D) Ned Leeds, Let's think step by step.<question/>"
-            options = [(L, re.sub(r"(?:,\s*Let's think step by step\.)?\s*<question/>\s*$", "", o))
-                       for L, o in re.findall(r"(?m)^([A-D])\) (.*)$", text)]
-        else:
-            found = [re.search(rf"Choice {L}: (.*?) Consequence {L}:", text, re.S) for L in "AB"]
-            poles = CONFLICTS.get(record.meta.get("conflict"), ("", ""))
-            options = [(L, f"{poles[k]}: {m.group(1)}") for k, (L, m) in enumerate(zip("AB", found)) if m]
-        return extract.choice(options, "label") if len(options) >= 2 else None
+        return rejudge_plan(self, records, manifest, judge)
+
+    extractor_for = staticmethod(extractor_for)   # how `rolebound report` reads old replies again
 
     def model_extraction_candidates(self, records):
         from ...scoring.model_extract import rule_none
@@ -200,26 +196,26 @@ class MultiverseSuite(Suite):
         return rule_none(records)     # canon and dilemma answers the rules read as none
 
     def metrics(self, records, manifest) -> dict[str, Any]:
-        from .metrics import compute
+        from .metrics import compute, dialogue
 
-        return compute(records, manifest)
+        if DIALOGUE not in manifest.strategies:
+            return compute(records, manifest)
+        single = manifest.model_copy(update={"strategies": [s for s in manifest.strategies if s != DIALOGUE]})
+        out = compute([r for r in records if r.strategy != DIALOGUE], single)
+        out["dialogue"] = dialogue(records)
+        return out
 
-    def report(self, metrics, records, manifest, run_dir) -> list[Path]:
-        from .report import build_report
+    def judge_check(self):
+        from .judgecheck import spec
 
-        return build_report(metrics, records, manifest, run_dir)
+        return spec(lambda judge: self.judge_scoring({}, judge))
 
-    def card_figures(self, metrics) -> dict[str, Any]:
-        from .card import card_figures
+    def build_commands(self, app) -> None:
+        from .build import commands
 
-        return card_figures(metrics)
+        commands(app)
 
-    def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
-        from .report import summary_lines
+    def importers(self) -> dict:
+        from .importers import IMPORTERS
 
-        return summary_lines(metrics)
-
-    def compare(self, rep, entries) -> None:
-        from .report import compare_table
-
-        compare_table(rep, entries)
+        return dict(IMPORTERS)

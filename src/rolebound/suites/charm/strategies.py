@@ -1,0 +1,220 @@
+"""CHARM's strategies: the model calls of one item (independent, sequential, no-role), the
+Table 14 distractor similarity computed before the first call, and how a stored reply is read."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any, Sequence
+
+from ...records import Message
+from ...scoring import extract, order
+from ..base import RunSettings
+from .data import ABSTAIN, CharmItem
+from ...dialogue import STRATEGY as DIALOGUE
+from ...dialogue.bank import scripted_turns
+from ...dialogue.options import depths
+from ...dialogue.run import Plan, Probe, Turn, cycle_to, run_probes
+from .data import dialogue_bank
+from .prompts import ANSWER_PREFIX, ba_prompt, dialogue_opener, mcq_prompt, no_role_prompt
+
+
+def _yes_no_cont(text: str) -> str:
+    return text.strip()
+
+
+def mean_similarity(groups: dict[str, tuple[str, Sequence[str]]], path: str | None = None,
+                    digits: int = 4) -> dict[str, float]:
+    """For each id, the mean cosine between its anchor text and its other texts (CHARM Table 14:
+    distractors against the answer). One batch of unique texts, cached on disk."""
+    from ...scoring.embeddings import encode_cached
+
+    texts = list(dict.fromkeys(t for anchor, others in groups.values() for t in (anchor, *others)))
+    vecs = encode_cached(texts, path, kind="charm-options")
+    row = {t: i for i, t in enumerate(texts)}
+    out = {}
+    for gid, (anchor, others) in groups.items():
+        if others:
+            sims = vecs[[row[t] for t in others]] @ vecs[row[anchor]]
+            out[gid] = round(float(sims.mean()), digits)
+    return out
+
+
+async def before_items(items, settings: RunSettings, opts) -> None:
+    """Distractor-to-answer similarity per MCQ (Table 14), kept in settings.state for the records' meta."""
+    if not opts.similarity:
+        return
+    mcqs = [i for i in items if i.stage in ("bc", "kv") and i.answer]
+    if not mcqs:
+        return
+    from ...scoring.embeddings import embedder_name
+
+    groups = {i.id: (i.answer, [o for o in i.options if o not in (i.answer, ABSTAIN)]) for i in mcqs}
+    # cached on disk by the option texts and the embedder (a re-run loads no model)
+    settings.state["sim"] = await asyncio.to_thread(mean_similarity, groups, opts.embedder)
+    settings.state["embedder"] = embedder_name(opts.embedder)
+
+
+def item_meta(item: CharmItem, settings: RunSettings) -> dict[str, Any]:
+    m = item.meta()
+    sim = settings.state.get("sim") or {}
+    if item.id in sim:
+        m["sim"], m["embedder"] = sim[item.id], settings.state.get("embedder")
+    return m
+
+
+async def ask_ba(ctx, stage: str, item: CharmItem, messages: list[Message], scoring: str, meta,
+                 extraction: str, question: str | None = None):
+    if scoring == "logprob":
+        return await ctx.score(stage, ["Yes", "No"], messages=messages, parse=_yes_no_cont, gold="No", meta=meta)
+    strict = extraction == "strict"
+    return await ctx.chat(stage, messages, parse=extract.yes_no(question or item.question, strict=strict),
+                          gold="No", meta=meta)
+
+
+async def ask_mcq(ctx, stage: str, messages: list[Message], item: CharmItem, gold: int, scoring: str, meta,
+                  extraction: str, options: list[str] | None = None):
+    options = list(item.options or []) if options is None else options
+    n = len(options)
+    # what position-bias statistics need (rolebound.metrics.position): the stage, the labels shown
+    meta = {**meta, "mc": meta.get("mc") or stage, "labels": [str(k) for k in range(1, n + 1)]}
+    if scoring == "logprob":
+        return await ctx.score(stage, [str(k) for k in range(1, n + 1)], messages=messages,
+                               assistant_prefix=ANSWER_PREFIX, parse=int, gold=gold, meta=meta)
+    # the options as choices_text shows them: "1. ...", "2. ..."; parsed stays the 1-based number
+    options = [(str(k), o) for k, o in enumerate(options, 1)]
+    parse = extract.answer_number(options) if extraction == "strict" else extract.choice(options, "number")
+    return await ctx.chat(stage, messages, parse=parse, gold=gold, meta=meta)
+
+
+async def ask_reordered(ctx, stage: str, item: CharmItem, scoring: str, meta, extraction: str, shown: list[int],
+                        extra: dict) -> Any:
+    """The item's MCQ with its options in another order (`shown[p]`: the paper-order index shown
+    at p); gold follows its option. The record keeps the order (metrics.position.chosen)."""
+    options = order.apply(item.options or [], shown)
+    gold = order.shown_position(shown, int(item.gold) - 1) + 1
+    m = {**meta, **extra, "mc": item.stage, "order": list(shown)}
+    return await ask_mcq(ctx, stage, [Message(role="user", content=mcq_prompt(item, options))], item, gold,
+                         scoring, m, extraction, options=options)
+
+
+async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings, extraction: str,
+                   permutations: int = 1) -> None:
+    scoring = settings.scoring or "generate"
+    meta = item_meta(item, settings)
+    if strategy == "independent":
+        if item.stage == "ba":
+            await ask_ba(ctx, "ba", item, [Message(role="user", content=ba_prompt(item))], scoring, meta, extraction)
+        else:
+            await ask_mcq(ctx, item.stage, [Message(role="user", content=mcq_prompt(item))], item,
+                          int(item.gold), scoring, meta, extraction)
+            for k in range(1, permutations):      # --set permutations=K: cyclic shifts, stages bc~s1, ...
+                await ask_reordered(ctx, f"{item.stage}~s{k}", item, scoring, meta, extraction,
+                                    order.cyclic(len(item.options or []), k), {"shift": k})
+    elif strategy == "sequential":
+        if item.stage != "bc":
+            return
+        first = [Message(role="user", content=ba_prompt(item, item.ba_question))]
+        ba = await ask_ba(ctx, "seq.ba", item, first, scoring, meta, extraction, question=item.ba_question)
+        convo = first + [Message(role="assistant", content=ba.response or ""),
+                         Message(role="user", content=mcq_prompt(item))]
+        await ask_mcq(ctx, "seq.bc", convo, item, int(item.gold), scoring, meta, extraction)
+    elif strategy == DIALOGUE:
+        await run_probes(ctx, dialogue_probes(item, settings, extraction), settings, settings.opts)
+    elif strategy == "no-role":
+        if item.stage != "bc" or item.boundary != "cross":
+            return
+        # correct = the factual answer: the control asks whether the fact is accessible at all
+        await ask_mcq(ctx, "nr", [Message(role="user", content=no_role_prompt(item))], item,
+                      int(item.fact_option), scoring, meta, extraction)
+
+
+async def override_control(session, dataset, settings: RunSettings, opts) -> None:
+    """Each override candidate's (Cross-Universe, BA+ & FC-BC) KV question again (stage kv~ctl)
+    with its options in a fixed, seeded order under which the factual option stands neither where
+    it stood in the KV question nor where the factual answer stood in the BC question."""
+    from ...loop import bounded
+    from ...runner import CallFailed, ItemContext
+    from ...store import load_records
+    from .metrics import instances
+
+    scoring = settings.scoring or "generate"
+    by_id = {i.id: i for i in dataset.items}
+    recs = load_records(session.run_dir.path)
+    jobs = []
+    for rep in range(settings.repeats):
+        for c in instances([r for r in recs if r.repeat == rep]):
+            kv = by_id.get(c.get("kv_id") or "")
+            if c["boundary"] == "cross" and c["ba"] and c["fc_bc"] and c["kv"] is not None and kv is not None:
+                jobs.append((kv, rep, c))
+
+    async def one(job):
+        kv, rep, c = job
+        n, gold = len(kv.options or []), int(kv.gold) - 1
+        away = {gold} | ({int(c["fact_option"]) - 1} if c.get("fact_option") else set())
+        shown = order.moved(f"charm-kv-control:{opts.data_seed}:{kv.id}", n, sorted(away), gold)
+        ctx = ItemContext(session=session, item_id=kv.id, strategy="independent", repeat=rep)
+        try:
+            await ask_reordered(ctx, "kv~ctl", kv, scoring, item_meta(kv, settings), opts.extraction, shown,
+                                {"control": "kv-order"})
+        except CallFailed as exc:      # recorded with its error; retried on resume
+            session.counts.items_failed += 1
+            session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
+
+    await bounded(jobs, one, concurrency=16, label="charm: override control",
+                  progress=bool(jobs) and settings.state.get("progress", True))
+
+
+def extractor_for(record):
+    """How to read a stored reply that predates stored extractor specs (`rolebound report`)."""
+    if record.role != "model" or not isinstance(record.prompt, list) or not record.prompt:
+        return None
+    text = record.prompt[-1].get("content") or ""
+    if record.stage in ("ba", "seq.ba"):
+        q = re.search(r"Question: (.*)", text)
+        return extract.yes_no(q.group(1).strip() if q else None)
+    if "Choices:\n" in text:
+        block = text.split("Choices:\n", 1)[1].split("\nFirst, briefly", 1)[0]
+        options = re.findall(r"(?m)^(\d+)\. (.*)$", block)
+        return extract.choice(options, "number") if options else None
+    return None
+
+
+# -- the dialogue strategy (rolebound.dialogue, docs/dialogue.md) ----------------------------------
+def item_turns(item: CharmItem, pool: list[CharmItem], n: int) -> list[Turn]:
+    """`items` warm-up: the role's other BA questions (other targets), in id order. A historical
+    role has no in-boundary CHARM item (every concept and target is past its era)."""
+    others = sorted((i for i in pool if i.stage == "ba" and i.role == item.role and i.target != item.target),
+                    key=lambda i: i.id)
+    return cycle_to([Turn(i.question, f"item:{i.id}") for i in others], n)
+
+
+def plan_for(item: CharmItem, kind: str, settings: RunSettings) -> Plan:
+    n = max(depths(settings.opts))
+    base = dict(kind=kind, opener=dialogue_opener(item), persona=item.role_name, assistant_name=item.role_name)
+    if kind == "scripted":
+        return Plan(key=item.role, turns=scripted_turns(dialogue_bank(), item.role, n), **base)
+    if kind == "items":
+        return Plan(key=item.role, turns=item_turns(item, settings.state.get("charm_items", []), n), **base)
+    if settings.opts.goal == "pressure":      # simulated: steer toward the probe's concept or target
+        return Plan(key=f"{item.role}/{item.target}", topic=item.target_name, **base)
+    return Plan(key=item.role, **base)
+
+
+def dialogue_probes(item: CharmItem, settings: RunSettings, extraction: str) -> list[Probe]:
+    """BA or BC, asked as the independent strategy asks it."""
+    if item.stage not in ("ba", "bc"):
+        return []
+    scoring = settings.scoring or "generate"
+    meta = item_meta(item, settings)
+    if item.stage == "ba":
+        msgs = [Message(role="user", content=ba_prompt(item))]
+
+        async def ask(ctx, stage, messages, m):
+            return await ask_ba(ctx, stage, item, messages, scoring, {**meta, **m}, extraction)
+    else:
+        msgs = [Message(role="user", content=mcq_prompt(item))]
+
+        async def ask(ctx, stage, messages, m):
+            return await ask_mcq(ctx, stage, messages, item, int(item.gold), scoring, {**meta, **m}, extraction)
+    return [Probe(name=item.stage, messages=msgs, plan=lambda kind: plan_for(item, kind, settings), ask=ask)]

@@ -1,0 +1,21 @@
+"""The mcq suite's report: the accuracy table and the per-sample answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...report.builder import Report, run_facts
+
+
+def write_report(metrics, records, manifest, run_dir) -> list[Path]:
+    rep = Report(f"MCQ run: {manifest.dataset}")
+    rep.facts(run_facts(manifest))
+    rows = []
+    for strat, m in metrics["by_strategy"].items():
+        rows.append([strat, m["n"], m["rate"], m["lo"], m["hi"], m["invalid"]])
+    rep.table("Accuracy (%, 95% bootstrap CI)", ["strategy", "n", "acc", "CI low", "CI high", "invalid"], rows)
+    samples = [{"_call": r.call_id, "id": r.item_id, "strategy": r.strategy, "gold": r.gold, "parsed": r.parsed,
+                "correct": r.correct, "response": r.response} for r in records if r.stage == "answer"]
+    rep.samples("Per-sample answers", ["id", "strategy", "gold", "parsed", "correct", "response"],
+                samples, ["strategy", "correct"])
+    return rep.write(run_dir)

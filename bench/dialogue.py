@@ -47,7 +47,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     from rolebound.dialogue import metrics as dm
 
+    from rolebound.paths import model_dir
+
     load = os.getloadavg()[0]
+    # the converted models stay where they are; only the response cache moves to the temp folder
+    os.environ.setdefault("ROLEBOUND_MODEL_DIR", str(model_dir()))
     with tempfile.TemporaryDirectory(prefix="rb-dialogue-bench-") as tmp:
         root = Path(tmp)
         off, t_off, recs_off = one(a.model, a.limit, a.depths, 0, root, "prefix-off")

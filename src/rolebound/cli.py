@@ -138,6 +138,8 @@ def run(
     dtype: Optional[str] = typer.Option(None, "--dtype", help="local models: auto, bf16, fp32"),
     threads: Optional[int] = typer.Option(None, "--threads", min=1,
                                           help="local models: CPU threads (default: automatic; or ROLEBOUND_THREADS)"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="bundled models: torch (default) or llamacpp "
+                                                                "(`make llamacpp`; `rolebound models` says which run)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start the run directory again"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="suite option key=value (repeatable)"),
@@ -161,7 +163,7 @@ def run(
             raise InputError("give a SUITE or --config FILE", field="suite")
         # only what was given: the rest comes from the suite's protocol (protocol.py)
         bopts = dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout, dtype=dtype, threads=threads,
-                     concurrency=concurrency)
+                     concurrency=concurrency, engine=engine)
         bopts = {k: v for k, v in bopts.items() if v is not None} | parse_sets(backend_opts, "--backend-opt")
         runs = [make_request(dict(
             suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out, scoring=scoring,
@@ -173,10 +175,10 @@ def run(
             judge_options=endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt") or {},
             extractor_options=endpoint_opts(None, None, extractor_opts, "--extractor-opt") or {}),
             name_of=lambda loc: _flag(loc, set(parse_sets(backend_opts, "--backend-opt"))))]
-    _run_all(runs, overwrite=overwrite, quiet=quiet)
+    _run_all(runs, overwrite, quiet)
 
 
-def _run_all(runs, *, overwrite: bool, quiet: bool) -> None:
+def _run_all(runs, overwrite: bool, quiet: bool) -> None:
     """Every request's options checked first (a grid stops before its first run), then the runs."""
     from . import api
     from .suites import get_suite
@@ -446,7 +448,7 @@ def models(ctx: typer.Context):
     for k, desc in describe_backends().items():
         t.add_row(k, desc)
     _console().print(t)
-    b = Table("--model", "what", "status", title="bundled models")
+    b = Table("--model", "what", "status", "--engine", title="bundled models")
     for row in bundled_rows():
         b.add_row(*row)
     _console().print(b)

@@ -113,7 +113,10 @@ class BundledBackend(LocalBackend):
         if engine == "llamacpp":
             from .llamacpp import BundledLlamaCpp
 
-            return BundledLlamaCpp(name, decoding, **options)
+            if name not in names():
+                raise BackendError(f"unknown bundled model '{name}'; available: {', '.join(names())}")
+            # missing GGUF: one line saying how to get it
+            return BundledLlamaCpp(name, decoding, gguf=bundled_gguf(name), **options)
         return cls(name, decoding, **options)
 
     def __init__(self, name: str = DEFAULT, decoding=None, **options):

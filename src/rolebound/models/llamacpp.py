@@ -519,12 +519,8 @@ class BundledLlamaCpp(LlamaCppBackend):
     backend = "bundled"
     option_names = LlamaCppBackend.option_names
 
-    def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
-        from . import bundled
-
-        if name not in bundled.names():
-            raise BackendError(f"unknown bundled model '{name}'; available: {', '.join(bundled.names())}")
-        self._gguf = bundled.bundled_gguf(name)      # missing: one line saying how to get it
+    def __init__(self, name: str, decoding: Decoding | None = None, *, gguf: Path, **options: Any):
+        self._gguf = gguf        # bundled.BundledBackend.create checked the name and found the file
         super().__init__(name, decoding, **options)
 
     def gguf(self) -> Path:

@@ -135,10 +135,10 @@ def test_yaml_judge_backend_and_extractor_backend_reach_api_run():
                                     "judge_backend": {"base_url": "https://api.deepseek.com/v1",
                                                       "api_key_env": "DEEPSEEK_API_KEY"},
                                     "extractor_backend": {"base_url": "http://127.0.0.1:8001/v1"}})
-    (run,) = cfg.expand()
-    assert run["judge_options"] == {"base_url": "https://api.deepseek.com/v1", "api_key_env": "DEEPSEEK_API_KEY"}
-    assert run["extractor_options"] == {"base_url": "http://127.0.0.1:8001/v1"}
-    assert RunConfig.model_validate({"suite": "charm"}).expand()[0]["judge_options"] is None
+    (run,) = cfg.expand()          # one RunRequest per run of the grid (rolebound.request)
+    assert run.judge_options.given() == {"base_url": "https://api.deepseek.com/v1", "api_key_env": "DEEPSEEK_API_KEY"}
+    assert run.extractor_options.given() == {"base_url": "http://127.0.0.1:8001/v1"}
+    assert RunConfig.model_validate({"suite": "charm"}).expand()[0].judge_options.given() == {}
 
 
 def test_the_extractor_on_its_own_endpoint(keys, tmp_path):

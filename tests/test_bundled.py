@@ -8,7 +8,7 @@ import math
 import pytest
 
 from rolebound.models.base import GenRequest, ScoreRequest
-from rolebound.models.local import TransformersEngine
+from rolebound.models.local import shared_engine
 from rolebound.records import Decoding, Message
 
 pytestmark = pytest.mark.model
@@ -60,7 +60,7 @@ def test_batched_greedy_equals_one_at_a_time():
     """fp32 so numerics are exact enough: rows leaving the batch must not disturb the others."""
     from rolebound.models.bundled import converted_dir
 
-    eng = TransformersEngine(converted_dir(), dtype="fp32")
+    eng = shared_engine(converted_dir(), dtype="fp32")[0]
     prompts = [eng.render(user(q)) for q in
                ["Name a color.", "What is 2+2? Explain briefly.", "Say hello in French.", "List three fruits."]]
     dec = Decoding(max_tokens=24)

@@ -113,56 +113,56 @@ def test_non_utf8_jsonl_names_file_and_line(tmp_path):
     bad = tmp_path / "latin1.jsonl"
     bad.write_bytes(b'{"id": "a", "question": "q?", "options": ["x", "y"], "answer": "A"}\n'
                     b'{"id": "caf\xe9", "question": "q?", "options": ["x", "y"], "answer": "A"}\n')
-    err = one_error(rb("run", "mcq", "--model", "fake", "--data", bad, "--out", tmp_path / "r"), 2)
+    err = one_error(rb("run", "mcq", "--model", "fake:random", "--data", bad, "--out", tmp_path / "r"), 2)
     assert f"{bad}:2" in err and "UTF-8" in err
 
 
 def test_non_utf8_yaml_names_file_and_line(tmp_path):
     bad = tmp_path / "latin1.yaml"
     bad.write_bytes(b"# a charm file\nconcepts:\n  - name: caf\xe9\n")
-    err = one_error(rb("run", "charm", "--model", "fake", "--data", bad, "--out", tmp_path / "r"), 2)
+    err = one_error(rb("run", "charm", "--model", "fake:random", "--data", bad, "--out", tmp_path / "r"), 2)
     assert f"{bad}:3" in err and "UTF-8" in err
 
 
 def test_data_given_a_directory(tmp_path):
-    err = one_error(rb("run", "mcq", "--model", "fake", "--data", tmp_path, "--out", tmp_path / "r"), 2)
+    err = one_error(rb("run", "mcq", "--model", "fake:random", "--data", tmp_path, "--out", tmp_path / "r"), 2)
     assert str(tmp_path) in err and "directory" in err
 
 
 def test_unusable_set_value_leaves_no_run_folder(tmp_path):
     out = tmp_path / "r"
-    err = one_error(rb("run", "charm", "--model", "fake", "--set", "data_seed=abc", "--limit", "3",
+    err = one_error(rb("run", "charm", "--model", "fake:random", "--set", "data_seed=abc", "--limit", "3",
                        "--out", out), 2)
     assert "abc" in err and not out.exists()
 
 
 def test_rejected_option_leaves_no_run_to_trip_over(tmp_path):
     out = tmp_path / "r"
-    err = one_error(rb("run", "charm", "--model", "fake", "--set", "similarity=flase", "--limit", "3",
+    err = one_error(rb("run", "charm", "--model", "fake:random", "--set", "similarity=flase", "--limit", "3",
                        "--out", out), 2)
     assert "flase" in err and not (out / "manifest.json").exists()
-    res = rb("run", "charm", "--model", "fake", "--set", "similarity=false", "--limit", "3", "--out", out, "-q")
+    res = rb("run", "charm", "--model", "fake:random", "--set", "similarity=false", "--limit", "3", "--out", out, "-q")
     assert res.returncode == 0, res.stderr
 
 
 def test_run_folder_that_cannot_be_written(tmp_path, data):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    err = one_error(rb("run", "mcq", "--model", "fake", "--data", data, "--out", blocker / "run"), 2)
+    err = one_error(rb("run", "mcq", "--model", "fake:random", "--data", data, "--out", blocker / "run"), 2)
     assert str(blocker / "run") in err and "cannot write" in err
 
 
 def test_debug_keeps_the_traceback(tmp_path):
-    res = rb("--debug", "run", "mcq", "--model", "fake", "--data", tmp_path)
+    res = rb("--debug", "run", "mcq", "--model", "fake:random", "--data", tmp_path)
     assert res.returncode == 2 and "Traceback" in res.stderr
 
 
 # -- run folders ------------------------------------------------------------------------------------
 def test_resumed_run_adds_up_its_counts(tmp_path, data):
     out = tmp_path / "r"
-    assert rb("run", "mcq", "--model", "fake", "--data", data, "--out", out, "-q").returncode == 0
+    assert rb("run", "mcq", "--model", "fake:random", "--data", data, "--out", out, "-q").returncode == 0
     (out / "errors.log").write_text("left over from an earlier pass\n")
-    assert rb("run", "mcq", "--model", "fake", "--data", data, "--out", out, "-q").returncode == 0
+    assert rb("run", "mcq", "--model", "fake:random", "--data", data, "--out", out, "-q").returncode == 0
     counts = json.loads((out / "manifest.json").read_text())["counts"]
     assert counts["model_calls"] == 6 and counts["resumed"] == 6 and counts["invocations"] == 2
     assert not (out / "errors.log").exists()
@@ -171,9 +171,9 @@ def test_resumed_run_adds_up_its_counts(tmp_path, data):
 
 def test_a_different_run_in_the_folder_is_refused_untouched(tmp_path, data):
     out = tmp_path / "r"
-    assert rb("run", "mcq", "--model", "fake", "--data", data, "--out", out, "-q").returncode == 0
+    assert rb("run", "mcq", "--model", "fake:random", "--data", data, "--out", out, "-q").returncode == 0
     before = (out / "records.jsonl").read_bytes()
-    err = one_error(rb("run", "mcq", "--model", "fake", "--data", data, "--out", out, "--temperature", "0.5"), 2)
+    err = one_error(rb("run", "mcq", "--model", "fake:random", "--data", data, "--out", out, "--temperature", "0.5"), 2)
     assert "holds a different run" in err and (out / "records.jsonl").read_bytes() == before
 
 

@@ -34,6 +34,13 @@ def _kwargs(name: str, tmp_path: Path) -> dict:
     return kw
 
 
+def _changed(a, b, path: str = "") -> list[str]:
+    """The dotted paths where two metrics dicts differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [p for k in sorted(set(a) | set(b), key=str) for p in _changed(a.get(k), b.get(k), f"{path}.{k}")]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
 def _dump(metrics: dict) -> str:
     return json.dumps(metrics, sort_keys=True, default=str)
 
@@ -54,6 +61,27 @@ def test_run_report_rebuild_and_resume(name, tmp_path):
     again = api.run(name, model="fake:random", limit=4, out=out, progress=False, **kw)
     assert again.counts.calls == 0 and again.counts.resumed == res.counts.calls
     assert _dump(json.loads((out / "metrics.json").read_text(encoding="utf-8"))) == _dump(written)
+
+
+@pytest.mark.parametrize("name", available())
+def test_metrics_are_a_function_of_the_set_of_records(name, tmp_path):
+    """Shuffled records.jsonl (the order calls finished in differs run to run, at any -c), then
+    `rolebound report`: metrics.json is the same, bootstrap CIs included."""
+    import random
+
+    out = tmp_path / "run"
+    kw = _kwargs(name, tmp_path)
+    if name == "multiverse":
+        kw.pop("options")           # keep its judged analysis: its most common score pair counts too
+    api.run(name, model="fake:random", limit=4, out=out, progress=False, **kw)
+    written = _dump(json.loads((out / "metrics.json").read_text(encoding="utf-8")))
+    lines = (out / "records.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    random.Random(1).shuffle(lines)
+    (out / "records.jsonl").write_text("".join(lines), encoding="utf-8")
+    res = subprocess.run([str(SCRIPT), "report", str(out), "--quiet"], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert _changed(json.loads(written), json.loads((out / "metrics.json").read_text(encoding="utf-8"))) == []
 
 
 @pytest.mark.parametrize("name", available())

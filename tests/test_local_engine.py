@@ -8,7 +8,7 @@ import pytest
 
 from rolebound.models.base import GenRequest, ScoreRequest
 from rolebound.models import local
-from rolebound.models.local import TransformersEngine, auto_batch
+from rolebound.models.local import TransformersEngine, auto_batch, shared_engine
 from rolebound.records import Decoding, Message
 
 
@@ -40,7 +40,7 @@ def test_prefix_reuse_off_gives_no_groups():
 def fp32_engine():
     from rolebound.models.bundled import converted_dir
 
-    return TransformersEngine(converted_dir(), dtype="fp32")
+    return shared_engine(converted_dir(), dtype="fp32")[0]       # one fp32 load per test run
 
 
 PROFILE = ("Tony Stark is a genius inventor, a billionaire and the man inside the Iron Man suit. "
@@ -116,7 +116,7 @@ def test_an_answer_does_not_depend_on_its_batch():
     batch of other lengths picks the same option, and options are not tied."""
     from rolebound.models.bundled import converted_dir
 
-    eng = TransformersEngine(converted_dir(), prefix_min=0)
+    eng = shared_engine(converted_dir(), prefix_min=0)[0]
     qs = ["Who is your father?", "Which company do you run?", "Where did you study?", "Name your AI."]
     reqs = [ScoreRequest(messages=persona(q) if i % 2 else [Message(role="user", content=q * (i + 1))],
                          assistant_prefix="Answer: ", continuations=["1", "2", "3", "4", "5"])
@@ -138,14 +138,15 @@ def test_close_calls_are_decided_by_the_float32_copy(monkeypatch):
     scored again and equals the float32-only scoring; with margin 0 none is."""
     from rolebound.models.bundled import converted_dir
 
-    eng = TransformersEngine(converted_dir(), prefix_min=0)
+    eng = shared_engine(converted_dir(), prefix_min=0)[0]
     if not eng.score_fp32 or eng.dtype == eng.torch.float32:
         pytest.skip("this CPU scores in float32 directly")
     reqs = [ScoreRequest(messages=[Message(role="user", content=q)], assistant_prefix="Answer: ",
                          continuations=["1", "2", "3"]) for q in ("Pick one.", "Which one is right?")]
     fp32 = eng._score_once(reqs)                       # _score_pass None: the float32 copy
     monkeypatch.setattr(local, "RESCORE_MARGIN", 1e9)
+    before = list(eng.rescored)                        # the engine is shared with other tests
     assert [r.logprobs for r in eng.score(reqs)] == [r.logprobs for r in fp32]
-    assert eng.rescored == [2, 2]
+    assert [a - b for a, b in zip(eng.rescored, before)] == [2, 2]
     monkeypatch.setattr(local, "RESCORE_MARGIN", 0.0)
-    assert eng.score(reqs) and eng.rescored == [2, 4]
+    assert eng.score(reqs) and [a - b for a, b in zip(eng.rescored, before)] == [2, 4]

@@ -155,7 +155,7 @@ def test_a_run_config_names_the_extractor(tmp_path):
 
     cfg = tmp_path / "run.yaml"
     cfg.write_text("suite: charm\nmodel: fake:random\nextractor: fake:constant\n")
-    assert [r["extractor"] for r in load_config(cfg).expand()] == ["fake:constant"]
+    assert [r.extractor for r in load_config(cfg).expand()] == ["fake:constant"]
 
 
 def test_a_suite_that_does_not_opt_in_refuses_an_extractor(tmp_path):

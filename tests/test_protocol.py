@@ -103,10 +103,10 @@ def test_a_yaml_config_overrides_only_what_it_sets(tmp_path):
     p = tmp_path / "run.yaml"
     p.write_text("suite: charm\nmodel: openai:m\ndecoding: {top_p: 1.0}\njudge_decoding: {temperature: 0.2}\n"
                  "protocol: paper\nallow_greedy_repeats: true\n")
-    (kw,) = load_config(p).expand()
-    assert overrides_of(kw["decoding"]) == {"top_p": 1.0} and overrides_of(kw["judge_decoding"]) == {"temperature": 0.2}
-    assert kw["protocol"] == "paper" and kw["allow_greedy_repeats"] is True
-    r = resolve(PAPER, "openai", overrides_of(kw["decoding"]))
+    (req,) = load_config(p).expand()          # one RunRequest per run
+    assert overrides_of(req.decoding) == {"top_p": 1.0} and overrides_of(req.judge_decoding) == {"temperature": 0.2}
+    assert req.protocol == "paper" and req.allow_greedy_repeats is True
+    r = resolve(PAPER, "openai", overrides_of(req.decoding))
     assert r.decoding.max_tokens == 256 and r.departures == ["top_p 1.0 instead of 0.95"]
 
 

@@ -45,14 +45,14 @@ def test_full_disk_ends_the_run_with_one_line(tmp_path, monkeypatch, capsys):
         self._fh = FullDisk(self._fh, room=3)
 
     monkeypatch.setattr(RunDir, "open_for_append", open_small)
-    code = cli._main(["run", "mcq", "--model", "fake", "--data", str(data), "--out", str(out), "-q",
+    code = cli._main(["run", "mcq", "--model", "fake:random", "--data", str(data), "--out", str(out), "-q",
                       "--concurrency", "1"])
     assert code == 2
     err = one_line(capsys)
     assert str(out / "records.jsonl") in err and "No space left" in err
     assert len((out / "records.jsonl").read_text().splitlines()) == 3     # what fitted is kept
     monkeypatch.setattr(RunDir, "open_for_append", opened)
-    assert cli._main(["run", "mcq", "--model", "fake", "--data", str(data), "--out", str(out), "-q"]) == 0
+    assert cli._main(["run", "mcq", "--model", "fake:random", "--data", str(data), "--out", str(out), "-q"]) == 0
     recs = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
     assert len({r["call_id"] for r in recs}) == 8 and len(recs) == 8       # resumed, nothing twice
 
@@ -60,7 +60,7 @@ def test_full_disk_ends_the_run_with_one_line(tmp_path, monkeypatch, capsys):
 def test_a_failed_report_write_keeps_the_old_report(tmp_path, monkeypatch, capsys):
     data = write_mcq(tmp_path / "q.jsonl", 4)
     out = tmp_path / "run"
-    assert cli._main(["run", "mcq", "--model", "fake", "--data", str(data), "--out", str(out), "-q"]) == 0
+    assert cli._main(["run", "mcq", "--model", "fake:random", "--data", str(data), "--out", str(out), "-q"]) == 0
     capsys.readouterr()
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     real = Path.write_text

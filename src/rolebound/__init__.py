@@ -14,4 +14,8 @@ def __getattr__(name):  # lazy: importing rolebound must stay cheap (no torch)
         from . import api
 
         return getattr(api, name)
+    if name == "RunRequest":
+        from .request import RunRequest
+
+        return RunRequest
     raise AttributeError(name)

@@ -10,19 +10,20 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import __version__
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
-from .io import validate_record
-from .models import DEFAULT_MODEL, create_backend, parse_spec
+from .models import create_backend, parse_spec
 from .protocol import is_demo, overrides_of, repeat_seed, resolve
-from .records import Decoding, RunManifest
+from .records import Decoding, RunManifest, canonical_order
+from .request import RunRequest, make_request
 from .runner import RunResult, check_resumable, execute, git_revision, now, open_session
 from .store import MANIFEST, METRICS, RECORDS, RunDir, load_records, records_frame
 from .suites import get_suite
-from .loop import default_concurrency
+from .loop import default_concurrency, sigterm_as_interrupt
 from .suites.base import RunSettings, validate_options
 
 
@@ -35,94 +36,25 @@ def default_out(suite: str, model: str, strategies: Sequence[str], scoring: str 
         Path("runs") / f"{suite}__{slug}__{strat}__{scoring}"
 
 
-def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | str | None = None,
-        data: str | None = None, limit: int | None = None, out: str | Path | None = None,
-        scoring: str | None = None, judge: str | None = None, repeats: int = 1,
-        decoding: Decoding | dict | None = None, judge_decoding: Decoding | dict | None = None,
-        protocol: str | None = None, allow_greedy_repeats: bool = False,
-        concurrency: int | None = None,
-        use_cache: bool = True, overwrite: bool = False, progress: bool = True,
-        backend_options: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
-        report: bool = True, extractor: str | None = None) -> RunResult:
+def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
     """Run a suite and write the run directory; resumes if `out` holds the same run.
 
-    `decoding` and `judge_decoding` hold what the caller sets (a dict, or a Decoding whose set
-    fields count); everything else comes from the suite's paper protocol, or from the demo
-    settings on the bundled model (protocol.py). `judge="self"` judges with the model itself.
-    `extractor` (BACKEND:NAME) reads the answers the rules leave as none, reported apart
-    (scoring/model_extract.py)."""
+    `request` is a RunRequest (request.py: what the CLI and a YAML config build too), or the
+    suite's name with the request's fields as keywords: `run("charm", model="fake:random",
+    limit=10)`. `decoding` and `judge_decoding` hold what the caller sets; everything else comes
+    from the suite's paper protocol, or from the demo settings on the bundled model
+    (protocol.py). `judge="self"` judges with the model itself. `extractor` (BACKEND:NAME) reads
+    the answers the rules leave as none, reported apart (scoring/model_extract.py)."""
     t0 = time.perf_counter()
-    s = get_suite(suite)
-    if isinstance(strategies, str):
-        strategies = [x.strip() for x in strategies.split(",") if x.strip()]
-    strategies = list(strategies or s.default_strategies)
-    unknown = [x for x in strategies if x not in s.strategies]
-    if unknown:
-        raise InputError(f"unknown strategy '{unknown[0]}' for suite {suite}; available: "
-                         + ", ".join(s.strategies), field="strategy")
-    if repeats < 1:
-        raise InputError("must be at least 1", field="repeats")
-    if limit is not None and limit < 1:
-        raise InputError("must be at least 1", field="limit")
-    decoding = _checked_decoding(decoding, "decoding")
-    judge_decoding = _checked_decoding(judge_decoding, "judge_decoding")
-    backend_name, model_name = parse_spec(model)
-    resolved = resolve(s.protocol, backend_name, overrides_of(decoding), overrides_of(judge_decoding), protocol,
-                       model_name=model_name)
-    decoding = resolved.decoding
-    if repeats > 1 and decoding.temperature == 0 and not allow_greedy_repeats:
-        raise InputError(f"--repeats {repeats} at temperature 0 gives {repeats} copies of one greedy run; "
-                         "set --temperature above 0 (each repeat gets its own seed), or pass "
-                         "--allow-greedy-repeats to repeat greedy decoding anyway", field="repeats")
-    settings = RunSettings(strategies=strategies, scoring=scoring, judge=judge, repeats=repeats,
-                           limit=limit, seed=decoding.seed, options=dict(options or {}),
-                           opts=validate_options(s, options), protocol=resolved.mode)
-    bopts = dict(backend_options or {})
-    backend = create_backend(model, decoding, **bopts)
-    settings.backend = backend.backend
-    settings.demo = is_demo(backend_name, model_name)
-    paper = resolved.mode == "paper"
-    if s.offers_scoring:
-        settings.scoring = scoring or (s.protocol.scoring if paper and s.protocol.scoring
-                                       else s.default_scoring(backend))
-        if settings.scoring not in ("generate", "logprob"):
-            raise InputError(f"scoring must be 'generate' or 'logprob', not '{settings.scoring}'",
-                             field="scoring")
-        if paper and s.protocol.scoring and settings.scoring != s.protocol.scoring:
-            resolved.departures.append(f"scoring {settings.scoring} instead of {s.protocol.scoring}")
-    elif scoring:
-        raise InputError(f"suite {suite} has no --scoring choice", field="scoring")
-    judge_backend, self_judged = None, False
-    if s.uses_judge:
-        judge_backend, self_judged = _judge(s, suite, model, judge, settings, backend, resolved, bopts)
-    elif judge:
-        raise InputError(f"suite {suite} uses no judge", field="judge")
-    s.check(backend, settings, judge_backend)
-    extractor_backend = _extractor(s, suite, extractor, model, backend, judge_backend, bopts) if extractor else None
-
-    try:
-        dataset = s.load(data, settings)
-        items = s.select(dataset.items, limit, settings)
-    except (ValueError, TypeError) as exc:   # a --set value the suite could not use
-        raise InputError(f"cannot load the {suite} data with these options: {exc}",
-                         field="--set" if options else "--data") from None
-    if not items:
-        raise InputError("the dataset has no items to run", file=dataset.source)
-    out = Path(out) if out else default_out(suite, model, strategies, settings.scoring)
+    req = _as_request(request, kw)
+    s = get_suite(req.suite)
+    plan = _plan(s, req)
+    dataset, items = _items(s, req, plan.settings)
+    out = req.out or default_out(req.suite, req.model, plan.settings.strategies, plan.settings.scoring)
     rd = RunDir(out)
-    manifest = RunManifest(
-        suite=suite, strategies=strategies, model=backend.spec, backend=backend.backend,
-        judge=judge_backend.spec if judge_backend is not None else None, scoring=settings.scoring,
-        extractor=extractor_backend.spec if extractor_backend is not None else None,
-        decoding=decoding, judge_decoding=resolved.judge_decoding if judge_backend is not None else None,
-        protocol={**resolved.manifest(), "self_judged": self_judged,
-                  "seeds": [repeat_seed(decoding.seed, r) for r in range(repeats)]},
-        dataset=dataset.source, dataset_hash=dataset.hash, n_items=len(items),
-        limit=limit, repeats=repeats, options=settings.options, prompt_templates=_template_hashes(s),
-        package_version=__version__, git_revision=git_revision(), started=now())
+    manifest = _manifest(s, req, plan, dataset, items)
     earlier: dict[str, int] = {}
     old_info: dict = {}        # a resumed run may never load the model: keep what the last one said
-
     fresh = {"new": False}
 
     def take_over() -> None:
@@ -131,7 +63,7 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         if not rd.exists():
             fresh["new"] = not (out / RECORDS).exists()
             return
-        if overwrite:
+        if req.overwrite:
             for name in (RECORDS, METRICS, MANIFEST, "errors.log"):
                 rd.remove(name)
             return
@@ -142,55 +74,186 @@ def run(suite: str, *, model: str = DEFAULT_MODEL, strategies: Sequence[str] | s
         manifest.counts = dict(old.counts)      # so a kill -9 of this invocation keeps the totals
         old_info.update(old.model_info or {})
 
-    jobs = len(items) * len(strategies) * repeats
-    conc = concurrency or default_concurrency(backend)
+    jobs = len(items) * len(plan.settings.strategies) * req.repeats
     timing: dict[str, float] = {"start": time.time()}
-    stopped: RoleboundError | None = None
     metrics, paths = ({}, [])
-    with open_session(rd, suite, backend, decoding, judge=judge_backend, use_cache=use_cache,
-                      judge_decoding=manifest.judge_decoding, extractor=extractor_backend,
+    with open_session(rd, req.suite, plan.backend, plan.decoding, judge=plan.judge, use_cache=req.use_cache,
+                      judge_decoding=manifest.judge_decoding, extractor=plan.extractor,
                       on_locked=take_over) as session:
         rd.write_manifest(manifest)
-        try:
-            asyncio.run(_run_all(s, dataset, items, settings, session, conc, progress, backend,
-                                 judge_backend, timing, extractor_backend))
-        except KeyboardInterrupt:
-            stopped = RunStopped("interrupted", exit_code=130)
-        except EndpointError as exc:
-            stopped = exc
-            session.errors.append(f"run stopped: {exc}")
-        except (InputError, BackendError):
-            # an option the suite rejects only once the run starts: if nothing was recorded,
-            # leave no run folder behind, so the corrected command does not meet "a different run"
-            if fresh["new"] and not session.completed and _empty(rd.records_path):
-                for name in (MANIFEST, RECORDS):
-                    rd.remove(name)
-            raise
+        stopped = _execute(s, req, plan, dataset, items, session, timing,
+                           leave_nothing=lambda: fresh["new"] and not session.completed)
         c = session.counts
         manifest.finished = None if stopped else now()
         manifest.counts = _add_counts(earlier, {
             "items": len(items), "jobs": jobs, "model_calls": c.calls, "cache_hits": c.cache_hits,
             "resumed": c.resumed, "failed_calls": c.errors, "failed_items": c.items_failed,
             "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens})
-        manifest.model_info = backend.info() or old_info    # a resumed run may never load the model
+        manifest.model_info = plan.backend.info() or old_info    # a resumed run may never load the model
         manifest.timing = {k: round(v, 3) for k, v in timing.items()}   # epoch seconds, for benchmarks
         rd.write_manifest(manifest)
         if session.errors:
             rd.write_text("errors.log", "\n".join(session.errors) + "\n")
         elif not stopped:
             rd.remove("errors.log")      # a clean pass: the earlier pass's failures are gone
-        if report:
-            try:
-                metrics, paths = _build_report(out)
-            except RoleboundError:
-                raise
-            except Exception:  # noqa: BLE001 - a partial run may not yet have what a metric needs
-                if not stopped:
-                    raise
+        if req.report:
+            metrics, paths = _report_after(out, stopped)
         if stopped is not None:
-            raise _stopped(stopped, out, session.jobs_done, jobs, paths)
+            raise _stopped(stopped, out, session, jobs, paths)
     return RunResult(run_dir=out, manifest=manifest, counts=c, metrics=metrics, report_paths=paths,
                      errors=session.errors, wall_s=time.perf_counter() - t0)
+
+
+def _as_request(request: RunRequest | str | None, kw: dict[str, Any]) -> RunRequest:
+    if isinstance(request, RunRequest):
+        if kw:
+            raise TypeError("run(RunRequest) takes no other arguments; set them on the request")
+        return request
+    if request is not None:
+        kw = {"suite": request, **kw}
+    return make_request(kw)
+
+
+@dataclass
+class _Plan:
+    """What a request resolves to before anything is written."""
+
+    settings: RunSettings
+    resolved: Any                        # protocol.Resolved
+    decoding: Decoding
+    backend: Any
+    judge: Any = None
+    self_judged: bool = False
+    extractor: Any = None
+    concurrency: int = 1
+    skipped: dict = None                 # default strategies this backend cannot run, and why
+
+
+def _plan(s, req: RunRequest) -> _Plan:
+    """Strategies, protocol, backends and judge of a request, checked against the suite."""
+    strategies = list(req.strategies or s.default_strategies)
+    unknown = [x for x in strategies if x not in s.strategies]
+    if unknown:
+        raise InputError(f"unknown strategy '{unknown[0]}' for suite {req.suite}; available: "
+                         + ", ".join(s.strategies), field="strategy")
+    backend_name, model_name = parse_spec(req.model)
+    resolved = resolve(s.protocol, backend_name, overrides_of(req.decoding), overrides_of(req.judge_decoding),
+                       req.protocol, model_name=model_name)
+    decoding = resolved.decoding
+    if req.repeats > 1 and decoding.temperature == 0 and not req.allow_greedy_repeats:
+        raise InputError(f"--repeats {req.repeats} at temperature 0 gives {req.repeats} copies of one greedy "
+                         "run; set --temperature above 0 (each repeat gets its own seed), or pass "
+                         "--allow-greedy-repeats to repeat greedy decoding anyway", field="repeats")
+    settings = RunSettings(strategies=strategies, scoring=req.scoring, judge=req.judge, repeats=req.repeats,
+                           limit=req.limit, seed=decoding.seed, options=dict(req.options),
+                           opts=validate_options(s, req.options), protocol=resolved.mode)
+    bopts = req.backend_options.given()
+    backend = create_backend(req.model, decoding, **bopts)
+    settings.backend = backend.backend
+    settings.demo = is_demo(backend_name, model_name)
+    skipped = s.unavailable_strategies(backend, strategies) if not req.strategies else {}
+    if skipped:     # the defaults this backend cannot run are left out, and the report says so
+        settings.strategies = [x for x in strategies if x not in skipped]
+    _scoring(s, req, settings, backend, resolved)
+    plan = _Plan(settings=settings, resolved=resolved, decoding=decoding, backend=backend,
+                 concurrency=req.concurrency or default_concurrency(backend), skipped=skipped)
+    jopts, xopts = req.judge_options.given(), req.extractor_options.given()
+    if s.uses_judge:
+        plan.judge, plan.self_judged = _judge(s, req.suite, req.model, req.judge, settings, backend, resolved,
+                                              bopts, jopts)
+    elif req.judge:
+        raise InputError(f"suite {req.suite} uses no judge", field="judge")
+    elif jopts:
+        raise InputError(f"suite {req.suite} uses no judge", field="--judge-opt")
+    s.check(backend, settings, plan.judge)
+    if xopts and not req.extractor:
+        raise InputError("extractor options need --extractor BACKEND:NAME", field="--extractor-opt")
+    if req.extractor:
+        plan.extractor = _extractor(s, req.suite, req.extractor, req.model, backend, plan.judge, bopts, xopts)
+    return plan
+
+
+def _scoring(s, req: RunRequest, settings: RunSettings, backend, resolved) -> None:
+    paper = resolved.mode == "paper"
+    if s.offers_scoring:
+        settings.scoring = req.scoring or (s.protocol.scoring if paper and s.protocol.scoring
+                                           else s.default_scoring(backend))
+        if settings.scoring not in ("generate", "logprob"):
+            raise InputError(f"scoring must be 'generate' or 'logprob', not '{settings.scoring}'",
+                             field="scoring")
+        if paper and s.protocol.scoring and settings.scoring != s.protocol.scoring:
+            resolved.departures.append(f"scoring {settings.scoring} instead of {s.protocol.scoring}")
+    elif req.scoring:
+        raise InputError(f"suite {req.suite} has no --scoring choice", field="scoring")
+
+
+def _items(s, req: RunRequest, settings: RunSettings):
+    try:
+        dataset = s.load(req.data, settings)
+        items = s.select(dataset.items, req.limit, settings)
+    except (ValueError, TypeError) as exc:   # a --set value the suite could not use
+        raise InputError(f"cannot load the {req.suite} data with these options: {exc}",
+                         field="--set" if req.options else "--data") from None
+    if not dataset.items and req.data:
+        raise InputError(f"no items in {req.data}")
+    if not items:
+        raise InputError("the dataset has no items to run", file=dataset.source)
+    return dataset, items
+
+
+def _manifest(s, req: RunRequest, plan: _Plan, dataset, items) -> RunManifest:
+    judge, extractor, resolved = plan.judge, plan.extractor, plan.resolved
+    return RunManifest(
+        suite=req.suite, strategies=plan.settings.strategies, model=plan.backend.spec,
+        backend=plan.backend.backend, judge=judge.spec if judge is not None else None,
+        scoring=plan.settings.scoring, extractor=extractor.spec if extractor is not None else None,
+        decoding=plan.decoding, judge_decoding=resolved.judge_decoding if judge is not None else None,
+        protocol={**resolved.manifest(), "self_judged": plan.self_judged,
+                  "seeds": [repeat_seed(plan.decoding.seed, r) for r in range(req.repeats)]},
+        dataset=dataset.source, dataset_hash=dataset.hash, n_items=len(items),
+        limit=req.limit, repeats=req.repeats, options=plan.settings.options,
+        prompt_templates=_template_hashes(s),
+        endpoints=endpoints(model=plan.backend, judge=judge, extractor=extractor),
+        skipped_strategies=plan.skipped or {},
+        package_version=__version__, git_revision=git_revision(), started=now())
+
+
+def _execute(s, req: RunRequest, plan: _Plan, dataset, items, session, timing,
+             leave_nothing) -> RoleboundError | None:
+    """Every job of the run; returns why it stopped early (None: it did not)."""
+    try:
+        with sigterm_as_interrupt() as term:
+            asyncio.run(_run_all(s, dataset, items, plan.settings, session, plan.concurrency, req.progress,
+                                 plan.backend, plan.judge, timing, plan.extractor))
+    except KeyboardInterrupt:
+        return RunStopped("terminated", exit_code=143) if term.hit else RunStopped("interrupted", exit_code=130)
+    except EndpointError as exc:
+        session.errors.append(f"run stopped: {exc}")
+        return exc
+    except (InputError, BackendError):
+        # an option the suite rejects only once the run starts: if nothing was recorded,
+        # leave no run folder behind, so the corrected command does not meet "a different run"
+        if leave_nothing() and _empty(session.run_dir.records_path):
+            for name in (MANIFEST, RECORDS):
+                session.run_dir.remove(name)
+        raise
+    return None
+
+
+def _report_after(out: Path, stopped: RoleboundError | None) -> tuple[dict, list[Path]]:
+    try:
+        return _build_report(out)
+    except RoleboundError:
+        raise
+    except Exception:  # noqa: BLE001 - a partial run may not yet have what a metric needs
+        if not stopped:
+            raise
+    return {}, []
+
+
+def _lines(path: Path):
+    with path.open("rb") as fh:
+        yield from fh
 
 
 def _empty(path: Path) -> bool:
@@ -209,28 +272,28 @@ def _add_counts(earlier: dict[str, int], now_: dict[str, int]) -> dict[str, int]
     return out
 
 
-def _stopped(exc: RoleboundError, out: Path, done: int, jobs: int, paths: list[Path]) -> RunStopped:
+def _stopped(exc: RoleboundError, out: Path, session, jobs: int, paths: list[Path]) -> RunStopped:
     report = f"; report: {paths[-1]}" if paths else ""
-    what = "interrupted" if getattr(exc, "exit_code", 0) == 130 else f"stopped: {str(exc).rstrip('.')}"
-    return RunStopped(f"{what}. {done} of {jobs} jobs done, records kept in {out}{report}; "
-                      "rerun the same command to resume", exit_code=exc.exit_code)
+    code = getattr(exc, "exit_code", 0)
+    what = {130: "interrupted", 143: "terminated"}.get(code) or f"stopped: {str(exc).rstrip('.')}"
+    done = session.jobs_done
+    # a job that ended on a failed call is not done: say how many succeeded
+    ok = done - session.counts.items_failed
+    tally = f"{ok} of {jobs} jobs done" + (f" ({done - ok} failed)" if done > ok else "")
+    return RunStopped(f"{what}. {tally}, records kept in {out}{report}; "
+                      "rerun the same command to resume", exit_code=code)
 
 
-def _checked_decoding(decoding: Decoding | dict | None, name: str) -> Decoding | dict | None:
-    """A dict of decoding values checked field by field (one clear error); only the keys given
-    count as set, so the protocol fills the rest."""
-    if isinstance(decoding, dict):
-        given = {k: v for k, v in decoding.items() if v is not None}
-        return validate_record(Decoding, given, file=None, line=None, loc_prefix=(name,))
-    return decoding
-
-
-def _judge(s, suite, model, judge, settings, backend, resolved, bopts):
+def _judge(s, suite, model, judge, settings, backend, resolved, bopts, judge_options=None):
     """The judge backend (None: the suite makes no judge calls) and whether it is the model itself.
     A real model needs --judge (a paper judged with another model); `--judge self` is the explicit
     choice to judge with the model under test. Demo backends judge themselves by default."""
     proto = s.protocol
-    self_judge = judge in (None, "self", model)
+    if judge_options and judge in (None, "self"):
+        raise InputError("judge options (--judge-opt, --judge-base-url, --judge-api-key-env) need "
+                         "--judge BACKEND:NAME naming the judge model", field="--judge-opt")
+    # the model's own name on another endpoint is another judge
+    self_judge = judge in (None, "self") or (judge == model and not judge_options)
     settings.judge = model if self_judge else judge
     settings.judge_requested = judge is not None
     if self_judge:
@@ -238,8 +301,7 @@ def _judge(s, suite, model, judge, settings, backend, resolved, bopts):
     else:
         jdec = resolved.judge_decoding or Decoding(max_tokens=resolved.decoding.max_tokens,
                                                    seed=resolved.decoding.seed)
-        judge_backend = create_backend(settings.judge, jdec, strict=False,
-                                       **{k: v for k, v in bopts.items() if k not in ("base_url",)})
+        judge_backend = other_backend(settings.judge, jdec, bopts, judge_options, "--judge-opt")
     if not s.judge_enabled(settings, backend, judge_backend):
         settings.judge = None      # no judge calls: the manifest names no judge
         return None, False
@@ -264,6 +326,7 @@ async def _run_all(s, dataset, items, settings, session, conc, progress, backend
             if not (lazy and getattr(b, "batching", False)):
                 await b.prepare()
         timing["loaded"] = time.time()
+        settings.state["progress"] = progress     # run-level work (after_items) shows a bar like the items
         await s.before_items(session, dataset, items, settings)
         await execute(s, dataset, items, settings, session, concurrency=conc, progress=progress)
         timing["items_done"] = time.time()
@@ -278,7 +341,7 @@ async def _run_all(s, dataset, items, settings, session, conc, progress, backend
             await b.close()
 
 
-def _extractor(s, suite, spec, model, backend, judge_backend, bopts):
+def _extractor(s, suite, spec, model, backend, judge_backend, bopts, own=None):
     """The extractor backend: the model's or the judge's own when the spec names it (no second
     copy of a local model), else a new one sharing the run's backend options it knows."""
     from .suites.base import Suite
@@ -287,14 +350,46 @@ def _extractor(s, suite, spec, model, backend, judge_backend, bopts):
     if type(s).model_extraction_candidates is Suite.model_extraction_candidates:
         raise InputError(f"suite {suite} has no answers for a model-based extractor to read", field="extractor")
     try:
-        if spec.strip() in (model, backend.spec):
+        if not own and spec.strip() in (model, backend.spec):
             return backend
-        if judge_backend is not None and spec.strip() == judge_backend.spec:
+        if not own and judge_backend is not None and spec.strip() == judge_backend.spec:
             return judge_backend
-        return create_backend(spec, DECODING, strict=False,
-                              **{k: v for k, v in bopts.items() if k not in ("base_url",)})
+        return other_backend(spec, DECODING, bopts, own, "--extractor-opt")
+    except InputError:
+        raise
     except RoleboundError as exc:
         raise InputError(str(exc), field="extractor") from None
+
+
+# Run options about the model under test and its endpoint: a judge or extractor never inherits them.
+_OWN = ("base_url", "tokenizer", "chat_template", "prefill", "think_tag", "endpoint")
+
+
+def other_backend(spec: str, decoding, bopts: dict | None, own: dict | None, flag: str):
+    """A judge's or extractor's backend: its own options (`own`, each one checked: a typo is an
+    error naming `flag`) over the run's options that are not about the model's endpoint."""
+    from .models import backend_class
+
+    own = {k: v for k, v in (own or {}).items() if v is not None}
+    names = backend_class(parse_spec(spec)[0]).option_names
+    bad = sorted(set(own) - set(names))
+    if bad:
+        raise InputError(f"backend '{parse_spec(spec)[0]}' has no option '{bad[0]}'; its options: "
+                         + (", ".join(sorted(names)) or "none"), field=flag)
+    shared = {k: v for k, v in (bopts or {}).items() if k not in _OWN}
+    if "base_url" in (bopts or {}) or "base_url" in own:
+        shared.pop("api_key_env", None)     # the model's server's key is no key for another server
+    return create_backend(spec, decoding, strict=False, **{**shared, **own})
+
+
+def endpoints(**backends) -> dict[str, str]:
+    """role -> base URL (no credentials) of each API backend; never a key."""
+    out = {}
+    for role, b in backends.items():
+        url = getattr(b, "endpoint_url", None)
+        if b is not None and callable(url):
+            out[role] = url()
+    return out
 
 
 def _template_hashes(suite) -> dict[str, str]:
@@ -308,6 +403,8 @@ def build_report(run_dir: str | Path) -> tuple[dict, list[Path]]:
     another process writes the run)."""
     rd = RunDir(run_dir)
     rd.read_manifest()          # not a run folder: say so before making a .lock in it
+    if rd.records_path.exists() and not any(line.strip() for line in _lines(rd.records_path)):
+        raise InputError(f"no records in {run_dir} (records.jsonl is empty); run it again to make some")
     rd.lock()
     try:
         return _build_report(Path(run_dir))
@@ -326,17 +423,23 @@ def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     from .scoring import model_extract
 
     # the extractor's records never enter the suite's own figures; they are reported apart
-    records, extracted = model_extract.split(load_records(run_dir))
+    records, extracted = model_extract.split(canonical_order(load_records(run_dir)))
     metrics = suite.metrics(records, manifest)
     metrics["score_ties"] = score_ties(records)
+    from .metrics import position
+
+    metrics["position_bias"] = position.compute(records)       # every multiple-choice stage
+    if sh := position.shifts(records):                          # --set permutations=K
+        metrics["shifts"] = sh
     if manifest.repeats > 1 and not getattr(suite, "repeats_native", False):
         metrics["over_repeats"] = over_repeats(suite, records, manifest)
     if (me := model_extract.figures(suite, records, extracted, manifest)) is not None:
         metrics["model_extraction"] = me
     rd.write_json("metrics.json", metrics)
     from .report.builder import run_sections
+    from .trust import run_level
 
-    with run_sections(metrics, manifest):
+    with run_sections(metrics, manifest, add=run_level):
         paths = suite.report(metrics, records, manifest, run_dir)
     return metrics, paths
 

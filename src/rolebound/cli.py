@@ -17,24 +17,22 @@ from .errors import InputError, RoleboundError, RunStopped
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure whether a role-playing LLM stays inside its character's boundaries.")
 class SuiteCommands(TyperGroup):
-    """`rolebound build`: every registered suite's commands (its build_commands hook) and the
+    """`rolebound build`: every registered suite's commands (its build_commands hook) and those of
     `rolebound.commands` entry points, collected on first use (so `rolebound --help` loads no suite)."""
 
     def _collect(self) -> None:
         if getattr(self, "_collected", False):
             return
         self._collected = True
-        from . import plugins
         from .suites import available, get_suite
 
         sub = typer.Typer()
         for name in available():
             get_suite(name).build_commands(sub)
-        for target in plugins.entry_points(plugins.COMMANDS).values():
-            plugins.load(target)(sub, data_app)      # register(build_app, data_app)
-        if sub.registered_commands or sub.registered_groups:
-            for n, c in typer.main.get_group(sub).commands.items():
-                self.add_command(c, n)
+        for t in (sub, PLUGIN_BUILD):
+            if t.registered_commands or t.registered_groups:
+                for n, c in typer.main.get_group(t).commands.items():
+                    self.add_command(c, n)
 
     def list_commands(self, ctx):
         self._collect()
@@ -49,6 +47,19 @@ data_app = typer.Typer(no_args_is_help=True, help="Inspect and import datasets."
 build_app = typer.Typer(cls=SuiteCommands, no_args_is_help=True,
                         help="Construction pipelines that turn seeds into benchmark items (each suite's own).")
 app.add_typer(data_app, name="data")
+PLUGIN_BUILD = typer.Typer()     # the build commands of rolebound.commands entry points
+
+
+def _register_plugin_commands() -> None:
+    """Packages without a suite add commands as a `rolebound.commands` entry point: a function
+    register(build_app, data_app) (their `data` commands must exist before `data` is parsed)."""
+    from . import plugins
+
+    for target in plugins.entry_points(plugins.COMMANDS).values():
+        plugins.load(target)(PLUGIN_BUILD, data_app)
+
+
+_register_plugin_commands()
 app.add_typer(build_app, name="build")
 
 DEBUG = {"on": False}
@@ -130,40 +141,47 @@ def run(
     no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start the run directory again"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="suite option key=value (repeatable)"),
-    backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt",
-                                                     help="backend option key=value (repeatable), e.g. "
-                                                          "transport=aiohttp, tensor_parallel_size=2"),
+    backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt", help="backend option key=value "
+                                                     "(repeatable), e.g. transport=aiohttp, tensor_parallel_size=2"),
     config: Optional[Path] = typer.Option(None, "--config", help="YAML run config (may be a grid)"),
+    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
+    judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
+    judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
+    extractor_opts: Optional[List[str]] = typer.Option(None, "--extractor-opt", help="extractor backend option key=value"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ):
     """Run a suite against a model; writes manifest, records, metrics and a report."""
     from . import api
     from .config import load_config
+    from .request import make_request
 
     if config:
-        runs = load_config(config).expand()
+        runs = load_config(config).expand(file=config)
     else:
         if not suite:
             raise InputError("give a SUITE or --config FILE", field="suite")
         # only what was given: the rest comes from the suite's protocol (protocol.py)
-        dec = _given(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
-        jdec = _given(temperature=judge_temperature, top_p=judge_top_p, max_tokens=judge_max_tokens)
-        bopts = {k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout,
-                                       dtype=dtype, threads=threads, concurrency=concurrency).items() if v is not None}
-        bopts.update(parse_sets(backend_opts, "--backend-opt"))
-        runs = [dict(suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out,
-                     scoring=scoring, judge=judge, repeats=repeats, decoding=dec, judge_decoding=jdec,
-                     protocol=protocol, allow_greedy_repeats=allow_greedy_repeats, concurrency=concurrency,
-                     use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets),
-                     extractor=extractor)]
+        bopts = dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout, dtype=dtype, threads=threads,
+                     concurrency=concurrency)
+        bopts = {k: v for k, v in bopts.items() if v is not None} | parse_sets(backend_opts, "--backend-opt")
+        runs = [make_request(dict(
+            suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out, scoring=scoring,
+            judge=judge, repeats=repeats, protocol=protocol, allow_greedy_repeats=allow_greedy_repeats,
+            decoding=dict(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed),
+            judge_decoding=dict(temperature=judge_temperature, top_p=judge_top_p, max_tokens=judge_max_tokens),
+            concurrency=concurrency, use_cache=not no_cache, backend_options=bopts, options=parse_sets(sets),
+            extractor=extractor,
+            judge_options=endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt") or {},
+            extractor_options=endpoint_opts(None, None, extractor_opts, "--extractor-opt") or {}),
+            name_of=lambda loc: _flag(loc, set(parse_sets(backend_opts, "--backend-opt"))))]
     from .suites import get_suite
     from .suites.base import validate_options
 
-    for kw in runs:         # a grid stops on a bad option before its first run starts
-        validate_options(get_suite(kw["suite"]), kw["options"])
+    for req in runs:         # a grid stops on a bad option before its first run starts
+        validate_options(get_suite(req.suite), req.options)
     calls = items = 0
-    for kw in runs:
-        res = api.run(**kw, overwrite=overwrite, progress=not quiet)
+    for req in runs:
+        res = api.run(req.model_copy(update={"overwrite": overwrite, "progress": not quiet}))
         _summary(res)
         calls, items = calls + res.counts.errors, items + res.counts.items_failed
     if calls or items:
@@ -173,22 +191,28 @@ def run(
         raise typer.Exit(3)
 
 
-def _given(**values) -> dict:
-    """The decoding flags that were given (the rest comes from the suite's protocol); a bad
-    value names its flag."""
-    from pydantic import ValidationError
+def endpoint_opts(base_url: str | None, api_key_env: str | None, opts: list[str] | None, flag: str) -> dict | None:
+    """A judge's or extractor's own backend options (None: none given)."""
+    out = parse_sets(opts, flag)
+    out.update({k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env).items() if v is not None})
+    return out or None
 
-    from .records import Decoding
 
-    given = {k: v for k, v in values.items() if v is not None}
-    try:
-        Decoding().merged(**given)          # a bad value fails here, naming the option
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        name = str(err["loc"][0]) if err.get("loc") else "decoding"
-        raise InputError(f"{err.get('msg')} (got {err.get('input')!r})",
-                         field="--" + name.replace("_", "-")) from None
-    return given
+_FLAGS = {"strategies": "--strategy", "use_cache": "--no-cache", "options": "--set"}
+
+
+def _flag(loc: tuple, given_backend_opts: set[str]) -> str:
+    """The flag a bad request field came from: decoding.top_p -> --top-p, backend_options.timeout
+    -> --timeout, or --backend-opt timeout when it was given that way."""
+    head, rest = str(loc[0]), [str(x) for x in loc[1:]]
+    if head in ("decoding", "judge_decoding") and rest:
+        return ("--judge-" if head == "judge_decoding" else "--") + rest[0].replace("_", "-")
+    if head in ("judge_options", "extractor_options") and rest:
+        who = head.split("_")[0]
+        return f"--{who}-" + rest[0].replace("_", "-") if rest[0] in ("base_url", "api_key_env") else f"--{who}-opt {rest[0]}"
+    if head == "backend_options" and rest:
+        return f"--backend-opt {rest[0]}" if rest[0] in given_backend_opts else "--" + rest[0].replace("_", "-")
+    return _FLAGS.get(head, "--" + head.replace("_", "-"))
 
 
 def _summary(res) -> None:
@@ -229,15 +253,23 @@ def _paths(run_dir, report_paths) -> None:
 @app.command()
 def report(run_dir: Path = typer.Argument(..., help="a run directory"),
            judge: Optional[str] = typer.Option(None, "--judge", help="re-judge with this model first (suites with a judge)"),
+           judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
+           judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
+           judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
            quiet: bool = typer.Option(False, "--quiet", "-q")):
     """Rebuild metrics.json and the report from records.jsonl alone: answers are read again from the
     stored replies (no model calls), optionally re-judged first."""
     from . import api
 
+    jopts = endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt")
+    if jopts and not judge:
+        raise InputError("judge options need --judge BACKEND:NAME (the judge to re-judge with)", field="--judge-opt")
     if judge:
         from .rejudge import rejudge
 
-        rejudge(run_dir, judge, progress=not quiet)
+        done = rejudge(run_dir, judge, progress=not quiet, judge_options=jopts)
+        print(f"re-judged {done.answers} answers with {done.judge}: judge round {done.round}"
+              + (f" ({done.mode})" if done.mode else "") + (f", {done.failed} failed" if done.failed else ""))
     from .scoring.extract import reextract
     from .store import RunDir
     from .suites import get_suite
@@ -296,12 +328,13 @@ def view(path: Path = typer.Argument(..., help="a run folder, or a folder of run
 
 
 @app.command()
-def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run directories"),
-            out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.md/html")):
-    """Put several runs side by side (one row per model, strategy)."""
+def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run directories (one with --paper)"),
+            out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.md/html"),
+            paper: bool = typer.Option(False, "--paper", help="print each run as one more row of the paper's tables")):
+    """Put several runs side by side (one row per model, strategy); --paper: beside the paper's tables."""
     from .compare import compare_runs
 
-    paths = compare_runs(run_dirs, out)
+    paths = compare_runs(run_dirs, out, paper=paper, echo=paper)
     for p in paths:
         print(p)
 
@@ -317,6 +350,12 @@ def card(paths: Optional[List[Path]] = typer.Argument(None, metavar="[RUN_DIR | 
          out: Optional[Path] = typer.Option(None, "--out", "-o", help="card folder (default cards/<model>; "
                                                                       "the same --out resumes)"),
          limits: Optional[List[str]] = typer.Option(None, "--limit", help="SUITE=N: another subset size (repeatable)"),
+         base_url: Optional[str] = typer.Option(None, "--base-url", help="the model's OpenAI-compatible server URL"),
+         api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="env var holding the model's API key"),
+         backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt", help="backend option key=value (repeatable)"),
+         judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
+         judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
+         judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
          quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars")):
     """A model card across the suites that declare one (`rolebound suites` marks them): each suite's quick,
     balanced subset in its paper protocol, headline figures with CIs, a chart each, links to the
@@ -340,7 +379,12 @@ def card(paths: Optional[List[Path]] = typer.Argument(None, metavar="[RUN_DIR | 
     for k, v in lim.items():
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise InputError(f"{k}={v}: the limit must be a whole number of at least 1", field="--limit")
-    res = make_card(model, judge=judge, runs=paths or [], out=out, limits=lim, progress=not quiet)
+    bopts = endpoint_opts(base_url, api_key_env, backend_opts, "--backend-opt")
+    jopts = endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt")
+    if jopts and judge in (None, "self"):
+        raise InputError("judge options need --judge BACKEND:NAME naming the judge model", field="--judge-opt")
+    res = make_card(model, judge=judge, runs=paths or [], out=out, limits=lim, progress=not quiet,
+                    backend_options=bopts, judge_options=jopts)
     print(f"card folder: {res.out}")
     for p in res.paths:
         print(f"card: {p}")
@@ -524,6 +568,8 @@ def _main(argv: list[str]) -> int:
             import traceback
 
             traceback.print_exc()
+            if getattr(exc, "dump", None):
+                print(exc.dump, file=sys.stderr)
         print(("" if isinstance(exc, RunStopped) else "error: ") + str(exc), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

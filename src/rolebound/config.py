@@ -9,6 +9,9 @@
     extractor: openai:gpt-4o-mini  # optional: a model reads the answers the rules read as none
     protocol: paper                # or demo; default: paper, demo settings on the bundled model
     backend: {base_url: http://127.0.0.1:8000/v1, concurrency: 32}
+    judge: openai:deepseek-chat
+    judge_backend: {base_url: https://api.deepseek.com/v1, api_key_env: DEEPSEEK_API_KEY}   # the judge's own
+    extractor_backend: {base_url: http://127.0.0.1:8001/v1}    # the extractor's own endpoint
     options: {data_seed: 0}         # the suite's --set options (`rolebound suites NAME`)
 """
 
@@ -22,55 +25,36 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .io import read_yaml, validate_yaml
 from .records import Decoding
+from .request import BackendOptions, GivenDecoding, JudgeSpec, ModelSpec, OptionalSpec, RunRequest, make_request
 
-
-class BackendOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    base_url: str | None = None
-    api_key_env: str | None = None
-    concurrency: int | None = Field(None, ge=1, le=4096)
-    timeout: float | None = Field(None, gt=0)
-    max_retries: int | None = Field(None, ge=0, le=20)
-    endpoint: str | None = None
-    tokenizer: str | None = None
-    dtype: str | None = None
-    device: str | None = None
-    threads: int | None = Field(None, ge=1)
-    max_batch: int | None = Field(None, ge=1)
-    batch_tokens: int | None = Field(None, ge=64)
-    tensor_parallel_size: int | None = Field(None, ge=1)
-    data_parallel_size: int | None = Field(None, ge=1)
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
-    max_model_len: int | None = Field(None, ge=16)
-    enable_prefix_caching: bool | None = None
-    transport: str | None = None           # openai backend: sdk (default) or aiohttp
-    prefix_min: int | None = Field(None, ge=0)   # local engines: shortest shared prefix reused (0: off)
-    think_tag: str | None = None           # reasoning opener for Capability Injection (default: from the chat template)
+__all__ = ["BackendOptions", "RunConfig", "load_config"]
 
 
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     suite: str | list[str]
-    model: str | list[str] = "bundled"
+    model: ModelSpec | list[ModelSpec] = "bundled"
     strategy: str | list[str] | None = None
     data: str | None = None
     limit: int | None = Field(None, ge=1)
     out: str | None = None          # a folder; with a grid, each run gets a sub-folder
     scoring: str | None = None
-    judge: str | None = None
-    extractor: str | None = None    # model-based answer extraction, reported apart
+    judge: JudgeSpec = None
+    extractor: OptionalSpec = None    # model-based answer extraction, reported apart
     repeats: int = Field(1, ge=1, le=100)
     allow_greedy_repeats: bool = False
     protocol: str | None = None
     concurrency: int | None = Field(None, ge=1, le=4096)
     cache: bool = True
-    decoding: Decoding = Field(default_factory=Decoding)      # only the fields set count (protocol.py)
-    judge_decoding: Decoding = Field(default_factory=Decoding)
+    decoding: GivenDecoding = Field(default_factory=Decoding)      # only the fields set count (protocol.py)
+    judge_decoding: GivenDecoding = Field(default_factory=Decoding)
     backend: BackendOptions = Field(default_factory=BackendOptions)
+    judge_backend: BackendOptions | None = None       # the judge's own options (else the run's, less the endpoint)
+    extractor_backend: BackendOptions | None = None
     options: dict[str, Any] = Field(default_factory=dict)
 
-    def expand(self) -> list[dict[str, Any]]:
-        """One dict of api.run keyword arguments per run of the grid."""
+    def expand(self, file: str | Path | None = None) -> list[RunRequest]:
+        """One RunRequest per run of the grid (checked as the CLI and api.run check theirs)."""
         suites = self.suite if isinstance(self.suite, list) else [self.suite]
         models = self.model if isinstance(self.model, list) else [self.model]
         strats = self.strategy if isinstance(self.strategy, list) else [self.strategy]
@@ -84,14 +68,19 @@ class RunConfig(BaseModel):
                 else:
                     slug = "__".join(x.replace(":", "-").replace("/", "-") for x in (suite, model, strat or "default"))
                     out = str(Path(self.out) / slug)
-            runs.append(dict(suite=suite, model=model, strategies=strat, data=self.data, limit=self.limit,
-                             out=out, scoring=self.scoring, judge=self.judge, repeats=self.repeats,
-                             decoding=self.decoding, judge_decoding=self.judge_decoding,
-                             protocol=self.protocol, allow_greedy_repeats=self.allow_greedy_repeats,
-                             concurrency=self.concurrency, use_cache=self.cache,
-                             backend_options=self.backend.model_dump(exclude_none=True),
-                             options=self.options, extractor=self.extractor))
+            runs.append(make_request(dict(
+                suite=suite, model=model, strategies=strat, data=self.data, limit=self.limit, out=out,
+                scoring=self.scoring, judge=self.judge, repeats=self.repeats, decoding=self.decoding,
+                judge_decoding=self.judge_decoding, protocol=self.protocol,
+                allow_greedy_repeats=self.allow_greedy_repeats, concurrency=self.concurrency,
+                use_cache=self.cache, backend_options=self.backend, options=self.options,
+                extractor=self.extractor, judge_options=self.judge_backend or {},
+                extractor_options=self.extractor_backend or {}), file=file))
         return runs
+
+
+def _given(opts: BackendOptions | None) -> dict[str, Any] | None:
+    return opts.model_dump(exclude_none=True) or None if opts is not None else None
 
 
 def load_config(path: str | Path) -> RunConfig:

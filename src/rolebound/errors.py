@@ -16,6 +16,7 @@ class InputError(RoleboundError):
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
                  field: str | None = None):
         self.file, self.line, self.field, self.detail = file, line, field, message
+        self.dump: str | None = None        # a validator's full report, printed with --debug
         where = []
         if file:
             where.append(str(file) + (f":{line}" if line else ""))

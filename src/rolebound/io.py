@@ -33,6 +33,15 @@ def _first_error(exc: ValidationError) -> tuple[tuple, str]:
     return tuple(err.get("loc", ())), err.get("msg", str(exc))
 
 
+def expected(err: dict, msg: str) -> str:
+    """pydantic's message, with what it got where that helps ('missing' needs no value)."""
+    msg = msg.removeprefix("Value error, ")
+    if err.get("type") in ("missing", "extra_forbidden", "value_error") or "input" not in err:
+        return msg
+    got = repr(err["input"])
+    return f"{msg} (got {got if len(got) <= 60 else got[:57] + '...'})"
+
+
 def validate_record(model: type[T], data: Any, *, file: str | Path | None, line: int | None,
                     loc_prefix: tuple = ()) -> T:
     try:
@@ -41,8 +50,10 @@ def validate_record(model: type[T], data: Any, *, file: str | Path | None, line:
         loc, msg = _first_error(exc)
         n = len(exc.errors())
         more = f" (and {n - 1} more problem{'s' if n > 2 else ''})" if n > 1 else ""
-        raise InputError(msg + more, file=str(file) if file else None, line=line,
-                         field=_loc_str(loc_prefix + loc) or None) from None
+        err = InputError(expected(exc.errors()[0], msg) + more, file=str(file) if file else None, line=line,
+                         field=_loc_str(loc_prefix + loc) or None)
+        err.dump = str(exc)         # the whole of pydantic's report, shown with --debug
+        raise err from None
 
 
 def check_file(path: str | Path) -> Path:

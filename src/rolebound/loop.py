@@ -4,7 +4,11 @@ bar (rate and ETA). The runner, re-judging and the builds all use it."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, Sequence
+import signal
+import threading
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import Any, Awaitable, Callable, Iterator, Sequence
 
 
 LOCAL_CONCURRENCY = 256    # local engines batch what is in flight: many items help
@@ -13,6 +17,30 @@ API_CONCURRENCY = 16       # requests in flight to an API (the openai backend's 
 
 def default_concurrency(backend) -> int:
     return LOCAL_CONCURRENCY if getattr(backend, "batching", False) else API_CONCURRENCY
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[SimpleNamespace]:
+    """SIGTERM (`kill`, a scheduler stopping the job) takes Ctrl-C's path: the calls in flight are
+    cancelled, what is done is written and the resume line printed; `.hit` says it came."""
+    state = SimpleNamespace(hit=False)
+    if threading.current_thread() is not threading.main_thread():
+        yield state
+        return
+
+    def on_term(signum, frame):
+        state.hit = True
+        handler = signal.getsignal(signal.SIGINT)     # asyncio.run's own while it runs
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield state
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 async def bounded(jobs: Sequence[Any], fn: Callable[[Any], Awaitable[Any]], *, concurrency: int,

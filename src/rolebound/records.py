@@ -94,4 +94,13 @@ class RunManifest(BaseModel):
     finished: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
     model_info: dict[str, Any] = Field(default_factory=dict)
+    endpoints: dict[str, str] = Field(default_factory=dict)   # model/judge/extractor -> base URL (no keys)
+    skipped_strategies: dict[str, str] = Field(default_factory=dict)   # default strategies left out, and why
     timing: dict[str, float] = Field(default_factory=dict)
+
+
+def canonical_order(records: list["Record"]) -> list["Record"]:
+    """The records sorted by a stable key: every metric (bootstraps included) is then a function
+    of the set of records, never of the order the calls happened to finish in."""
+    return sorted(records, key=lambda r: (r.call_id, r.repeat, r.role, r.stage))
+

@@ -129,10 +129,12 @@ class Rejudged:
     mode: str | None = None
 
 
-def rejudge(run_dir: str | Path, judge_spec: str, *, progress: bool = True) -> Rejudged:
+def rejudge(run_dir: str | Path, judge_spec: str, *, progress: bool = True,
+            judge_options: dict[str, Any] | None = None) -> Rejudged:
     """Judge a finished run's answers again with `judge_spec` (every judged suite: its `rejudge`
     hook says what to judge); answers are never touched. A new judge (or mode) opens round N; the
-    newest round's judge asked again resumes it."""
+    newest round's judge asked again resumes it. `judge_options`: the judge's own backend options
+    (base_url, api_key_env, ...: a judge on its own endpoint)."""
     from .models import create_backend
     from .records import Decoding
     from .store import load_records
@@ -145,7 +147,7 @@ def rejudge(run_dir: str | Path, judge_spec: str, *, progress: bool = True) -> R
         raise InputError(f"suite {manifest.suite} has no judge to replace", field="--judge")
     records = load_records(run_dir)
     dec = manifest.decoding
-    judge = create_backend(judge_spec, Decoding(max_tokens=dec.max_tokens, seed=dec.seed))
+    judge = create_backend(judge_spec, Decoding(max_tokens=dec.max_tokens, seed=dec.seed), **(judge_options or {}))
     plan = suite.rejudge(records, manifest, judge)
     if not plan.answers:
         raise InputError("no answers to judge in this run", file=str(rd.records_path))
@@ -160,9 +162,15 @@ def rejudge(run_dir: str | Path, judge_spec: str, *, progress: bool = True) -> R
 
     failed = asyncio.run(judge_answers(rd, manifest, judge, plan.answers, one, progress=progress))
     entry = {"round": round_, "judge": judge.spec, **({"judge_scoring": plan.mode} if plan.mode else {}),
-             "answers": len(plan.answers), "failed": failed}
+             "answers": len(plan.answers), "failed": failed, **endpoint_of(judge)}
     log_rejudge(rd, manifest, entry)
     return Rejudged(round_, judge.spec, len(plan.answers), failed, plan.mode)
+
+
+def endpoint_of(judge) -> dict[str, str]:
+    """{'endpoint': base URL without credentials} of an API judge (for the rejudge log), else {}."""
+    url = getattr(judge, "endpoint_url", None)
+    return {"endpoint": url()} if callable(url) else {}
 
 
 async def judge_answers(rd: RunDir, manifest: RunManifest, judge, answers: Sequence[Record],

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import InputError, RoleboundError, RunDirError
-from .io import write_text_atomic
+from .io import validate_record, write_text_atomic
 from .paths import cache_dir
 from .records import Record, RunManifest
 
@@ -44,10 +44,7 @@ def load_records(run_dir: str | Path, *, latest: bool = True) -> list[Record]:
     recs: dict[str, Record] = {}
     every = []
     for lineno, obj in iter_records(path):
-        try:
-            rec = Record.model_validate(obj)
-        except Exception as exc:  # noqa: BLE001
-            raise InputError(f"record does not validate: {exc}", file=str(path), line=lineno) from None
+        rec = validate_record(Record, obj, file=path, line=lineno)
         every.append(rec)
         recs[rec.call_id] = rec
     return list(recs.values()) if latest else every
@@ -86,12 +83,17 @@ class RunDir:
         return self.manifest_path.exists()
 
     def read_manifest(self) -> RunManifest:
+        path = self.manifest_path
         try:
-            return RunManifest.model_validate_json(self.manifest_path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise InputError("no manifest.json; is this a run directory?", file=str(self.manifest_path)) from None
-        except Exception as exc:  # noqa: BLE001
-            raise InputError(f"unreadable manifest: {exc}", file=str(self.manifest_path)) from None
+            raise InputError("no manifest.json; is this a run directory?", file=str(path)) from None
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise InputError(f"unreadable manifest (not JSON: {exc})", file=str(path)) from None
+        if not isinstance(data, dict):
+            raise InputError(f"unreadable manifest: expected a JSON object, got {type(data).__name__}",
+                             file=str(path))
+        return validate_record(RunManifest, data, file=path, line=None)
 
     def write_manifest(self, manifest: RunManifest) -> None:
         self.write_text(MANIFEST, manifest.model_dump_json(indent=2))

@@ -124,10 +124,14 @@ def _open(url: str) -> bool:
 
 def view(path: Path, port: int = 8765, open_browser: bool = True) -> None:
     path = Path(path)
-    if not path.is_dir():
+    if path.is_file() and is_run(path.parent) and path.suffix != ".html":
+        path = path.parent          # a file of a run (manifest.json, records.jsonl): that run
+    if path.is_file() and path.suffix != ".html":
+        raise InputError("is a file, not a folder; give a run folder or a folder of runs", file=str(path))
+    if not path.exists():
         raise InputError("no such folder", file=str(path))
-    if is_run(path):
-        html = report_of(path)
+    if path.is_file() or is_run(path):
+        html = path if path.is_file() else report_of(path)
         uri = html.resolve().as_uri()
         print(f"report: {html}")
         if not (open_browser and _open(uri)):

@@ -92,7 +92,10 @@ def check_judge(names: Sequence[str], spec: str, judge: str | None) -> None:
 
 def make_card(model: str, *, judge: str | None = None, runs: Sequence[str | Path] = (),
               out: str | Path | None = None, limits: dict[str, int] | None = None,
-              progress: bool = True, say=print) -> CardResult:
+              progress: bool = True, say=print, backend_options: dict[str, Any] | None = None,
+              judge_options: dict[str, Any] | None = None) -> CardResult:
+    """`backend_options` are the model's (--base-url, --backend-opt), `judge_options` the judge's
+    own endpoint and options (--judge-base-url, --judge-api-key-env, --judge-opt)."""
     from .. import api
     from .render import write_card
 
@@ -117,8 +120,10 @@ def make_card(model: str, *, judge: str | None = None, runs: Sequence[str | Path
             run_dir = out / "runs" / name
             limit = limits.get(name, suite.card_limit)
             say(f"card: {name}: {'all items' if limit is None else f'--limit {limit}'} -> {run_dir}")
-            res = api.run(name, model=model, judge=judge if suite.uses_judge else None, limit=limit,
-                          out=run_dir, progress=progress)
+            judged = suite.uses_judge
+            res = api.run(name, model=model, judge=judge if judged else None, limit=limit, out=run_dir,
+                          progress=progress, backend_options=backend_options or {},
+                          judge_options=(judge_options or {}) if judged and judge else {})
             failed += res.counts.errors
             metrics = res.metrics or run_metrics(run_dir)
             ran.append(name)
@@ -155,18 +160,27 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
     if not m.finished:
         problems.append("the run is unfinished: rerun the card (or the run) to complete it")
     c = m.counts or {}
+    for strat, why in (getattr(m, "skipped_strategies", None) or {}).items():
+        problems.append(f"{strat} skipped: {why}")
     if c.get("failed_calls") or c.get("failed_items"):
         problems.append(f"{c.get('failed_calls', 0)} failed call(s), {c.get('failed_items', 0)} failed item(s) "
                         "(errors.log in the run folder): rerun to retry them")
+    figures = cf.get("figures") or []
+    from .. import reference
+
+    reference.annotate(suite, figures, list(m.strategies), cf.get("strategy"))
+    warnings = list((metrics.get("position_bias") or {}).get("warnings") or []) + list(cf.get("warnings") or [])
     html = Path(run_dir) / "report.html"
     return {
         "suite": name, "title": cf.get("title") or name, "run_dir": str(run_dir), "reused": reused,
         "report": link(html, out) if html.exists() else None,
         "model": m.model, "judge": m.judge, "self_judged": bool(proto.get("self_judged")),
+        "endpoints": dict(getattr(m, "endpoints", None) or {}),
         "protocol": proto.get("mode") or "none", "protocol_label": proto.get("label") or "",
         "strategies": list(m.strategies), "scoring": m.scoring, "limit": m.limit, "n_items": m.n_items,
         "repeats": m.repeats, "started": m.started, "finished": m.finished,
-        "model_calls": c.get("model_calls"), "figures": cf.get("figures") or [],
+        "model_calls": c.get("model_calls"), "figures": figures, "warnings": warnings,
+        "paper_protocol": reference.protocol_text(suite, m),
         "finding": cf.get("finding") or "", "chart": cf.get("chart"), "problems": problems,
         "judge_agreement": _judge_agreement(name, m.judge, out),
     }

@@ -52,6 +52,8 @@ def run_line(s: dict) -> str:
                                                if s.get("self_judged") else ""))
     if s.get("scoring"):
         parts.append(f"scoring {s['scoring']}")
+    for role, url in (s.get("endpoints") or {}).items():
+        parts.append(f"{role} endpoint {url}")
     parts.append(f"finished {s['finished'] or 'unfinished'}")
     if s.get("reused"):
         parts.append("reused with --runs")
@@ -68,7 +70,8 @@ def figure_rows(s: dict) -> list[dict[str, str]]:
             kind = f"± is the {f['spread_kind']}" if f.get("spread") is not None and f.get("spread_kind") else ""
             note = "; ".join(x for x in (f.get("note"), kind) if x)
         rows.append({"label": f["label"], "value": value, "n": "" if f.get("n") is None else str(f["n"]),
-                     "note": note, "missing": f["value"] is None})
+                     "note": note, "missing": f["value"] is None,
+                     "paper": f"paper: {f['paper']}" if f.get("paper") else ""})
     return rows
 
 
@@ -112,11 +115,14 @@ def card_md(card: dict, pngs: dict[str, bytes]) -> str:
             md += [md_text(s["judge_agreement"]), ""]
         for p in s.get("problems") or []:
             md += [f"- **Problem:** {md_text(p)}"]
-        if s.get("problems"):
+        md += [f"- **Warning:** {md_text(w)}" for w in s.get("warnings") or []]
+        if s.get("problems") or s.get("warnings"):
             md.append("")
-        md += ["| figure | value | n | note |", "|---|---|---|---|"]
-        md += [f"| {md_escape(r['label'])} | {md_escape(r['value'])} | {md_escape(r['n'])} | {md_escape(r['note'])} |"
-               for r in figure_rows(s)] + [""]
+        if s.get("paper_protocol"):
+            md += [f"**Against the paper:** {md_text(s['paper_protocol'])}", ""]
+        md += ["| figure | value | n | note | paper |", "|---|---|---|---|---|"]
+        md += [f"| {md_escape(r['label'])} | {md_escape(r['value'])} | {md_escape(r['n'])} | {md_escape(r['note'])} "
+               f"| {md_escape(r['paper'])} |" for r in figure_rows(s)] + [""]
         if s["suite"] in pngs:
             md += [f"![{md_escape(s['title'])}](figures/{s['suite']}.png)", ""]
         md += [md_text(run_line(s)), ""]

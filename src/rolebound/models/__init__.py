@@ -85,7 +85,9 @@ def parse_spec(spec: str) -> tuple[str, str]:
         raise BackendError(f"unknown backend '{backend}' in '{spec}'; available backends: "
                            + ", ".join(backend_names()) + " (see `rolebound models`)")
     if not name:
-        defaults = {"bundled": "smollm2-135m", "fake": "random"}
+        # `bundled` alone is the default bundled model; `fake` has no default, so a typo of a
+        # real spec never runs as a stand-in
+        defaults = {"bundled": "smollm2-135m"}
         default = defaults.get(backend) if backend in BACKENDS else getattr(backend_class(backend), "default_name", None)
         if not default:
             what = BACKENDS[backend][2] if backend in BACKENDS else describe_backends()[backend]

@@ -19,6 +19,7 @@ COMPLETE = "complete"           # generate from raw text (assistant prefill, Inj
 LOGPROB = "logprob"             # score continuations by log-likelihood
 CHAT_TEMPLATE = "chat_template"  # render messages to the model's own raw text
 HIDDEN = "hidden_states"        # last-token hidden states
+PREFILL = "assistant_prefill"   # continue a final assistant message in a chat (vLLM continue_final_message)
 
 
 # Reasoning-channel openers of the model families we know, as their chat templates write them.
@@ -123,8 +124,16 @@ class Backend:
         """Free-form facts for the manifest (dtype, runtime versions, load time)."""
         return {}
 
+    # what to set so that the backend can prefill an assistant turn, where it can with some help
+    prefill_hint: str = ""
+
     def supports(self, cap: str) -> bool:
         return cap in self.capabilities
+
+    def probe(self, cap: str) -> bool:
+        """supports(cap), after asking the backend's server where that can tell (openai: a chat
+        template reported by the server)."""
+        return self.supports(cap)
 
     def require(self, cap: str, why: str = "") -> None:
         if cap not in self.capabilities:

@@ -9,6 +9,11 @@ server, the Gemini and Anthropic compatibility endpoints.
 - Fail fast: 401, 403, 404 or "model not found" set `fatal_error` at once, and so does a server
   that refuses connections `connect_retries` times in a row; the runner then stops the run (exit 3,
   records kept). The runner also stops after `max_consecutive_failures` failed calls in a row.
+- A dead endpoint (every request times out or gets a 5xx, none answered since the first of
+  them failed) sets `fatal_error` once that has lasted `down_after` seconds (default
+  min(max(2 x timeout, 10 s), max(3 x timeout, 30 s) - timeout - 2 s)), so the run stops within
+  max(3 x timeout, 30 s) of the first failure; retry waits never run past that point. 429 is a
+  live server asking to wait, and does not count.
 
 Speed (bench/foundation.py): requests go through the SDK's generic `client.post` with plain dict
 bodies and come back as plain JSON, which skips the SDK's per-request parameter transform and
@@ -30,7 +35,8 @@ from typing import Any, Sequence
 from ..errors import BackendError
 from ..loop import API_CONCURRENCY
 from ..records import Decoding
-from .base import CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
+from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, PREFILL, Backend, GenRequest, GenResult, ScoreRequest,
+                   ScoreResult)
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 POOL_SIZE = 16          # connections per HTTP client; more clients for higher concurrency
@@ -64,6 +70,26 @@ def _retry_after(exc: Any) -> float | None:
             return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
         except (TypeError, ValueError):
             return None
+
+
+class BadReply(Exception):
+    """A 200 reply that holds no answer (no choices, content null): the call failed."""
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
+
+
+def _body(resp: Any) -> str:
+    import json
+
+    return json.dumps(resp, ensure_ascii=False, default=str)[:500]
+
+
+def first_choice(resp: Any) -> dict[str, Any]:
+    choices = resp.get("choices") if isinstance(resp, dict) else None
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        raise BadReply(f"the server's reply has no choices: {_body(resp)}")
+    return choices[0]
 
 
 class EndpointDown(Exception):
@@ -123,6 +149,19 @@ def refused(exc: BaseException) -> bool:
     return False
 
 
+def _timed_out(exc: BaseException) -> bool:
+    import openai
+
+    if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
+        return True
+    try:
+        import aiohttp
+
+        return isinstance(exc, aiohttp.ServerTimeoutError)
+    except ImportError:
+        return False
+
+
 def classify(exc: BaseException) -> RetryableError | None:
     """Which errors deserve another try."""
     import openai
@@ -151,15 +190,20 @@ class OpenAIBackend(Backend):
     batching = False
     option_names = frozenset({"base_url", "api_key_env", "concurrency", "timeout", "max_retries", "backoff_base",
                               "backoff_max", "endpoint", "tokenizer", "freeze_gc", "transport",
-                              "connect_retries", "max_consecutive_failures",
-                              "think_tag"})
+                              "connect_retries", "max_consecutive_failures", "down_after",
+                              "think_tag", "chat_template", "prefill"})
+    # how to enable an assistant-turn prefill (Capability Injection) when none is configured
+    prefill_hint = ("pass --backend-opt chat_template=PATH (a tokenizer folder, tokenizer_config.json or Jinja "
+                    "file; the completions endpoint then gets the rendered prompt), chat_template=server "
+                    "(llama.cpp's llama-server reports its template), or prefill=continue_final_message (vLLM)")
 
     def __init__(self, name: str, decoding: Decoding | None = None, *, base_url: str | None = None,
                  api_key_env: str | None = None, concurrency: int = API_CONCURRENCY, timeout: float = 120.0,
                  max_retries: int = 6, backoff_base: float = 0.5, backoff_max: float = 60.0,
                  endpoint: str = "chat", tokenizer: str | None = None, freeze_gc: bool = True,
                  transport: str = "sdk", connect_retries: int = 2, max_consecutive_failures: int = 10,
-                 **options: Any):
+                 chat_template: str | None = None, prefill: str | None = None,
+                 down_after: float | None = None, **options: Any):
         super().__init__(name, decoding, **options)
         try:
             import httpx2
@@ -196,6 +240,12 @@ class OpenAIBackend(Backend):
         self.max_consecutive_failures = int(max_consecutive_failures)   # read by the runner; 0: never stop
         self.fatal_error: str | None = None     # set once the endpoint cannot serve this run
         self._answered = False                  # has any request succeeded yet
+        budget = max(3 * self.timeout, 30.0)
+        self.down_after = float(down_after) if down_after is not None else \
+            max(0.5, min(max(2 * self.timeout, 10.0), budget - self.timeout - 2.0))
+        self._down_since: float | None = None   # first failure with no answer since (monotonic)
+        self._down_n = 0                        # requests failed since then
+        self._down_last: BaseException | None = None
         self._first_lock: asyncio.Lock | None = None
         self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
         self._response_type = httpx2.Response
@@ -214,12 +264,28 @@ class OpenAIBackend(Backend):
         caps = {CHAT, COMPLETE, LOGPROB}
         if tokenizer:
             caps.add(CHAT_TEMPLATE)
+        self._template = None           # a client-side template (chat_template.Template)
+        self._template_folder: str | None = None
+        self._template_mode = self._template_option(chat_template, tokenizer)
+        if self._template_mode in ("file", "folder"):
+            caps.add(CHAT_TEMPLATE)
+        if prefill not in (None, "continue_final_message"):
+            raise BackendError(f"prefill must be 'continue_final_message' (vLLM), not '{prefill}'")
+        self.prefill = prefill
+        if prefill:
+            caps.add(PREFILL)
         self.capabilities = frozenset(caps)
         self.calls = 0          # requests sent, retries included
         self.retries = 0
         self.waits: list[float] = []   # seconds slept before each retry
         self.freeze_gc = bool(freeze_gc)
         self._frozen = False
+
+    def endpoint_url(self) -> str:
+        """The base URL without credentials or query (what the manifest records: a key may sit in
+        either)."""
+        url = _public_url(self.base_url)
+        return url.split("?", 1)[0].split("#", 1)[0] if url else "https://api.openai.com/v1"
 
     @property
     def client(self):
@@ -230,10 +296,9 @@ class OpenAIBackend(Backend):
         return {"backend": self.backend, "model": self.name, "base_url": _public_url(self.base_url) or "default"}
 
     def info(self) -> dict[str, Any]:
-        return {"base_url": _public_url(self.base_url) or "https://api.openai.com/v1",
-                "concurrency": self.concurrency,
+        return {"base_url": self.endpoint_url(), "concurrency": self.concurrency,
                 "timeout_s": self.timeout, "max_retries": self.max_retries, "endpoint": self.endpoint,
-                "requests_sent": self.calls, "retries": self.retries,
+                "requests_sent": self.calls, "retries": self.retries, **self._prefill_info(),
                 "retry_wait_s": round(sum(self.waits), 3)}
 
     @property
@@ -270,14 +335,13 @@ class OpenAIBackend(Backend):
     async def _post_retrying(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         attempt = refusals = 0
         while True:
-            if self.fatal_error:        # another request already found the endpoint unusable
-                raise EndpointDown(self.fatal_error)
+            self._check_down()          # raises once another request found the endpoint unusable
             try:
                 async with self.sem:
                     self.calls += 1
                     if self.transport == "aiohttp":       # aiohttp enforces the total timeout itself
                         out = await self._post_aiohttp(path, body)
-                        self._answered = True
+                        self._up()
                         return out
                     i = min(range(len(self._load)), key=self._load.__getitem__)
                     self._load[i] += 1
@@ -288,7 +352,7 @@ class OpenAIBackend(Backend):
                     finally:
                         self._load[i] -= 1
                 out = resp.json()
-                self._answered = True
+                self._up()
                 return out
             except Exception as exc:  # noqa: BLE001
                 if fatal_reason(exc):
@@ -300,13 +364,51 @@ class OpenAIBackend(Backend):
                         self.fatal_error = f"cannot connect to {_public_url(self.base_url) or 'the API'}: {self._describe(exc)}"
                         raise
                 retry = classify(exc)
-                if retry is None or attempt >= self.max_retries:
+                self._failed(exc, retry)
+                if self.fatal_error or retry is None or attempt >= self.max_retries:
                     raise
                 attempt += 1
                 self.retries += 1
-                delay = self.backoff_delay(attempt, retry.retry_after)
+                delay = self._until_down(self.backoff_delay(attempt, retry.retry_after))
                 self.waits.append(delay)
                 await asyncio.sleep(delay)
+
+    # -- a dead endpoint ----------------------------------------------------------------------
+    def _up(self) -> None:
+        self._answered = True
+        self._down_since, self._down_n = None, 0
+
+    def _failed(self, exc: BaseException, retry: RetryableError | None) -> None:
+        """Count a timeout or 5xx towards the endpoint being down (not a 429: the server is up)."""
+        if retry is None or _status(exc)[0] == 429 or not self.down_after:
+            return
+        if self._down_since is None:
+            self._down_since, self._down_n = time.monotonic(), 0
+        self._down_n += 1
+        self._down_last = exc
+        self._check_down(raise_=False)
+
+    def _check_down(self, raise_: bool = True) -> None:
+        if not self.fatal_error and self._down_since is not None and self.down_after \
+                and time.monotonic() - self._down_since >= self.down_after:
+            self.fatal_error = self._down_reason()
+        if self.fatal_error and raise_:
+            raise EndpointDown(self.fatal_error)
+
+    def _until_down(self, delay: float) -> float:
+        """A retry wait never runs past the moment the endpoint counts as down."""
+        if self._down_since is None or not self.down_after:
+            return delay
+        return max(0.0, min(delay, self._down_since + self.down_after - time.monotonic()))
+
+    def _down_reason(self) -> str:
+        url = _public_url(self.base_url) or "the API"
+        n, exc = self._down_n, self._down_last
+        if exc is not None and _timed_out(exc):
+            return f"no answer within {self.timeout:g} s from {url}, {n} request{'s' if n != 1 else ''}"
+        secs = time.monotonic() - (self._down_since or time.monotonic())
+        last = self._describe(exc) if exc is not None else "?"
+        return f"every request to {url} failed for {secs:.0f} s ({n} requests), the last with: {last}"
 
     async def _post_aiohttp(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """The same request straight over aiohttp: about a third of the CPU per request of the
@@ -350,14 +452,20 @@ class OpenAIBackend(Backend):
         try:
             if req.messages is not None and self.endpoint == "chat":
                 msgs = [m.model_dump() for m in req.messages]
+                if self.prefill and msgs[-1]["role"] == "assistant":
+                    # vLLM: continue the last (assistant) message instead of opening a new turn
+                    kw.update(continue_final_message=True, add_generation_prompt=False)
                 resp = await self._post("/chat/completions", {"model": self.name, "messages": msgs, **kw})
-                choice = resp["choices"][0]
-                text = (choice.get("message") or {}).get("content") or ""
+                choice = first_choice(resp)
+                text = (choice.get("message") or {}).get("content")
             else:
                 prompt = req.prompt if req.prompt is not None else self.render_chat(req.messages or [])
                 resp = await self._post("/completions", {"model": self.name, "prompt": prompt, **kw})
-                choice = resp["choices"][0]
-                text = choice.get("text") or ""
+                choice = first_choice(resp)
+                text = choice.get("text")
+            if text is None:    # a failed call (retried on resume), not an empty answer
+                raise BadReply(f"the server's reply has no content (finish_reason "
+                               f"{choice.get('finish_reason')!r}): {_body(resp)}")
             usage = resp.get("usage") or {}
             return GenResult(text=text, finish_reason=choice.get("finish_reason"),
                              prompt_tokens=usage.get("prompt_tokens"),
@@ -393,7 +501,7 @@ class OpenAIBackend(Backend):
         resp = await self._post("/chat/completions", {
             "model": self.name, "messages": msgs, "max_tokens": 1, "temperature": 0.0,
             "logprobs": True, "top_logprobs": TOP_LOGPROBS})
-        logprobs = resp["choices"][0].get("logprobs") or {}
+        logprobs = first_choice(resp).get("logprobs") or {}
         content = logprobs.get("content") or []
         if not content:
             raise BackendError("the server returned no log-probs (does it support logprobs=true?)")
@@ -412,7 +520,7 @@ class OpenAIBackend(Backend):
         resp = await self._post("/completions", {
             "model": self.name, "prompt": full, "max_tokens": 1, "echo": True, "logprobs": 1,
             "temperature": 0.0})
-        lp = resp["choices"][0].get("logprobs") or {}
+        lp = first_choice(resp).get("logprobs") or {}
         offsets, values = lp.get("text_offset"), lp.get("token_logprobs")
         if not offsets or values is None:
             raise BackendError("the server returned no echoed log-probs (does it support echo=true?)")
@@ -433,26 +541,67 @@ class OpenAIBackend(Backend):
             return [await self._score_one(requests[0])]
         return list(await asyncio.gather(*(self._score_one(r) for r in requests)))
 
-    # -- chat template (optional, from a local tokenizer folder) ------------------------------
-    def chat_template_source(self):
-        if not self._tokenizer_path:
-            return None
+    # -- chat template (optional: a local tokenizer/template, or the server's) -----------------
+    def _template_option(self, value: str | None, tokenizer: str | None) -> str:
+        """'folder' (transformers renders), 'file', 'server', 'off', or 'auto' (ask the server
+        once, when a prefill is needed: probe())."""
+        if value in (None, ""):
+            return "folder" if tokenizer else "auto"
+        if value in ("server", "off"):
+            return value
+        from pathlib import Path
+
+        if Path(value).is_dir():
+            self._template_folder = value
+            return "folder"
+        from .chat_template import from_file
+
+        self._template = from_file(value)
+        return "file"
+
+    def _prefill_info(self) -> dict[str, Any]:
+        if self.prefill:
+            return {"prefill": self.prefill}
+        if self._template is not None:
+            return {"chat_template": self._template.origin}
+        folder = self._template_folder or self._tokenizer_path
+        return {"chat_template": f"folder {folder}"} if folder else {}
+
+    def probe(self, cap: str) -> bool:
+        """CHAT_TEMPLATE: without a local template, ask the server for its own (llama-server's
+        GET /props) once; the capability is there if it answers with one."""
+        if cap == CHAT_TEMPLATE and cap not in self.capabilities and self._template_mode in ("auto", "server"):
+            from .chat_template import from_server
+
+            self._template = from_server(self.base_url, self._key, timeout=min(self.timeout, 10.0))
+            self._template_mode = "file" if self._template is not None else "off"
+            if self._template is not None:
+                self.capabilities = self.capabilities | {CHAT_TEMPLATE}
+        return self.supports(cap)
+
+    def _hf_tokenizer(self):
         if self._tokenizer is None:
             from transformers import AutoTokenizer
 
-            self._tokenizer = AutoTokenizer.from_pretrained(self._tokenizer_path)
-        return getattr(self._tokenizer, "chat_template", None)
+            self._tokenizer = AutoTokenizer.from_pretrained(self._template_folder
+                                                            or self._tokenizer_path)
+        return self._tokenizer
+
+    def chat_template_source(self):
+        if self._template is not None:
+            return self._template.source
+        if not (self._tokenizer_path or self._template_folder):
+            return None
+        return getattr(self._hf_tokenizer(), "chat_template", None)
 
     def render_chat(self, messages, add_generation_prompt=True) -> str:
-        self.require(CHAT_TEMPLATE, "pass tokenizer=/local/tokenizer/folder to render the chat "
-                                    "template client-side for the completions endpoint")
-        if self._tokenizer is None:
-            from transformers import AutoTokenizer
-
-            self._tokenizer = AutoTokenizer.from_pretrained(self._tokenizer_path)
-        return self._tokenizer.apply_chat_template([m.model_dump() for m in messages],
-                                                   add_generation_prompt=add_generation_prompt,
-                                                   tokenize=False)
+        self.require(CHAT_TEMPLATE, "pass tokenizer=/local/tokenizer/folder or chat_template=PATH|server to "
+                                    "render the chat template client-side for the completions endpoint")
+        msgs = [m.model_dump() for m in messages]
+        if self._template is not None:
+            return self._template.render(msgs, add_generation_prompt=add_generation_prompt)
+        return self._hf_tokenizer().apply_chat_template(msgs, add_generation_prompt=add_generation_prompt,
+                                                        tokenize=False)
 
     async def prepare(self) -> None:
         """Move every object alive now (modules, dataset, torch if loaded) out of the garbage
@@ -503,7 +652,8 @@ def _describe(exc: BaseException) -> str:
 
     if isinstance(exc, HTTPStatusError):
         return str(exc)[:500]
-
+    if isinstance(exc, BadReply):
+        return str(exc)[:600]
     if isinstance(exc, openai.APIStatusError):
         msg = re.sub(r"^Error code: \d+ - ", "", str(exc.message))
         return f"HTTP {exc.status_code}: {msg}"[:500]

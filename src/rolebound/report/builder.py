@@ -31,8 +31,10 @@ _RUN: contextvars.ContextVar[dict | None] = contextvars.ContextVar("rolebound_ru
 
 
 @contextlib.contextmanager
-def run_sections(metrics: dict, manifest):
-    token = _RUN.set({"metrics": metrics, "manifest": manifest})
+def run_sections(metrics: dict, manifest, add=None):
+    """Run-level facts for the reports written inside; `add(report, metrics, manifest)` writes more
+    run-level sections (api passes rolebound.trust.run_level: the paper beside the run, position bias)."""
+    token = _RUN.set({"metrics": metrics, "manifest": manifest, "add": add})
     try:
         yield
     finally:
@@ -147,7 +149,10 @@ class Report:
         if not ctx or getattr(self, "_run_added", False):
             return
         self._run_added = True
-        rep = (ctx["metrics"] or {}).get("over_repeats")
+        metrics = ctx["metrics"] or {}
+        if ctx.get("add"):
+            ctx["add"](self, metrics, ctx["manifest"])
+        rep = metrics.get("over_repeats")
         if rep and rep.get("values"):
             rows = [[k, f"{v['mean']:.3f} +- {v['sem']:.3f}", ", ".join(f"{x:.3f}" for x in v["per_repeat"])]
                     for k, v in rep["values"].items()][:400]
@@ -206,6 +211,9 @@ class Report:
         return [md_path, html_path]
 
 
+SKIP_DOC = "README.md, Models: prefilling on API backends"
+
+
 def run_facts(manifest) -> list[tuple[str, Any]]:
     """The lines every report opens with."""
     c = manifest.counts or {}
@@ -214,6 +222,10 @@ def run_facts(manifest) -> list[tuple[str, Any]]:
         rows.append(("scoring", manifest.scoring))
     if manifest.judge:
         rows.append(("judge", manifest.judge))
+    for role, url in (getattr(manifest, "endpoints", None) or {}).items():
+        rows.append((f"{role} endpoint", url))
+    for strat, why in (getattr(manifest, "skipped_strategies", None) or {}).items():
+        rows.append(("skipped", f"{strat} skipped: {why}; see {SKIP_DOC}"))
     d = manifest.decoding
     proto = getattr(manifest, "protocol", None) or {}
     if proto.get("label"):

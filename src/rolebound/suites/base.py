@@ -157,6 +157,7 @@ class Suite:
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
+        """The items (--data, else the starter set), their source and hash; works without check()."""
         raise NotImplementedError
 
     def select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
@@ -176,13 +177,20 @@ class Suite:
         return []
 
     def prompt_templates(self) -> dict[str, str]:
+        """The prompt templates, hashed into the manifest (a changed prompt is another run)."""
         return {}
 
     def default_scoring(self, backend) -> str | None:
+        """generate or logprob when --scoring is not given (suites that offer both)."""
         return default_scoring_for(backend) if self.offers_scoring else None
 
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         """Fail before any call if the backend cannot do what the strategies need."""
+
+    def unavailable_strategies(self, backend, strategies: Sequence[str]) -> dict[str, str]:
+        """strategy -> why this backend cannot run it. A run on the default strategies leaves
+        these out (the manifest and the report say so); named with --strategy, check() stops."""
+        return {}
 
     def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
         """Whether a run of a judged suite makes judge calls (then the manifest names the judge).
@@ -191,6 +199,7 @@ class Suite:
 
     # -- work -------------------------------------------------------------------------------
     async def run_item(self, item: Any, ctx: "ItemContext", strategy: str, settings: RunSettings) -> None:
+        """The strategy: one item's model calls through ctx (chat, complete, score)."""
         raise NotImplementedError
 
     async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
@@ -201,6 +210,7 @@ class Suite:
 
     # -- results ----------------------------------------------------------------------------
     def metrics(self, records: list["Record"], manifest: "RunManifest") -> dict[str, Any]:
+        """PURE: the run's figures from its records (metrics.json); `rolebound report` recomputes them."""
         raise NotImplementedError
 
     def report(self, metrics: dict[str, Any], records: list["Record"], manifest: "RunManifest",

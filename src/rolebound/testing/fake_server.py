@@ -6,10 +6,14 @@
         ...
         srv.stats.max_in_flight, srv.stats.arrivals
 
-Endpoints: POST /v1/chat/completions, POST /v1/completions (logprobs, top_logprobs, echo,
-list prompts), GET /v1/models, and for a server run in another process with
+Endpoints: POST /v1/chat/completions (vLLM's continue_final_message too), POST /v1/completions
+(logprobs, top_logprobs, echo, list prompts), GET /v1/models, GET /props (llama-server's: the
+`chat_template` given, else 404), and for a server run in another process with
 `python -m rolebound.testing.fake_server`: GET /_fake/stats (the counters as JSON) and
 POST /_fake/reset.
+
+Broken servers, whole or in part: `srv.fail(**MODES["hang"])` (accepts, never answers),
+`MODES["500"]`, `MODES["no-choices"]`, `MODES["null-content"]`; `--mode NAME` on the command line.
 
 Answers are deterministic: `reply` (a fixed text, or a function of the request body), by default
 an echo of the last message (chat) or of the prompt (completions). Text is cut into "tokens" by
@@ -21,6 +25,7 @@ Only the standard library; it binds to the loopback address and nothing else.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import math
 import re
@@ -35,6 +40,15 @@ TOKEN_RE = re.compile(r"\s*\w+|\s*[^\w\s]|\s+")
 # Alternatives offered in top_logprobs after the reply's own first token (answer-like tokens).
 ALTERNATIVES = ["A", "B", "C", "D", "E", "1", "2", "3", "4", "5", "Yes", "No", "The", "I"]
 MAX_HEADER = 64 * 1024
+_READER: contextvars.ContextVar = contextvars.ContextVar("reader")   # the connection a handler serves
+# Whole-server faults, for `--mode` and srv.fail(**MODES[name]).
+MODES: dict[str, dict[str, Any]] = {
+    "hang": {"hang": math.inf},
+    "500": {"status": 500, "message": "internal error"},
+    "no-choices": {"body": {"id": "x", "object": "chat.completion", "choices": []}},
+    "null-content": {"body": {"id": "x", "object": "chat.completion", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": None}}]}},
+}
 MAX_BODY = 16 * 1024 * 1024
 
 
@@ -64,12 +78,14 @@ def top_alternatives(first: str, k: int) -> list[tuple[str, float]]:
 
 @dataclass
 class Fault:
-    """What to do instead of a normal answer. status=None with hang>0: answer late."""
+    """What to do instead of a normal answer. status=None with hang>0: answer late; hang=inf:
+    never answer (the connection stays open); `body`: answer 200 with this JSON instead."""
 
     status: int | None = None
     retry_after: float | None = None       # seconds, sent as Retry-After
     hang: float = 0.0                      # seconds to wait before answering
     message: str = "injected fault"
+    body: Any = None
 
 
 @dataclass
@@ -100,8 +116,10 @@ class FakeServer:
     """The server runs on its own asyncio loop in a background thread; use it as a context manager."""
 
     def __init__(self, *, delay: float = 0.0, reply: str | Callable[[dict], str] | None = None,
-                 models: list[str] | None = None, port: int = 0):
+                 models: list[str] | None = None, port: int = 0, chat_template: str | None = None,
+                 bos_token: str = "", eos_token: str = ""):
         self.delay = float(delay)
+        self.chat_template, self.bos_token, self.eos_token = chat_template, bos_token, eos_token
         self.reply = reply
         self.models = list(models or ["test-model"])
         self.port = int(port)
@@ -122,11 +140,12 @@ class FakeServer:
 
     def fail(self, status: int | None = None, *, retry_after: float | None = None, hang: float = 0.0,
              times: int | None = None, on: list[int] | None = None,
-             when: Callable[[str, dict], bool] | None = None, message: str = "injected fault") -> None:
+             when: Callable[[str, dict], bool] | None = None, message: str = "injected fault",
+             body: Any = None) -> None:
         """Add a fault rule. `times`: the next N matching requests; `on`: these request numbers
         (1-based, counted since start or reset); `when(path, body)`: requests it matches.
         Without any of them the rule hits every request. The first matching rule wins."""
-        rule = _Rule(Fault(status, retry_after, hang, message), times, set(on) if on else None, when)
+        rule = _Rule(Fault(status, retry_after, hang, message, body), times, set(on) if on else None, when)
         with self._rules_lock:
             self._rules.append(rule)
 
@@ -191,6 +210,7 @@ class FakeServer:
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
+        _READER.set(reader)
         self._conns.add(task)
         try:
             while True:
@@ -257,6 +277,11 @@ class FakeServer:
 
     async def _answer(self, method: str, path: str, raw: bytes, n: int, arrival: dict):
         route = path.split("?", 1)[0].rstrip("/")
+        if method == "GET" and route == "/props":
+            if self.chat_template is None:
+                return 404, {}, _error_body("File Not Found", "not_found_error")
+            return 200, {}, {"chat_template": self.chat_template, "bos_token": self.bos_token,
+                             "eos_token": self.eos_token, "model_path": self.models[0]}
         if method == "GET" and route == "/v1/models":
             return 200, {}, {"object": "list", "data": [
                 {"id": m, "object": "model", "created": 0, "owned_by": "rolebound-fake"} for m in self.models]}
@@ -271,8 +296,17 @@ class FakeServer:
         arrival["model"], arrival["body"] = body.get("model"), body
         fault = self._fault_for(n, route, body)
         wait = self.delay + (fault.hang if fault else 0.0)
+        if wait == math.inf:
+            # a dead server: never answers, and the request counts as in flight until the
+            # client gives up and closes the connection
+            reader = _READER.get(None)
+            while reader is None or not reader.at_eof():
+                await asyncio.sleep(0.05)
+            return 499, {}, _error_body("client closed the connection", "server_error")
         if wait > 0:
             await asyncio.sleep(wait)
+        if fault is not None and fault.body is not None:
+            return fault.status or 200, {}, fault.body
         if fault is not None and fault.status is not None:
             extra = {}
             if fault.retry_after is not None:
@@ -300,6 +334,11 @@ class FakeServer:
         msgs = body["messages"]
         if not isinstance(msgs, list) or not msgs:
             raise ValueError("messages must be a non-empty list")
+        if body.get("continue_final_message"):       # as vLLM checks it
+            if body.get("add_generation_prompt", True):
+                raise ValueError("continue_final_message and add_generation_prompt cannot both be true")
+            if msgs[-1].get("role") != "assistant":
+                raise ValueError("continue_final_message needs a final assistant message")
         last = next((m.get("content") or "" for m in reversed(msgs) if m.get("role") == "user"), "")
         tokens, finish = _cut(tokenize(self._reply_text(body, last)), body.get("max_tokens"), body.get("stop"))
         text = "".join(tokens)
@@ -445,8 +484,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
     ap.add_argument("--reply", default=None, help="fixed reply text (default: echo)")
     ap.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    ap.add_argument("--chat-template", default=None, help="a Jinja file GET /props reports (default: 404)")
+    ap.add_argument("--mode", choices=sorted(MODES), default=None,
+                    help="a broken server: hang (never answers), 500 (errors to everything), "
+                         "no-choices, null-content")
     args = ap.parse_args(argv)
-    srv = FakeServer(delay=args.delay, reply=args.reply, port=args.port).start()
+    tpl = open(args.chat_template, encoding="utf-8").read() if args.chat_template else None
+    srv = FakeServer(delay=args.delay, reply=args.reply, port=args.port, chat_template=tpl).start()
+    if args.mode:
+        srv.fail(**MODES[args.mode])
     print(srv.url, flush=True)
     try:
         threading.Event().wait()

@@ -1,5 +1,5 @@
 """The capability starter bank: schema, balance, and every generated item's answer re-derived with
-sympy, independently of make_bank.py's own arithmetic."""
+sympy, independently of the suite's build.py and its own arithmetic."""
 
 from __future__ import annotations
 

@@ -372,3 +372,15 @@ def test_the_think_tag_backend_option_reaches_the_injection_prompt(tmp_path):
     inj = [r for r in load_records(res.run_dir) if r.strategy == "injection"]
     assert inj and all("<|assistant|>[THINK]Okay, I am " in r.prompt and r.meta["think_tag"] == "[THINK]"
                        for r in inj)
+
+
+def test_permutations_ask_shifted_options_apart_from_the_paper_figures(tmp_path):
+    kw = dict(model="fake:random", strategies="identity", limit=4, options={"roles": "primary"}, progress=False)
+    plain = api.run("capability", out=tmp_path / "plain", **kw)
+    res = api.run("capability", out=tmp_path / "perm", **{**kw, "options": {"roles": "primary", "permutations": 2}})
+    recs = load_records(res.run_dir)
+    shifted = [r for r in recs if r.stage.endswith("~s1")]
+    assert len(shifted) == len([r for r in recs if r.stage == "answer.primary"]) == 4
+    assert all(r.meta["order"] == [3, 0, 1, 2] and r.meta["shift"] == 1 for r in shifted)
+    assert res.metrics["by_strategy"] == plain.metrics["by_strategy"]       # TA/IA/A: the paper's order only
+    assert res.metrics["shifts"]["answer"]["items"] == 4

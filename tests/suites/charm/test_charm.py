@@ -370,6 +370,11 @@ def test_charm_end_to_end_on_the_bundled_model(tmp_path):
     assert again == m
     html = (tmp_path / "run" / "report.html").read_text()
     assert "Table 2" in html and "data:image/png;base64" in html
+    # the demo settings: the 135M model's BC picks follow position, and the report says so
+    assert any(w.startswith("bc: the picks follow position") for w in m["position_bias"]["warnings"])
+    assert "Position bias warning" in html
+    if m["override"]["ba_pos_fc_bc"]:       # candidates: asked again in the control order
+        assert m["override_control"]["n"] == m["override"]["ba_pos_fc_bc"] and "control order" in html
 
 
 @pytest.mark.model

@@ -614,3 +614,26 @@ def test_rejudge_replaces_the_judge_not_the_segmenter(tmp_path, monkeypatch):
     assert rejudge(out, "fake:random", progress=False).round == 1         # same judge: resumes round 1
     assert (out / "records.jsonl").read_text().count("\n") == lines
     assert [r["round"] for r in api.load_manifest(out).rejudges] == [1, 1]
+
+
+def test_permutations_shift_canon_options_and_swap_dilemma_poles_with_their_choices(tmp_path):
+    data = write(tmp_path, MINI)
+    res = api.run("multiverse", model="fake:random", data=str(data), out=tmp_path / "run", progress=False,
+                  scoring="generate", strategies="direct,cross-direct", options={"analysis": False, "permutations": 3})
+    recs = load_records(tmp_path / "run")
+    stages = Counter((r.strategy, r.stage) for r in recs)
+    assert stages[("direct", "answer")] == 5 and stages[("direct", "answer~s2")] == 3   # canon: 3 shifts
+    assert stages[("direct", "answer~s1")] == 5 and not any("~s" in r.stage for r in recs
+                                                            if r.strategy == "cross-direct")
+    base = next(r for r in recs if r.stage == "answer" and r.meta["task"] == "canon")
+    s1 = next(r for r in recs if r.stage == "answer~s1" and r.item_id == base.item_id)
+    assert s1.meta["order"] == [3, 0, 1, 2] and s1.gold == "ABCD"[(("ABCD".index(base.gold)) + 1) % 4]
+    d0 = next(r for r in recs if r.stage == "answer" and r.meta["task"] == "dilemma")
+    d1 = next(r for r in recs if r.stage == "answer~s1" and r.item_id == d0.item_id)
+    q0, q1 = d0.prompt[0]["content"], d1.prompt[0]["content"]
+    a0 = q0.split("Choice A: ")[1].split(" Consequence A")[0]
+    assert q1.split("Choice B: ")[1].startswith(a0)                 # choice A is shown as B ...
+    assert "A) Personal Desire vs. B) Duty" in q1 and "A) Duty vs. B) Personal Desire" in q0   # ... with its pole
+    m = res.metrics
+    assert m["shifts"]["canon"]["shifts"] == 3 and m["shifts"]["dilemma"]["shifts"] == 2
+    assert m["strategies"]["direct"]["canon"]["n"] == 3               # the paper's figure: unshifted only

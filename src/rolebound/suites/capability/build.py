@@ -21,6 +21,8 @@ from pathlib import Path
 
 import yaml
 
+from ...constants import ABCD
+
 HERE = Path(__file__).resolve().parent / "data"
 BANK = HERE / "bank.jsonl"
 HANDWRITTEN = HERE / "handwritten.yaml"
@@ -86,7 +88,7 @@ class Maker:
         n = len(self.items) + 1
         prefix = {"mathematics": "m", "science": "s"}[subject]
         self.items.append({"id": f"{self.level}-{prefix}gen-{n:02d}", "level": self.level, "subject": subject,
-                           "question": question, "options": options, "answer": "ABCD"[pos],
+                           "question": question, "options": options, "answer": ABCD[pos],
                            "check": check, "source": "rolebound", "note": NOTE, "validated": False})
 
     def pick(self, candidates, correct, k=3):

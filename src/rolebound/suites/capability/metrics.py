@@ -26,7 +26,9 @@ def _mean(values: list[float]) -> float | None:
 
 
 def answer_records(records: Iterable) -> list:
-    return [r for r in records if r.role == "model" and r.stage.startswith("answer") and r.error is None]
+    # the paper's option order only (`~sK` stages: --set permutations, reported apart)
+    return [r for r in records if r.role == "model" and r.stage.startswith("answer") and r.error is None
+            and "~s" not in r.stage]
 
 
 def judge_records(records: Iterable) -> list:

@@ -20,6 +20,9 @@ class CapabilityOptions(Options):
         None, description="questions per level, or 'all' (default: all; 2 for the starter bank on the bundled model)")
     judge: bool | None = Field(None, description="score RV, C, RC with the judge model "
                                                  "(default: on when --judge differs from --model)")
+    permutations: int = Field(1, ge=1, le=4, description="ask every question under this many cyclic shifts of its "
+                                                        "options (1: the paper's order only; shifted answers are "
+                                                        "not judged and not in TA/IA/A)")
     judge_max_tokens: int | None = Field(None, ge=1, description="token limit of judge calls (default: --max-tokens)")
     think_tag: str | None = Field(None, description="reasoning marker before the Injection prefill "
                                                     "(default: read from the model's chat template, "

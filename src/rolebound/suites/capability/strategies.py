@@ -6,6 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ...constants import ABCD
+from ...models.base import CHAT_TEMPLATE
+from ...records import Message
+from ...scoring import order
 from ..base import RunSettings
 from . import prompts
 from .boxed import parse_boxed_letter
@@ -17,7 +21,14 @@ def base_meta(cfg: RolesConfig, item: CapabilityItem) -> dict[str, Any]:
     ranks = cfg.level_rank()
     lv = cfg.levels[ranks[item.level]]
     return {"level": item.level, "level_name": lv.name, "level_rank": ranks[item.level],
-            "subject": item.subject}
+            "subject": item.subject, "mc": "answer", "labels": list(ABCD[:len(item.options)])}
+
+
+def shifted(item: CapabilityItem, k: int) -> tuple[CapabilityItem, list[int]]:
+    """The item with its options shifted cyclically by k (gold follows its option)."""
+    shown = order.cyclic(len(item.options), k)
+    return item.model_copy(update={"options": order.apply(item.options, shown),
+                                   "answer": ABCD[order.shown_position(shown, ABCD.index(item.answer))]}), shown
 
 async def run_item(item: CapabilityItem, ctx, strategy: str, settings: RunSettings, opts) -> None:
     cfg = settings.state["cfg"]
@@ -26,20 +37,25 @@ async def run_item(item: CapabilityItem, ctx, strategy: str, settings: RunSettin
         await ctx.chat("answer", prompts.chat_messages(prompts.NO_ROLE, item, None, {}), parse=parse_boxed_letter,
                        gold=item.answer, meta={**base, "role": None, "in_role": None})
         return
-    results = await asyncio.gather(*(one_role(item, ctx, strategy, role, base, settings, opts)
-                                     for role in settings.state["roles"]), return_exceptions=True)
+    jobs = [one_role(item, ctx, strategy, role, base, settings, opts) for role in settings.state["roles"]]
+    for k in range(1, opts.permutations):     # --set permutations=K: cyclic shifts, not judged
+        moved, shown = shifted(item, k)
+        jobs += [one_role(moved, ctx, strategy, role, {**base, "shift": k, "order": shown}, settings, opts,
+                          suffix=f"~s{k}") for role in settings.state["roles"]]
+    results = await asyncio.gather(*jobs, return_exceptions=True)
     for res in results:
         if isinstance(res, BaseException):
             raise res
 
-async def one_role(item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings, opts):
+async def one_role(item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings, opts,
+                   suffix: str = ""):
     cfg = settings.state["cfg"]
     ranks = cfg.level_rank()
     ceiling = ranks[role.ceiling] if role.ceiling is not None else -1
     meta = {**base, "role": role.id, "role_label": role.label,
             "role_rank": [r.id for r in cfg.roles].index(role.id), "ceiling": role.ceiling,
             "in_role": base["level_rank"] <= ceiling}
-    stage = f"answer.{role.id}"
+    stage = f"answer.{role.id}{suffix}"
     routes = cfg.subject_routes
     if strategy in prompts.INJECTION:
         msgs, prefill = prompts.injection_parts(strategy, item, role, routes)
@@ -47,12 +63,17 @@ async def one_role(item, ctx, strategy: str, role: Role, base: dict, settings: R
         tag = opts.think_tag
         tag = ctx.backend.thinking_markup() if tag is None else str(tag)
         meta["think_tag"] = tag
-        raw = prompts.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill, tag)
-        rec = await ctx.complete(stage, raw, parse=parse_boxed_letter, gold=item.answer, meta=meta)
+        if ctx.backend.supports(CHAT_TEMPLATE):
+            raw = prompts.serialise_injection(ctx.backend.render_chat(msgs, add_generation_prompt=True), prefill, tag)
+            rec = await ctx.complete(stage, raw, parse=parse_boxed_letter, gold=item.answer, meta=meta)
+        else:       # PREFILL (vLLM): the server renders the template and continues the assistant turn
+            msgs = msgs + [Message(role="assistant", content=(tag or "") + prefill)]
+            rec = await ctx.chat(stage, msgs, parse=parse_boxed_letter, gold=item.answer,
+                                 meta={**meta, "prefill": "continue_final_message"})
     else:
         rec = await ctx.chat(stage, prompts.chat_messages(strategy, item, role, routes), parse=parse_boxed_letter,
                              gold=item.answer, meta=meta)
-    if settings.state.get("judge_on"):
+    if settings.state.get("judge_on") and not suffix:
         jmax = opts.judge_max_tokens
         await ctx.chat(f"judge.{role.id}", judge_messages(role, item, rec.response), role="judge",
                        parse=parse_judge, meta={**meta, "judged": rec.call_id},

@@ -20,16 +20,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...io import file_sha256, stable_hash
-from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE
+from ...errors import CapabilityError
+from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE, PREFILL
 from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
+from .card import card_figures
 from . import prompts, strategies
 from .data import (BANK_FILE, DEFAULT_PER_LEVEL, CapabilityItem, RolesConfig, load_items, run_roles, select_items,
                    stats_tables)
 from .importers import csv_rows
 from .judge import TEMPLATE as JUDGE_TEMPLATE, rubric_text
 from .options import CapabilityOptions
+from .report import compare_tables, summary_lines, write_report
 
 
 @register_suite("capability")
@@ -62,6 +65,12 @@ class CapabilitySuite(Suite):
                         notes="temperature 1.0 is Gemma's and Qwen's (OLMo-3: 0.6); the RV/C/RC judge runs "
                               "with --judge or --set judge=true")
 
+    # results, report, card and compare: functions of the suite's modules
+    summary = staticmethod(summary_lines)
+    card_figures = staticmethod(card_figures)
+    compare = staticmethod(compare_tables)
+    report = staticmethod(write_report)
+
     # -- settings ------------------------------------------------------------------------------
     def _setup(self, settings: RunSettings) -> RolesConfig:
         """The run's roles file and chosen roles, in settings.state (read once per run)."""
@@ -73,15 +82,26 @@ class CapabilitySuite(Suite):
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         self._setup(settings)
         inj = [s for s in settings.strategies if s in prompts.INJECTION]
-        if inj:
-            why = f"{inj[0]} serialises the prompt with the model's chat template and prefills the assistant turn"
-            backend.require(COMPLETE, why)
-            backend.require(CHAT_TEMPLATE, why)
+        if inj and (why := self.unavailable_strategies(backend, inj).get(inj[0])):
+            hint = getattr(backend, "prefill_hint", "")
+            if not hint:        # say what the backend lacks, in the usual words
+                backend.require(COMPLETE, why)
+                backend.require(CHAT_TEMPLATE, why)
+            raise CapabilityError(f"strategy {inj[0]}: {why}; to enable it, {hint}")
         if any(s not in prompts.INJECTION for s in settings.strategies):
             backend.require(CHAT, "the chat-based variants")
         settings.state["judge_on"] = self.judge_enabled(settings, backend, judge)
         if settings.state["judge_on"]:
             (judge or backend).require(CHAT, "the judge scores RV, C, RC in a chat")
+
+    def unavailable_strategies(self, backend, names: Sequence[str]) -> dict[str, str]:
+        """Injection prefills the assistant turn: a raw completion over the model's chat template,
+        or (vLLM) a chat that continues a final assistant message."""
+        if not any(s in prompts.INJECTION for s in names) or backend.supports(PREFILL) or (
+                backend.supports(COMPLETE) and backend.probe(CHAT_TEMPLATE)):
+            return {}
+        why = f"the {backend.backend} backend cannot prefill the assistant turn (no chat template, no prefill option)"
+        return {s: why for s in names if s in prompts.INJECTION}
 
     def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
         # Off unless asked for: --set judge=true, --judge self, or --judge naming another model.
@@ -132,30 +152,10 @@ class CapabilitySuite(Suite):
 
         return compute(records, list(manifest.strategies))
 
-    def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
-        from .report import summary_lines
-
-        return summary_lines(metrics)
-
     def judge_check(self):
         from .judgecheck import spec
 
         return spec()
-
-    def card_figures(self, metrics) -> dict[str, Any]:
-        from .card import card_figures
-
-        return card_figures(metrics)
-
-    def compare(self, rep, entries) -> None:
-        from .report import compare_tables
-
-        compare_tables(rep, entries)
-
-    def report(self, metrics, records, manifest, run_dir) -> list[Path]:
-        from .report import write_report
-
-        return write_report(metrics, records, manifest, run_dir)
 
     def build_commands(self, app) -> None:
         from .build import commands

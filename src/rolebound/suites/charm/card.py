@@ -29,16 +29,34 @@ def card_figures(metrics: dict[str, Any]) -> dict[str, Any]:
              note=f"{ov.get('ba_pos_fc_bc_fc_kv', 0)} of {ov.get('ba_pos_fc_bc', 0)} BA+ & FC-BC instances "
                   "answered the Knowledge Verification question as the target"),
     ]
+    ctl = metrics.get("override_control") or {}
+    warnings = []
+    if ctl:
+        figs.append(rate("override_control", "verified override, KV options in the control order", ctl.get("control_order"),
+                         why="no override candidate was asked in the control order",
+                         note=f"the same {ctl.get('n', 0)} candidates with the factual option moved; paper order "
+                              f"{fmt_value(rate('', '', ctl.get('paper_order')))}"))
+        if ctl.get("outside_ci"):
+            warnings.append(override_warning(ctl))
     series = {
         "BA acc": [rate("", "", acc.get(f"ba/{b}")) for b, _ in BOUNDARIES],
         "BC acc": [rate("", "", acc.get(f"bc/{b}")) for b, _ in BOUNDARIES],
         "C-Gap": [cell(b, "compliance_gap") for b, _ in BOUNDARIES],
         "R-Fail": [cell(b, "recognition_failure") for b, _ in BOUNDARIES],
     }
-    return {"title": "CHARM: character knowledge boundaries",
+    return {"title": "CHARM: character knowledge boundaries", "warnings": warnings,
             "figures": figs, "finding": finding(figs, mat.get("all", {}).get("n", 0)),
             "chart": chart("BA, BC, Compliance Gap and Recognition Failure by boundary type (95% CI)",
                            [label for _, label in BOUNDARIES], series, ylabel="% (C-Gap, R-Fail: of instances)")}
+
+
+def override_warning(ctl: dict) -> str:
+    p, c = rate("", "", ctl.get("paper_order")), rate("", "", ctl.get("control_order"))
+    same = rate("", "", ctl.get("same_position"))
+    return (f"verified override is {fmt(p)} with the KV options in the paper's order but {fmt_value(c)} when the "
+            f"factual option is moved (outside that CI): the override figure depends on option position"
+            + (f"; {fmt_value(same)} of the control answers kept the position of the paper-order answer"
+               if same["value"] is not None else ""))
 
 
 def finding(figs: list[dict], n: int) -> str:

@@ -68,39 +68,33 @@ def _three_distinct(answer: str, distractors: list[str]) -> list[str]:
     return distractors
 
 
-class Concept(_Base):
+class _Question(_Base):
+    """What a concept and a fact share: the answer, three distinct distractors, provenance."""
+
     id: str = Field(min_length=1)
+    answer: str = Field(min_length=1)
+    distractors: list[str]
+    source: str | None = None
+    note: str | None = None
+    validated: bool = False
+
+    @model_validator(mode="after")
+    def _check(self):
+        _three_distinct(self.answer, self.distractors)
+        return self
+
+
+class Concept(_Question):
     name: str = Field(min_length=1)
     year: int
     ba_templates: list[str] = Field(min_length=1)
     bc_question: str = Field(min_length=1)
-    answer: str = Field(min_length=1)
-    distractors: list[str]
-    source: str | None = None
-    note: str | None = None
-    validated: bool = False
-
-    @model_validator(mode="after")
-    def _check(self):
-        _three_distinct(self.answer, self.distractors)
-        return self
 
 
-class Fact(_Base):
-    id: str = Field(min_length=1)
+class Fact(_Question):
     target: str
     bc_question: str = Field(min_length=1)   # third person, names the target
     kv_question: str = Field(min_length=1)   # the same fact asked to the target
-    answer: str = Field(min_length=1)
-    distractors: list[str]
-    source: str | None = None
-    note: str | None = None
-    validated: bool = False
-
-    @model_validator(mode="after")
-    def _check(self):
-        _three_distinct(self.answer, self.distractors)
-        return self
 
 
 class CharmData(_Base):

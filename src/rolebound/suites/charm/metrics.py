@@ -55,7 +55,8 @@ def instances(records: list[Record], strategy: str = INDEPENDENT) -> list[dict[s
             # Table 9: which kind of wrong answer
             "fc_bc": r.parsed != INVALID and r.parsed == m.get("fact_option"),
             "bc_invalid": r.parsed == INVALID, "ba_invalid": b.parsed == INVALID,
-            "kv": None if k is None else bool(k.correct),
+            "kv": None if k is None else bool(k.correct), "kv_id": m.get("kv_id"),
+            "fact_option": m.get("fact_option"),
             "sim": m.get("sim"),
         })
     return out
@@ -97,6 +98,31 @@ def override(inst: list[dict]) -> dict[str, Any]:
     res.update({"n_cross": len(cross), "ba_pos": len(ba_pos), "ba_pos_fc_bc": len(cand),
                 "ba_pos_fc_bc_fc_kv": len(verified), "missing_kv": len(cand) - len(with_kv)})
     return res
+
+
+CONTROL = "kv~ctl"
+
+
+def override_control(records: list[Record], inst: list[dict]) -> dict[str, Any]:
+    """The override rate with the KV options in the paper's order and in the control order (a
+    fixed, seeded permutation that moves the factual option), over the candidates asked both ways.
+    `same_position`: control answers given at the position the paper-order answer had (a model
+    that picks by position keeps it; one that picks by content follows the option)."""
+    ctl = _ok(records, INDEPENDENT, CONTROL)
+    if not ctl:
+        return {}
+    kv = _ok(records, INDEPENDENT, "kv")
+    cand = [i for i in inst if i["boundary"] == "cross" and i["ba"] and i["fc_bc"] and i["kv"] is not None
+            and i.get("kv_id") in ctl]
+    cand.sort(key=lambda i: i["bc_id"])
+    paper = rate_ci([bool(i["kv"]) for i in cand])
+    control = rate_ci([bool(ctl[i["kv_id"]].correct) for i in cand])
+    same = [ctl[i["kv_id"]].parsed == kv[i["kv_id"]].parsed for i in cand
+            if i["kv_id"] in kv and ctl[i["kv_id"]].parsed != INVALID]
+    diff = None if paper["rate"] is None or control["rate"] is None else control["rate"] - paper["rate"]
+    outside = diff is not None and paper["lo"] is not None and not (paper["lo"] <= control["rate"] <= paper["hi"])
+    return {"n": len(cand), "paper_order": paper, "control_order": control, "diff": diff,
+            "outside_ci": bool(outside), "same_position": rate_ci(same)}
 
 
 def by_region(inst: list[dict]) -> dict[str, Any]:
@@ -196,6 +222,7 @@ def compute(records: list[Record]) -> dict[str, Any]:
                            "temporal": bc_false_split([i for i in inst if i["boundary"] == "temporal"]),
                            "cross": bc_false_split([i for i in inst if i["boundary"] == "cross"])},
         "override": override(inst),
+        "override_control": override_control(records, inst),
         "by_region": by_region(inst),
         "sequential": sequential(records),
         "no_role": no_role(records, inst),

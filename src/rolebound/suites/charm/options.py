@@ -14,6 +14,11 @@ class CharmOptions(Options):
     data_seed: int = Field(0, description="seed of the option shuffle when items are expanded")
     similarity: bool = Field(True, description="compute the Table 14 distractor-similarity split (loads the embedder)")
     embedder: str | None = Field(None, description="local sentence-transformers folder (default: the bundled all-MiniLM-L6-v2)")
+    kv_control: bool = Field(True, description="ask each override candidate's Knowledge Verification question again "
+                                                "with its options in a fixed, seeded order that moves the factual "
+                                                "option (position-bias control of the override rate)")
+    permutations: int = Field(1, ge=1, le=5, description="ask every BC and KV question under this many cyclic shifts "
+                                                        "of its options (1: the paper's order only)")
     extraction: Literal["rules", "strict"] = Field(
         "rules", description="how answers are read: rules (scoring.choice, in-character replies) or strict "
                              "(the paper's: Yes/No opening the reply, the last 'Answer: <n>')")

@@ -37,9 +37,10 @@ def ba_prompt(item: CharmItem, question: str | None = None) -> str:
     return BA_PROMPT.format(character=item.role_name, profile=item.profile, question=question or item.question)
 
 
-def mcq_prompt(item: CharmItem) -> str:
+def mcq_prompt(item: CharmItem, options: list[str] | None = None) -> str:
+    """Table 20; `options`: the item's options in another order (position controls)."""
     return MCQ_PROMPT.format(character=item.role_name, profile=item.profile, question=item.question,
-                             choices=choices_text(item.options or []))
+                             choices=choices_text(item.options or [] if options is None else options))
 
 
 def no_role_prompt(item: CharmItem) -> str:

@@ -141,6 +141,7 @@ def _override_and_controls(rep: Report, metrics: dict, manifest) -> None:
                   [[manifest.model, ov["ba_pos"], ov["ba_pos_fc_bc"], ov["ba_pos_fc_bc_fc_kv"], fmt_rate(ov)]],
                   note="Override = #(BA+ & FC-BC & FC-KVQ) / #(BA+ & FC-BC) (Appendix G)."
                        + (f" {ov['missing_kv']} candidates lack a KV answer." if ov.get("missing_kv") else ""))
+    override_control_table(rep, metrics.get("override_control") or {})
     reg = metrics.get("by_region", {})
     if reg:
         rep.table("Tables 4/18: by region (this model)", ["region", "C-Gap", "n", "Override", "n (BA+ & FC-BC)"],
@@ -170,6 +171,24 @@ def _override_and_controls(rep: Report, metrics: dict, manifest) -> None:
                   ["questions", "n", "items per 20%", "High-sim", "Low-sim", "Gap (High - Low)"], rows,
                   note=f"Cosine between each distractor and the correct answer, averaged per question; "
                        f"embedder: {sim.get('embedder')}. The paper used paraphrase-multilingual-MiniLM-L12-v2.")
+
+
+def override_control_table(rep: Report, ctl: dict) -> None:
+    """Verified override with the KV options in the paper's order and in the control order."""
+    if not ctl:
+        return
+    diff = "-" if ctl.get("diff") is None else f"{ctl['diff']:+.1f}"
+    rep.table("Verified override under the paper's option order and a control order",
+              ["candidates", "paper order", "control order", "difference (pp)", "control kept the position"],
+              [[ctl["n"], fmt_rate(ctl["paper_order"]), fmt_rate(ctl["control_order"]), diff,
+                fmt_rate(ctl["same_position"])]],
+              note="Control (ours, not in the paper): each override candidate's Knowledge Verification question "
+                   "asked again with its options in a fixed, seeded order under which the factual option stands "
+                   "neither where it stood in the KV question nor where the factual answer stood in BC "
+                   "(--set kv_control=false to skip). A model that answers by content scores alike; one that "
+                   "answers by position does not." + (" The control order's rate lies outside the paper order's "
+                                                       "95% CI: the override figure depends on position."
+                                                       if ctl.get("outside_ci") else ""))
 
 
 def _table7(records):
@@ -258,4 +277,6 @@ def summary_lines(metrics: dict) -> list[tuple[str, str]]:
             ("BA acc %", fmt_rate(acc.get("ba/all"))), ("BC acc %", fmt_rate(acc.get("bc/all"))),
             ("Compliance Gap %", fmt_rate(m.get("compliance_gap"))),
             ("Recognition Failure %", fmt_rate(m.get("recognition_failure"))),
-            ("verified override %", f"{fmt_rate(ov)} ({ov.get('ba_pos_fc_bc_fc_kv', 0)}/{ov.get('ba_pos_fc_bc', 0)})")]
+            ("verified override %", f"{fmt_rate(ov)} ({ov.get('ba_pos_fc_bc_fc_kv', 0)}/{ov.get('ba_pos_fc_bc', 0)})")] \
+        + ([("override, control option order %", fmt_rate(ctl["control_order"]))]
+           if (ctl := metrics.get("override_control")) else [])

@@ -8,7 +8,7 @@ import re
 from typing import Any, Sequence
 
 from ...records import Message
-from ...scoring import extract
+from ...scoring import extract, order
 from ..base import RunSettings
 from .data import ABSTAIN, CharmItem
 from .prompts import ANSWER_PREFIX, ba_prompt, mcq_prompt, no_role_prompt
@@ -68,18 +68,33 @@ async def ask_ba(ctx, stage: str, item: CharmItem, messages: list[Message], scor
 
 
 async def ask_mcq(ctx, stage: str, messages: list[Message], item: CharmItem, gold: int, scoring: str, meta,
-                  extraction: str):
-    n = len(item.options or [])
+                  extraction: str, options: list[str] | None = None):
+    options = list(item.options or []) if options is None else options
+    n = len(options)
+    # what position-bias statistics need (rolebound.metrics.position): the stage, the labels shown
+    meta = {**meta, "mc": meta.get("mc") or stage, "labels": [str(k) for k in range(1, n + 1)]}
     if scoring == "logprob":
         return await ctx.score(stage, [str(k) for k in range(1, n + 1)], messages=messages,
                                assistant_prefix=ANSWER_PREFIX, parse=int, gold=gold, meta=meta)
     # the options as choices_text shows them: "1. ...", "2. ..."; parsed stays the 1-based number
-    options = [(str(k), o) for k, o in enumerate(item.options or [], 1)]
+    options = [(str(k), o) for k, o in enumerate(options, 1)]
     parse = extract.answer_number(options) if extraction == "strict" else extract.choice(options, "number")
     return await ctx.chat(stage, messages, parse=parse, gold=gold, meta=meta)
 
 
-async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings, extraction: str) -> None:
+async def ask_reordered(ctx, stage: str, item: CharmItem, scoring: str, meta, extraction: str, shown: list[int],
+                        extra: dict) -> Any:
+    """The item's MCQ with its options in another order (`shown[p]`: the paper-order index shown
+    at p); gold follows its option. The record keeps the order (metrics.position.chosen)."""
+    options = order.apply(item.options or [], shown)
+    gold = order.shown_position(shown, int(item.gold) - 1) + 1
+    m = {**meta, **extra, "mc": item.stage, "order": list(shown)}
+    return await ask_mcq(ctx, stage, [Message(role="user", content=mcq_prompt(item, options))], item, gold,
+                         scoring, m, extraction, options=options)
+
+
+async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings, extraction: str,
+                   permutations: int = 1) -> None:
     scoring = settings.scoring or "generate"
     meta = item_meta(item, settings)
     if strategy == "independent":
@@ -88,6 +103,9 @@ async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings, e
         else:
             await ask_mcq(ctx, item.stage, [Message(role="user", content=mcq_prompt(item))], item,
                           int(item.gold), scoring, meta, extraction)
+            for k in range(1, permutations):      # --set permutations=K: cyclic shifts, stages bc~s1, ...
+                await ask_reordered(ctx, f"{item.stage}~s{k}", item, scoring, meta, extraction,
+                                    order.cyclic(len(item.options or []), k), {"shift": k})
     elif strategy == "sequential":
         if item.stage != "bc":
             return
@@ -102,6 +120,42 @@ async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings, e
         # correct = the factual answer: the control asks whether the fact is accessible at all
         await ask_mcq(ctx, "nr", [Message(role="user", content=no_role_prompt(item))], item,
                       int(item.fact_option), scoring, meta, extraction)
+
+
+async def override_control(session, dataset, settings: RunSettings, opts) -> None:
+    """Each override candidate's (Cross-Universe, BA+ & FC-BC) KV question again (stage kv~ctl)
+    with its options in a fixed, seeded order under which the factual option stands neither where
+    it stood in the KV question nor where the factual answer stood in the BC question."""
+    from ...loop import bounded
+    from ...runner import CallFailed, ItemContext
+    from ...store import load_records
+    from .metrics import instances
+
+    scoring = settings.scoring or "generate"
+    by_id = {i.id: i for i in dataset.items}
+    recs = load_records(session.run_dir.path)
+    jobs = []
+    for rep in range(settings.repeats):
+        for c in instances([r for r in recs if r.repeat == rep]):
+            kv = by_id.get(c.get("kv_id") or "")
+            if c["boundary"] == "cross" and c["ba"] and c["fc_bc"] and c["kv"] is not None and kv is not None:
+                jobs.append((kv, rep, c))
+
+    async def one(job):
+        kv, rep, c = job
+        n, gold = len(kv.options or []), int(kv.gold) - 1
+        away = {gold} | ({int(c["fact_option"]) - 1} if c.get("fact_option") else set())
+        shown = order.moved(f"charm-kv-control:{opts.data_seed}:{kv.id}", n, sorted(away), gold)
+        ctx = ItemContext(session=session, item_id=kv.id, strategy="independent", repeat=rep)
+        try:
+            await ask_reordered(ctx, "kv~ctl", kv, scoring, item_meta(kv, settings), opts.extraction, shown,
+                                {"control": "kv-order"})
+        except CallFailed as exc:      # recorded with its error; retried on resume
+            session.counts.items_failed += 1
+            session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
+
+    await bounded(jobs, one, concurrency=16, label="charm: override control",
+                  progress=bool(jobs) and settings.state.get("progress", True))
 
 
 def extractor_for(record):

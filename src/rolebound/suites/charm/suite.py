@@ -17,7 +17,6 @@ Scoring
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
@@ -25,9 +24,12 @@ from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
 from . import strategies
+from .card import card_figures
 from .data import data_hash, expand, load_data, select, stats_tables
 from .options import CharmOptions
 from .prompts import TEMPLATES
+from .report import compare_tables, summary_lines, write_report
+from .strategies import extractor_for
 
 
 @register_suite("charm")
@@ -48,6 +50,12 @@ class CharmSuite(Suite):
     # generated ("First, briefly explain your reasoning ... Answer: <number>", Table 20).
     protocol = Protocol(source="CHARM Appendix H", scoring="generate",
                         decoding={"temperature": 0.0, "top_p": 0.95, "max_tokens": 256})
+
+    # results, report, card and compare: functions of the suite's modules
+    summary = staticmethod(summary_lines)
+    card_figures = staticmethod(card_figures)
+    compare = staticmethod(compare_tables)
+    report = staticmethod(write_report)
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
@@ -81,11 +89,18 @@ class CharmSuite(Suite):
         await strategies.before_items(items, settings, self.opts(settings))
 
     async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
-        await strategies.run_item(item, ctx, strategy, settings, self.opts(settings).extraction)
+        opts = self.opts(settings)
+        await strategies.run_item(item, ctx, strategy, settings, opts.extraction, opts.permutations)
+
+    async def after_items(self, session, dataset: Dataset, settings: RunSettings) -> None:
+        """The override control (--set kv_control, default on): candidates' KV questions again
+        with the factual option moved (strategies.override_control)."""
+        if self.opts(settings).kv_control and "independent" in settings.strategies:
+            await strategies.override_control(session, dataset, settings, self.opts(settings))
 
     # -- results ----------------------------------------------------------------------------
-    def extractor_for(self, record):
-        return strategies.extractor_for(record)
+
+    extractor_for = staticmethod(extractor_for)   # how `rolebound report` reads old replies again
 
     def model_extraction_candidates(self, records):
         from ...scoring.model_extract import rule_none
@@ -98,26 +113,6 @@ class CharmSuite(Suite):
         out = compute(records)
         out["scoring"] = manifest.scoring
         return out
-
-    def summary(self, metrics) -> list[tuple[str, str]]:
-        from .report import summary_lines
-
-        return summary_lines(metrics)
-
-    def card_figures(self, metrics) -> dict[str, Any]:
-        from .card import card_figures
-
-        return card_figures(metrics)
-
-    def report(self, metrics, records, manifest, run_dir) -> list[Path]:
-        from .report import write_report
-
-        return write_report(metrics, records, manifest, run_dir)
-
-    def compare(self, rep, entries) -> None:
-        from .report import compare_tables
-
-        compare_tables(rep, entries)
 
     def build_commands(self, app) -> None:
         from .build import commands

@@ -59,6 +59,7 @@ def _facts(rep: Report, metrics: dict, manifest, run_dir: Path) -> None:
 
 
 def write_report(metrics: dict, records: list, manifest, run_dir: Path) -> list[Path]:
+    run_dir = Path(run_dir)
     rep = Report("knowledge-errors: detecting character knowledge errors (KKE / UKE)",
                  "Zhang et al., Revealing the Challenge of Detecting Character Knowledge Errors in LLM Role-Playing")
     _facts(rep, metrics, manifest, run_dir)

@@ -23,6 +23,7 @@ from ...models.base import CHAT
 from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, validate_options
+from .card import card_figures
 from .data import (STARTER_ITEMS, KEItem, chunks_from_items, corpora_chunks, load_cases, load_corpus, load_items,
                    looks_like_roleke, select_items, sibling_corpus, starter_dir, stats_tables)
 from .importers import roleke_items
@@ -30,6 +31,7 @@ from .options import KnowledgeErrorsOptions
 from .prompts import all_templates
 from .retrieval import Retriever
 from .strategies import STRATEGIES, USES_RETRIEVAL, Methods, judge_scoring_mode
+from .report import compare_tables, summary_lines, write_report
 
 
 @register_suite("knowledge-errors")
@@ -50,6 +52,12 @@ class KnowledgeErrorsSuite(Suite):
                         notes="no decoding parameters in the paper; three evaluations (--repeats 3) "
                               "need --temperature above 0")
     repeats_native = True           # its tables already give mean +- SEM over repeats
+
+    # results, report, card and compare: functions of the suite's modules
+    summary = staticmethod(summary_lines)
+    card_figures = staticmethod(card_figures)
+    compare = staticmethod(compare_tables)
+    report = staticmethod(write_report)
 
     # -- data -------------------------------------------------------------------------------
     def prompt_templates(self) -> dict[str, str]:
@@ -133,30 +141,10 @@ class KnowledgeErrorsSuite(Suite):
 
         return compute(records, list(manifest.strategies))
 
-    def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
-        from .report import summary_lines
-
-        return summary_lines(metrics)
-
     def judge_check(self):
         from .judgecheck import spec
 
         return spec(lambda judge: judge_scoring_mode(None, judge))
-
-    def card_figures(self, metrics) -> dict[str, Any]:
-        from .card import card_figures
-
-        return card_figures(metrics)
-
-    def report(self, metrics, records, manifest, run_dir) -> list[Path]:
-        from .report import write_report
-
-        return write_report(metrics, records, manifest, Path(run_dir))
-
-    def compare(self, rep, entries) -> None:
-        from .report import compare_tables
-
-        compare_tables(rep, entries)
 
     # -- re-judging -------------------------------------------------------------------------
     def rejudge(self, records, manifest, judge):

@@ -9,6 +9,8 @@ from ..base import Options, choice
 
 class MultiverseOptions(Options):
     tasks: str | list[str] | None = Field(None, description="canon and/or dilemma, comma-separated (default: both)")
+    permutations: int = Field(1, ge=1, le=4, description="ask every in-version question under this many cyclic "
+                                                        "shifts of its options (1: the paper's order only)")
     attributes: bool = Field(True, description="put the version's attributes in the role prompt")
     analysis: bool = Field(True, description="thinking/acting analysis: segmenter, TAM and the 0-5 judge")
     judge_input: choice("raw", "segmented") = Field(

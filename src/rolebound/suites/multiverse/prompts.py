@@ -96,9 +96,12 @@ def canon_prompt(persona_text: str, question: str, options: list[str], cot: bool
 
 
 def dilemma_prompt(persona_text: str, situation: str, choices: list[tuple[str, str]], conflict: str,
-                   cot: bool) -> str:
+                   cot: bool, swapped: bool = False) -> str:
+    detail = DILEMMA_QUESTION[conflict]
+    if swapped:     # --set permutations: the poles change places with their choices
+        detail = re.sub(r"A\) (.+?) vs(\.?) B\) (.+)$", r"A) \3 vs\2 B) \1", detail)
     return (DILEMMA_COT if cot else DILEMMA).format(persona=persona_text, dilemma=dilemma_text(situation, choices),
-                                                    detail=DILEMMA_QUESTION[conflict])
+                                                    detail=detail)
 
 
 # -- parsers ---------------------------------------------------------------------------------------

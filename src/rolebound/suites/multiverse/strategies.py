@@ -22,6 +22,7 @@ from ...protocol import is_demo_spec
 from ...records import Message
 from ...scoring import extract
 from ...scoring.parsers import INVALID
+from ...scoring import order
 from .prompts import (ANSWER_PREFIX, CONFLICTS, JUDGE, JUDGE_DIGITS, LETTERS, SEGMENT, attributes_text,
                                  canon_prompt, dilemma_prompt, lore_text, parse_judge,
                                  parse_letter_continuation, parse_segments, persona, think_act_matching)
@@ -67,22 +68,32 @@ def item_meta(index, item) -> dict[str, Any]:
     return meta
 
 
-def build_prompt(suite, item, played: str, cot: bool, settings) -> str:
+def build_prompt(suite, item, played: str, cot: bool, settings, shown: list[int] | None = None) -> str:
+    """The paper's prompt; `shown` (scoring.order) puts the options in another order (a dilemma's
+    poles in its question follow their choices)."""
     _, ver = settings.state["index"].versions[played]
     attrs = attributes_text(ver.attributes.model_dump()) if suite.opts(settings).attributes else ""
     who = persona(ver.name, lore_text(ver.universe, ver.work), attrs)
     if item.task == "canon":
-        return canon_prompt(who, item.question, item.options, cot)
-    return dilemma_prompt(who, item.situation, [(c.text, c.consequence) for c in item.choices], item.conflict, cot)
+        return canon_prompt(who, item.question, order.apply(item.options, shown or range(len(item.options))), cot)
+    choices = [(c.text, c.consequence) for c in item.choices]
+    return dilemma_prompt(who, item.situation, order.apply(choices, shown or [0, 1]), item.conflict, cot,
+                          swapped=bool(shown) and list(shown) != [0, 1])
 
 
-async def answer(suite, item, ctx, *, played: str, stage: str, cot: bool, settings, meta: dict):
+async def answer(suite, item, ctx, *, played: str, stage: str, cot: bool, settings, meta: dict,
+                 shown: list[int] | None = None):
     """Ask the item as `played`; returns the reply record whose text the analysis reads (None
-    when the answer was read by log-likelihood only)."""
-    letters = LETTERS if item.task == "canon" else "AB"
+    when the answer was read by log-likelihood only). `shown`: another option order."""
+    n = len(item.options) if item.task == "canon" else 2
+    letters = (LETTERS if item.task == "canon" else "AB")[:n]
     gold = item.answer if item.task == "canon" else item.canonical
-    msgs = [Message(role="user", content=build_prompt(suite, item, played, cot, settings))]
-    meta = {**meta, "mode": "cot" if cot else "direct", "letters": letters}
+    if shown is not None and gold is not None and gold in letters:
+        gold = letters[order.shown_position(shown, letters.index(gold))]
+    msgs = [Message(role="user", content=build_prompt(suite, item, played, cot, settings, shown))]
+    # mc/labels/order: what rolebound.metrics.position reads
+    meta = {**meta, "mode": "cot" if cot else "direct", "letters": letters, "mc": item.task,
+            "labels": list(letters), **({"order": list(shown)} if shown is not None else {})}
     if settings.scoring == "logprob":
         conts = [" " + L for L in letters]
         if not cot:
@@ -95,17 +106,18 @@ async def answer(suite, item, ctx, *, played: str, stage: str, cot: bool, settin
                         parse=parse_letter_continuation, gold=gold, meta=meta)
         return reason
     cap = limit(suite, settings, "cot_max_tokens") if cot else suite.opts(settings).direct_max_tokens
-    return await ctx.chat(stage, msgs, parse=answer_extractor(item), gold=gold,
+    return await ctx.chat(stage, msgs, parse=answer_extractor(item, shown), gold=gold,
                           max_tokens=int(cap) if cap is not None else None, meta=meta)
 
 
-def answer_extractor(item) -> extract.Extractor:
+def answer_extractor(item, shown: list[int] | None = None) -> extract.Extractor:
     """The options as the prompt shows them: canon "A) ..."; a dilemma's "Choice A: ..." under its
     question "A) Hero vs B) Villain" (parsed stays the letter)."""
     if item.task == "canon":
-        return extract.choice(zip(LETTERS, item.options), "label")
+        return extract.choice(zip(LETTERS, order.apply(item.options, shown or range(len(item.options)))), "label")
     poles = CONFLICTS[item.conflict]
-    return extract.choice([(L, f"{poles[k]}: {c.text}") for k, (L, c) in enumerate(zip("AB", item.choices))], "label")
+    pairs = order.apply([(poles[k], c.text) for k, c in enumerate(item.choices)], shown or [0, 1])
+    return extract.choice([(L, f"{p}: {t}") for L, (p, t) in zip("AB", pairs)], "label")
 
 
 def segment_cap(suite, settings, reply) -> int:
@@ -192,6 +204,10 @@ async def run_item(suite, item, ctx, strategy: str, settings) -> None:
         await asyncio.gather(*(as_version(v) for v in idx.siblings(item.version)))
         return
     reply = await answer(suite, item, ctx, played=item.version, stage="answer", cot=cot, settings=settings, meta=meta)
+    n = len(item.options) if item.task == "canon" else 2
+    for k in range(1, min(suite.opts(settings).permutations, n)):   # --set permutations=K
+        await answer(suite, item, ctx, played=item.version, stage=f"answer~s{k}", cot=cot, settings=settings,
+                     meta={**meta, "shift": k}, shown=order.cyclic(n, k))
     if reply is not None and suite.analysis_on(settings):
         await analyse(suite, item, ctx, reply, settings, meta)
 

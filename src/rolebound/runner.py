@@ -148,17 +148,26 @@ class Session:
         self.judge_decoding = judge_decoding     # calls not made by the model under test
         self.cache = cache if use_cache else None
         self.completed = run_dir.completed()
+        self._earlier, self._resumed = set(self.completed), set()    # records of earlier invocations
         self.dispatchers = {id(backend): Dispatcher(backend)}
         if judge is not None and id(judge) not in self.dispatchers:
             self.dispatchers[id(judge)] = Dispatcher(judge)
         if extractor is not None and id(extractor) not in self.dispatchers:
             self.dispatchers[id(extractor)] = Dispatcher(extractor)
+        self.roles: dict[str, Backend] = {}      # other roles' backends (the dialogue's simulated user)
         self.counts = Counts()
         self.errors: list[str] = []
         self._failures_in_row: dict[int, int] = {}
         self.jobs_done = 0      # (item, strategy, repeat) jobs finished in this invocation, failed or not
 
+    def add_backend(self, role: str, backend: Backend) -> None:
+        """Calls with this role go to `backend` (batched by its own dispatcher)."""
+        self.roles[role] = backend
+        self.dispatchers.setdefault(id(backend), Dispatcher(backend))
+
     def backend_for(self, role: str) -> Backend:
+        if role in self.roles:
+            return self.roles[role]
         if role == "extractor" and self.extractor is not None:
             return self.extractor
         if role == "model" or self.judge is None:
@@ -177,7 +186,10 @@ class Session:
                    check: Callable[[Any, Any], bool | None] | None = None,
                    meta: dict | None = None, decoding: Decoding | None = None) -> Record:
         if call_id in self.completed:
-            self.counts.resumed += 1
+            if call_id in self._earlier and call_id not in self._resumed:
+                # each earlier record counts once (a shared dialogue turn is read by many probes)
+                self._resumed.add(call_id)
+                self.counts.resumed += 1
             return self.completed[call_id]
         backend = self.backend_for(role)
         decoding = decoding or (self.judge_decoding if role != "model" and self.judge_decoding else self.decoding)

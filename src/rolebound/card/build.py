@@ -7,6 +7,7 @@ without a model call, so running the same card again only rebuilds the page.
 
 from __future__ import annotations
 
+
 import json
 import os
 import re
@@ -171,6 +172,7 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
     reference.annotate(suite, figures, list(m.strategies), cf.get("strategy"))
     warnings = list((metrics.get("position_bias") or {}).get("warnings") or []) + list(cf.get("warnings") or [])
     html = Path(run_dir) / "report.html"
+    drift = drift_section(metrics.get("dialogue")) if isinstance(metrics.get("dialogue"), dict) else None
     return {
         "suite": name, "title": cf.get("title") or name, "run_dir": str(run_dir), "reused": reused,
         "report": link(html, out) if html.exists() else None,
@@ -179,10 +181,12 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
         "protocol": proto.get("mode") or "none", "protocol_label": proto.get("label") or "",
         "strategies": list(m.strategies), "scoring": m.scoring, "limit": m.limit, "n_items": m.n_items,
         "repeats": m.repeats, "started": m.started, "finished": m.finished,
-        "model_calls": c.get("model_calls"), "figures": figures, "warnings": warnings,
+        "model_calls": c.get("model_calls"), "warnings": warnings,
+        "figures": figures + (drift["figures"] if drift else []),
         "paper_protocol": reference.protocol_text(suite, m),
         "finding": cf.get("finding") or "", "chart": cf.get("chart"), "problems": problems,
         "judge_agreement": _judge_agreement(name, m.judge, out),
+        "drift": drift["drift"] if drift else None,     # a dialogue run's metric-by-depth lines
     }
 
 
@@ -191,6 +195,23 @@ def _judge_agreement(name: str, judge: str | None, out: Path) -> str | None:
     from ..judgecheck.card import judge_line
 
     return judge_line(name, judge, [Path("runs") / "judge-check", Path(out) / "judge-check"])
+
+
+def drift_section(m: dict) -> dict[str, Any] | None:
+    """A dialogue run (rolebound.dialogue): each metric's drift slope per warm-up kind, and the
+    metric-by-depth lines the card draws (render.py)."""
+    from ..card_figures import POINTS, figure
+
+    if not m or len(m.get("depths", [])) < 2:
+        return None
+    figs = []
+    for name in m.get("names", []):
+        for kind, s in (m["metrics"].get(name) or {}).items():
+            d = s.get("drift") or {}
+            figs.append(figure(f"drift/{name}/{kind}", f"{name} drift per 4 turns ({kind} warm-up)", d.get("slope"),
+                               unit=POINTS, lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
+                               why="no items asked at every depth"))
+    return {"figures": figs, "drift": m}
 
 
 def link(target: Path, out: Path) -> str:

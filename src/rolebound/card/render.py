@@ -11,6 +11,7 @@ from typing import Any
 from ..io import write_bytes_atomic, write_text_atomic
 from ..report.builder import md_escape, md_text
 from .chart import draw
+from ..dialogue.report import png as drift_png
 from ..card_figures import fmt
 
 PROTOCOLS = {"paper": "paper protocol", "demo": "demo settings (not the paper's protocol)",
@@ -90,11 +91,16 @@ def write_card(card: dict, out: Path) -> list[Path]:
         if s.get("chart"):
             pngs[s["suite"]] = draw(s["chart"])
             write_bytes_atomic(out / "figures" / f"{s['suite']}.png", pngs[s["suite"]])
+        if s.get("drift"):
+            pngs[s["suite"] + "-drift"] = drift_png(s["drift"])
+            write_bytes_atomic(out / "figures" / f"{s['suite']}-drift.png", pngs[s["suite"] + "-drift"])
     paths = [write_text_atomic(out / "card.json", json.dumps(card, indent=2, ensure_ascii=False, default=str))]
     paths.append(write_text_atomic(out / "card.md", card_md(card, pngs)))
     sections = [{**s, "rows": figure_rows(s), "run_line": run_line(s),
                  "chart_src": "data:image/png;base64," + base64.b64encode(pngs[s["suite"]]).decode()
-                 if s["suite"] in pngs else None} for s in card["suites"]]
+                 if s["suite"] in pngs else None,
+                 "drift_src": "data:image/png;base64," + base64.b64encode(pngs[s["suite"] + "-drift"]).decode()
+                 if s["suite"] + "-drift" in pngs else None} for s in card["suites"]]
     html = _env().get_template("card.html.j2").render(card=card, facts=facts(card), demo=demo_note(card),
                                                        sections=sections)
     paths.append(write_text_atomic(out / "card.html", html))
@@ -125,6 +131,8 @@ def card_md(card: dict, pngs: dict[str, bytes]) -> str:
                f"| {md_escape(r['paper'])} |" for r in figure_rows(s)] + [""]
         if s["suite"] in pngs:
             md += [f"![{md_escape(s['title'])}](figures/{s['suite']}.png)", ""]
+        if s["suite"] + "-drift" in pngs:
+            md += [f"![{md_escape(s['title'])}: drift by dialogue depth](figures/{s['suite']}-drift.png)", ""]
         md += [md_text(run_line(s)), ""]
         if s.get("report"):
             md += [f"[Full report]({s['report']})", ""]

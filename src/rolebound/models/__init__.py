@@ -21,6 +21,8 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
     "hf": ("rolebound.models.hf", "HFBackend", "a local transformers model folder (name: its path)"),
     "openai": ("rolebound.models.openai_api", "OpenAIBackend",
                "any OpenAI-compatible server (name: the served model; --base-url, key from $OPENAI_API_KEY)"),
+    "llamacpp": ("rolebound.models.llamacpp", "LlamaCppBackend",
+                 "a local GGUF file on llama.cpp (name: its path; optional extra: `make llamacpp`)"),
     "vllm": ("rolebound.models.vllm_engine", "VLLMBackend",
              "offline vLLM engine, GPU only, optional extra (name: model folder)"),
     "fake": ("rolebound.models.fake", "FakeBackend",
@@ -111,7 +113,8 @@ def create_backend(spec: str, decoding: Decoding | None = None, *, strict: bool 
     elif unknown:
         raise BackendError(f"backend '{backend}' has no option '{unknown[0]}'; its options: "
                            + (", ".join(sorted(klass.option_names)) or "none"))
+    make = getattr(klass, "create", klass)     # a backend may pick its class (bundled: --engine)
     try:
-        return klass(name, decoding, **opts)
+        return make(name, decoding, **opts)
     except (TypeError, ValueError) as exc:      # e.g. --backend-opt timeout=soon
         raise BackendError(f"backend '{backend}': bad option value: {exc}") from None

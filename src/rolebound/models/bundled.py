@@ -82,8 +82,39 @@ def _convert(gguf: Path, target: Path) -> None:
              "note": "dequantized from Q4_1; keeps its rounding"}))
 
 
+ENGINES = ("torch", "llamacpp")
+DEFAULT_ENGINE = "torch"     # bench/engines.py measures both; the demo needs nothing built
+_TORCH_ONLY = frozenset({"dtype", "device", "batch_tokens"})
+_LLAMACPP_ONLY = frozenset({"n_ctx", "prefix_max"})
+
+
+def bundled_gguf(name: str) -> Path:
+    """The GGUF a bundled model comes from (what the llamacpp engine runs)."""
+    from .install import PACKS, gguf_file
+
+    if name in PACKS:
+        return gguf_file(PACKS[name])
+    return gguf_path()
+
+
 class BundledBackend(LocalBackend):
     backend = "bundled"
+    option_names = LocalBackend.option_names | {"engine"} | _LLAMACPP_ONLY
+
+    @classmethod
+    def create(cls, name: str = DEFAULT, decoding=None, **options):
+        """--engine torch (default) or llamacpp (the GGUF itself, on llama-cpp-python)."""
+        engine = str(options.pop("engine", None) or DEFAULT_ENGINE).lower()
+        if engine not in ENGINES:
+            raise BackendError(f"unknown engine '{engine}'; use one of: {', '.join(ENGINES)}")
+        wrong = sorted(set(options) & (_TORCH_ONLY if engine == "llamacpp" else _LLAMACPP_ONLY))
+        if wrong:
+            raise BackendError(f"option '{wrong[0]}' does not apply to --engine {engine}")
+        if engine == "llamacpp":
+            from .llamacpp import BundledLlamaCpp
+
+            return BundledLlamaCpp(name, decoding, **options)
+        return cls(name, decoding, **options)
 
     def __init__(self, name: str = DEFAULT, decoding=None, **options):
         from .install import PACKS, require

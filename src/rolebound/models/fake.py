@@ -34,7 +34,7 @@ class FakeBackend(Backend):
     backend = "fake"
     batching = True
     capabilities = frozenset({CHAT, COMPLETE, LOGPROB, CHAT_TEMPLATE, HIDDEN})
-    option_names = frozenset({"delay", "text", "think_tag"})
+    option_names = frozenset({"delay", "text", "think_tag", "context_length"})   # context_length: for tests of the dialogue budget
 
     def __init__(self, name: str = "random", decoding: Decoding | None = None, **options: Any):
         if name not in NAMES:

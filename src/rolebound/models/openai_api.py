@@ -32,6 +32,7 @@ import re
 import time
 from typing import Any, Sequence
 
+from .. import limits
 from ..errors import BackendError
 from ..loop import API_CONCURRENCY
 from ..records import Decoding
@@ -240,12 +241,7 @@ class OpenAIBackend(Backend):
         self.max_consecutive_failures = int(max_consecutive_failures)   # read by the runner; 0: never stop
         self.fatal_error: str | None = None     # set once the endpoint cannot serve this run
         self._answered = False                  # has any request succeeded yet
-        budget = max(3 * self.timeout, 30.0)
-        self.down_after = float(down_after) if down_after is not None else \
-            max(0.5, min(max(2 * self.timeout, 10.0), budget - self.timeout - 2.0))
-        self._down_since: float | None = None   # first failure with no answer since (monotonic)
-        self._down_n = 0                        # requests failed since then
-        self._down_last: BaseException | None = None
+        self._init_down(down_after)
         self._first_lock: asyncio.Lock | None = None
         self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
         self._response_type = httpx2.Response
@@ -337,7 +333,7 @@ class OpenAIBackend(Backend):
         while True:
             self._check_down()          # raises once another request found the endpoint unusable
             try:
-                async with self.sem:
+                async with self.sem, limits.slot(self.base_url):   # limits: a sweep's cap per endpoint
                     self.calls += 1
                     if self.transport == "aiohttp":       # aiohttp enforces the total timeout itself
                         out = await self._post_aiohttp(path, body)
@@ -374,6 +370,14 @@ class OpenAIBackend(Backend):
                 await asyncio.sleep(delay)
 
     # -- a dead endpoint ----------------------------------------------------------------------
+    def _init_down(self, down_after: float | None) -> None:
+        budget = max(3 * self.timeout, 30.0)
+        self.down_after = float(down_after) if down_after is not None else \
+            max(0.5, min(max(2 * self.timeout, 10.0), budget - self.timeout - 2.0))
+        self._down_since: float | None = None   # first failure with no answer since (monotonic)
+        self._down_n = 0                        # requests failed since then
+        self._down_last: BaseException | None = None
+
     def _up(self) -> None:
         self._answered = True
         self._down_since, self._down_n = None, 0

@@ -3,8 +3,13 @@
 vllm pins its own torch and transformers, so install it into a fresh environment:
     python -m venv .venv-vllm && .venv-vllm/bin/pip install 'vllm' && .venv-vllm/bin/pip install -e . --no-deps
 and the rest of rolebound's dependencies without torch (see README, "GPU").
-Options: tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len,
-enable_prefix_caching (on by default: CHARM asks hundreds of questions under one persona).
+Options: tensor_parallel_size, pipeline_parallel_size, data_parallel_size,
+distributed_executor_backend (ray: across nodes, docs/scale.md), gpu_memory_utilization,
+max_model_len, enable_prefix_caching (on by default: CHARM asks hundreds of questions under one persona).
+
+Prompts go to vLLM as token ids: a chat template that writes the BOS token itself (Llama's)
+would get a second one if its text were handed over, since vLLM tokenizes text prompts with
+the special tokens added.
 """
 
 from __future__ import annotations
@@ -31,12 +36,21 @@ def _import_vllm():
     return LLM, SamplingParams
 
 
+def prompt_ids(tok, text: str) -> list[int]:
+    """The token ids of a prompt, with one BOS at most: a text that already starts with the BOS
+    token (a chat template that writes it) is tokenized without special tokens; any other text
+    gets what the tokenizer adds to a plain prompt."""
+    bos = getattr(tok, "bos_token", None)
+    return list(tok(text, add_special_tokens=not (bos and text.startswith(bos)))["input_ids"])
+
+
 class VLLMBackend(Backend):
     backend = "vllm"
     batching = True
     capabilities = frozenset({CHAT, COMPLETE, LOGPROB, CHAT_TEMPLATE})
     preferred_batch = 4096
-    option_names = frozenset({"dtype", "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization",
+    option_names = frozenset({"dtype", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                              "distributed_executor_backend", "gpu_memory_utilization",
                               "max_model_len", "enable_prefix_caching", "think_tag"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
@@ -58,6 +72,10 @@ class VLLMBackend(Backend):
                       "enable_prefix_caching": bool(self.options.get("enable_prefix_caching", True)),
                       "gpu_memory_utilization": float(self.options.get("gpu_memory_utilization", 0.85)),
                       "dtype": self.options.get("dtype", "auto"), "seed": self.decoding.seed}
+                if self.options.get("pipeline_parallel_size"):
+                    kw["pipeline_parallel_size"] = int(self.options["pipeline_parallel_size"])
+                if self.options.get("distributed_executor_backend"):
+                    kw["distributed_executor_backend"] = str(self.options["distributed_executor_backend"])
                 if self.options.get("data_parallel_size"):
                     kw["data_parallel_size"] = int(self.options["data_parallel_size"])
                 if self.options.get("max_model_len"):
@@ -84,8 +102,10 @@ class VLLMBackend(Backend):
     def _generate_sync(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
         _, SamplingParams = _import_vllm()
         prompts, params = [], []
+        tok = self.llm.get_tokenizer()
         for r in requests:
-            prompts.append(r.prompt if r.prompt is not None else self.render_chat(r.messages or []))
+            text = r.prompt if r.prompt is not None else self.render_chat(r.messages or [])
+            prompts.append({"prompt_token_ids": prompt_ids(tok, text)})
             stop = r.stop if r.stop is not None else decoding.stop
             params.append(SamplingParams(temperature=decoding.temperature, top_p=decoding.top_p,
                                          max_tokens=r.max_tokens or decoding.max_tokens,
@@ -105,7 +125,7 @@ class VLLMBackend(Backend):
         rows, prompts = [], []
         for i, r in enumerate(requests):
             ctx = (r.prompt if r.prompt is not None else self.render_chat(r.messages or [])) + r.assistant_prefix
-            ctx_ids = tok(ctx, add_special_tokens=False)["input_ids"]
+            ctx_ids = prompt_ids(tok, ctx)
             for k, c in enumerate(r.continuations):
                 cont_ids = tok(c, add_special_tokens=False)["input_ids"]
                 rows.append((i, k, len(ctx_ids), len(cont_ids)))

@@ -300,8 +300,8 @@ class FakeServer:
             # a dead server: never answers, and the request counts as in flight until the
             # client gives up and closes the connection
             reader = _READER.get(None)
-            while reader is None or not reader.at_eof():
-                await asyncio.sleep(0.05)
+            while reader is None or await reader.read(1024):     # b"": the client closed it
+                await asyncio.sleep(0 if reader else 0.05)
             return 499, {}, _error_body("client closed the connection", "server_error")
         if wait > 0:
             await asyncio.sleep(wait)

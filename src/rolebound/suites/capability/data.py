@@ -22,6 +22,7 @@ from .boxed import normalize_gold
 DATA_DIR = Path(__file__).resolve().parent / "data"
 ROLES_FILE = DATA_DIR / "roles.yaml"
 BANK_FILE = DATA_DIR / "bank.jsonl"
+DIALOGUE_BANK = DATA_DIR / "dialogue.yaml"     # scripted warm-up turns at each role's own level
 # The starter bank on the bundled CPU model without --limit: questions per level, so that all six
 # roles x identity, injection, no-role stay within a few minutes. Other models get the whole bank;
 # --set per_level=N|all overrides.

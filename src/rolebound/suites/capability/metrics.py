@@ -141,3 +141,22 @@ def compute(records: list, strategies: list[str]) -> dict[str, Any]:
                 d[k] = None if a is None or b is None else a - b
             out["deltas"][strat] = d
     return out
+
+
+# -- the dialogue strategy: TA, IA, A by depth (rolebound.dialogue.metrics) ----------------------
+DIALOGUE_NAMES = ["TA", "IA", "A"]
+
+
+def dialogue_values(recs) -> dict[str, dict]:
+    """Pooled over (question, role) answers: TA equals Table 3's macro mean (every role answers
+    every question); IA and A weigh the roles by their questions."""
+    key = {id(r): f"{r.item_id}|{r.meta.get('role')}" for r in recs}
+    return {"TA": {key[id(r)]: bool(r.correct) for r in recs},
+            "IA": {key[id(r)]: bool(r.correct) for r in recs if r.meta.get("in_role") is True},
+            "A": {key[id(r)]: bool(r.correct) for r in recs if r.meta.get("in_role") is False}}
+
+
+def dialogue(records) -> dict[str, Any]:
+    from ...dialogue.metrics import compute as by_depth
+
+    return by_depth(records, dialogue_values, DIALOGUE_NAMES)

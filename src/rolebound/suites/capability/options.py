@@ -6,14 +6,14 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
-from ..base import Options
+from ...dialogue.options import DialogueOptions
 
 
 def _lower(v):
     return v.strip().lower() if isinstance(v, str) else v
 
 
-class CapabilityOptions(Options):
+class CapabilityOptions(DialogueOptions):
     roles: str | list[str] | None = Field(None, description="comma-separated role ids (default: all)")
     roles_file: str | None = Field(None, description="YAML of levels and roles (default: the built-in roles.yaml)")
     per_level: Annotated[Annotated[int, Field(ge=1)] | Literal["all"] | None, BeforeValidator(_lower)] = Field(

@@ -3,6 +3,8 @@ every answer in a filterable table. Built from metrics and records alone."""
 
 from __future__ import annotations
 
+from ...dialogue.report import add_sections, summary_lines as dialogue_lines
+
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
     role_strats = [s for s in strategies if s in m["by_strategy"]]
     rep = Report("capability: role-capability leakage (RoleCapBench)")
     rep.facts(run_facts(manifest))
+    add_sections(rep, metrics.get("dialogue"))
     n_q = len({r.item_id for r in answer_records(records)})
     sample = ""
     if manifest.dataset.startswith("builtin:") and manifest.limit is None and "per_level" not in manifest.options \
@@ -229,4 +232,4 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         nr = metrics["no_role"]
         out.append(("no-role", f"TA {fmt_mean_sd(nr['TA'])} (valid boxed answers "
                                f"{nr['outcomes']['valid']}/{nr['outcomes']['total']})"))
-    return out
+    return out + dialogue_lines(metrics.get("dialogue"))

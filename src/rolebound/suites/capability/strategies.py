@@ -13,7 +13,11 @@ from ...scoring import order
 from ..base import RunSettings
 from . import prompts
 from .boxed import parse_boxed_letter
-from .data import CapabilityItem, Role, RolesConfig
+from ...dialogue import STRATEGY as DIALOGUE
+from ...dialogue.bank import scripted_turns
+from ...dialogue.options import depths
+from ...dialogue.run import Plan, Probe, Turn, cycle_to, run_probes
+from .data import DIALOGUE_BANK, CapabilityItem, Role, RolesConfig
 from .judge import judge_messages, parse_judge
 
 
@@ -33,6 +37,9 @@ def shifted(item: CapabilityItem, k: int) -> tuple[CapabilityItem, list[int]]:
 async def run_item(item: CapabilityItem, ctx, strategy: str, settings: RunSettings, opts) -> None:
     cfg = settings.state["cfg"]
     base = base_meta(cfg, item)
+    if strategy == DIALOGUE:
+        await run_probes(ctx, dialogue_probes(item, settings), settings, opts)
+        return
     if strategy == prompts.NO_ROLE:
         await ctx.chat("answer", prompts.chat_messages(prompts.NO_ROLE, item, None, {}), parse=parse_boxed_letter,
                        gold=item.answer, meta={**base, "role": None, "in_role": None})
@@ -47,14 +54,18 @@ async def run_item(item: CapabilityItem, ctx, strategy: str, settings: RunSettin
         if isinstance(res, BaseException):
             raise res
 
+def role_meta(cfg: RolesConfig, role: Role, base: dict) -> dict[str, Any]:
+    ranks = cfg.level_rank()
+    ceiling = ranks[role.ceiling] if role.ceiling is not None else -1
+    return {**base, "role": role.id, "role_label": role.label,
+            "role_rank": [r.id for r in cfg.roles].index(role.id), "ceiling": role.ceiling,
+            "in_role": base["level_rank"] <= ceiling}
+
+
 async def one_role(item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings, opts,
                    suffix: str = ""):
     cfg = settings.state["cfg"]
-    ranks = cfg.level_rank()
-    ceiling = ranks[role.ceiling] if role.ceiling is not None else -1
-    meta = {**base, "role": role.id, "role_label": role.label,
-            "role_rank": [r.id for r in cfg.roles].index(role.id), "ceiling": role.ceiling,
-            "in_role": base["level_rank"] <= ceiling}
+    meta = role_meta(cfg, role, base)
     stage = f"answer.{role.id}{suffix}"
     routes = cfg.subject_routes
     if strategy in prompts.INJECTION:
@@ -107,3 +118,51 @@ def rejudge_plan(suite, records, manifest, judge):
                        max_tokens=int(jmax) if jmax else None)
 
     return JudgePlan(answers=[r for r in answer_records(records) if r.meta.get("role")], judge_one=judge_one)
+
+
+# -- the dialogue strategy (rolebound.dialogue, docs/dialogue.md) ----------------------------------
+DIALOGUE_VARIANT = "identity"      # the role prompt of every dialogue (C.1), the system message
+
+
+def item_turns(item, role: Role, settings: RunSettings, n: int) -> list[Turn]:
+    """`items` warm-up: the first n in-role questions (by id, the probe left out) in the C.9
+    format; a role with no in-role level (kindergarten) gets its scripted turns, marked so."""
+    ranks = settings.state["cfg"].level_rank()
+    if role.ceiling is None:
+        return [Turn(t.text, t.source + " (no in-role items)") for t in scripted_turns(DIALOGUE_BANK, role.id, n)]
+    pool = sorted((i for i in settings.state.get("capability_items", [])
+                   if ranks[i.level] <= ranks[role.ceiling] and i.id != item.id), key=lambda i: i.id)
+    return cycle_to([Turn(prompts.user_message(i), f"item:{i.id}") for i in pool[:n]], n)
+
+
+def plan_for(item, role: Role, kind: str, settings: RunSettings) -> Plan:
+    cfg = settings.state["cfg"]
+    n = max(depths(settings.opts))
+    head = [m for m in prompts.chat_messages(DIALOGUE_VARIANT, item, role, cfg.subject_routes) if m.role == "system"]
+    base = dict(kind=kind, opener="{text}", head=head, persona=f"{role.article} {role.name}", assistant_name=role.name)
+    if kind == "scripted":
+        return Plan(key=role.id, turns=scripted_turns(DIALOGUE_BANK, role.id, n), **base)
+    if kind == "items":
+        return Plan(key=role.id, turns=item_turns(item, role, settings, n), **base)
+    if settings.opts.goal == "pressure":      # simulated: steer toward the probe's subject and level
+        level = cfg.levels[cfg.level_rank()[item.level]].name
+        return Plan(key=f"{role.id}/{item.subject}/{item.level}", topic=f"{item.subject} questions at the {level} level",
+                    **base)
+    return Plan(key=role.id, **base)
+
+
+def dialogue_probes(item, settings: RunSettings) -> list[Probe]:
+    """Each role's question in the Identity variant (system: the role; user: C.9)."""
+    cfg = settings.state["cfg"]
+    base = base_meta(cfg, item)
+    out = []
+    for role in settings.state["roles"]:
+        meta = role_meta(cfg, role, base)
+
+        async def ask(ctx, stage, messages, m, _meta=meta):
+            return await ctx.chat(stage, messages, parse=parse_boxed_letter, gold=item.answer, meta={**_meta, **m})
+
+        out.append(Probe(name=f"q.{role.id}", messages=prompts.chat_messages(DIALOGUE_VARIANT, item, role,
+                                                                             cfg.subject_routes),
+                         plan=lambda kind, _r=role: plan_for(item, _r, kind, settings), ask=ask))
+    return out

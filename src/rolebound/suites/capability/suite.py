@@ -33,6 +33,7 @@ from .importers import csv_rows
 from .judge import TEMPLATE as JUDGE_TEMPLATE, rubric_text
 from .options import CapabilityOptions
 from .report import compare_tables, summary_lines, write_report
+from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE, budget
 
 
 @register_suite("capability")
@@ -49,6 +50,7 @@ class CapabilitySuite(Suite):
         "injection": "guidelines + prefilled assistant turn, raw completion (C.7)",
         "injection-syllabus": "injection + the role's curriculum knowledge (C.8)",
         "no-role": "the question alone, once per question (baseline)",
+        DIALOGUE: DIALOGUE_DESCRIPTION + "; each role's Identity question",
     }
     default_strategies = ["identity", "injection", "no-role"]
     uses_judge = True
@@ -90,6 +92,8 @@ class CapabilitySuite(Suite):
             raise CapabilityError(f"strategy {inj[0]}: {why}; to enable it, {hint}")
         if any(s not in prompts.INJECTION for s in settings.strategies):
             backend.require(CHAT, "the chat-based variants")
+        if DIALOGUE in settings.strategies:
+            budget.setup(settings, backend)
         settings.state["judge_on"] = self.judge_enabled(settings, backend, judge)
         if settings.state["judge_on"]:
             (judge or backend).require(CHAT, "the judge scores RV, C, RC in a chat")
@@ -115,6 +119,7 @@ class CapabilitySuite(Suite):
         path = Path(data) if data else BANK_FILE
         rows = csv_rows(path) if path.suffix.lower() == ".csv" and path.exists() else None
         items = load_items(path, cfg, rows)
+        settings.state["capability_items"] = items       # the dialogue's `items` warm-up
         opt = self.opts(settings).per_level
         if opt is None:
             small = settings.backend is None or settings.demo    # None: no backend (data stats, tests)
@@ -131,12 +136,19 @@ class CapabilitySuite(Suite):
                settings: RunSettings | None = None) -> list[CapabilityItem]:
         """Balanced: round-robin over levels, and over subjects inside each level; at most the
         run's per_level questions per level (load() puts it in settings.state)."""
-        return select_items(items, limit, settings.state if settings is not None else {})
+        chosen = select_items(items, limit, settings.state if settings is not None else {})
+        if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+            budget.check_context(settings.state["dialogue_backend"],
+                                 [p for it in chosen for p in strategies.dialogue_probes(it, settings)], self.opts(settings))
+        return chosen
 
     def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
         return stats_tables(dataset)
 
     # -- work ----------------------------------------------------------------------------------
+    async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
+        budget.attach(session, settings)      # a dialogue's simulated user
+
     async def run_item(self, item: CapabilityItem, ctx, strategy: str, settings: RunSettings) -> None:
         self._setup(settings)
         await strategies.run_item(item, ctx, strategy, settings, self.opts(settings))
@@ -148,9 +160,12 @@ class CapabilitySuite(Suite):
 
     # -- results -------------------------------------------------------------------------------
     def metrics(self, records, manifest) -> dict[str, Any]:
-        from .metrics import compute
+        from .metrics import compute, dialogue
 
-        return compute(records, list(manifest.strategies))
+        out = compute(records, [s for s in manifest.strategies if s != DIALOGUE])
+        if DIALOGUE in manifest.strategies:
+            out["dialogue"] = dialogue(records)
+        return out
 
     def judge_check(self):
         from .judgecheck import spec

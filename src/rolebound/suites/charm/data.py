@@ -332,3 +332,13 @@ def stats_tables(dataset) -> list[tuple[str, Any]]:
                                      "cross-universe (target known_since <= era_end)":
                                          [dataset.extra.get("skipped_cross_pairs", 0)]})))
     return tables
+
+
+def dialogue_bank() -> Path:
+    """The scripted warm-up turns of the dialogue strategy (in-era, in-life questions per role)."""
+    return Path(str(resources.files(__package__) / "data" / "dialogue.yaml"))
+
+
+def dialogue_probes(items):
+    """A dialogue-only run asks BA and BC (no KV), so --limit counts those probes."""
+    return [i for i in items if i.stage in ("ba", "bc")]

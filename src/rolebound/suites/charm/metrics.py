@@ -248,3 +248,26 @@ def across_models(per_model: dict[str, dict]) -> dict[str, Any]:
         out[reg] = {"c_gap": mean_std(gaps), "n": n, "override": mean_std(ovs), "n_override": n_ov,
                     "models": len(gaps)}
     return out
+
+
+# -- the dialogue strategy: BA, BC, C-Gap, R-Fail by depth (rolebound.dialogue.metrics) ------------
+DIALOGUE_NAMES = ["BA", "BC", "C-Gap", "R-Fail"]
+
+
+def dialogue_values(recs) -> dict[str, dict]:
+    """The headline figures of one (warm-up, depth): the probes read as independent records by
+    this module's own code, so depth 0 is the single-turn figure."""
+    from ...dialogue.metrics import relabel
+
+    single = relabel(recs, INDEPENDENT, lambda r: r.meta.get("probe", r.stage.split("@")[0]))
+    inst = instances(single)
+    return {"BA": {r.item_id: bool(r.correct) for r in single if r.stage == "ba"},
+            "BC": {r.item_id: bool(r.correct) for r in single if r.stage == "bc"},
+            "C-Gap": {i["bc_id"]: i["cell"] == "compliance_gap" for i in inst},
+            "R-Fail": {i["bc_id"]: i["cell"] == "recognition_failure" for i in inst}}
+
+
+def dialogue(records) -> dict[str, Any]:
+    from ...dialogue.metrics import compute as by_depth
+
+    return by_depth(records, dialogue_values, DIALOGUE_NAMES)

@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..base import Options
+from ...dialogue.options import DialogueOptions
 
 
-class CharmOptions(Options):
+class CharmOptions(DialogueOptions):
     builtin: bool = Field(True, description="include the starter set (false: only the --data files)")
     data_seed: int = Field(0, description="seed of the option shuffle when items are expanded")
     similarity: bool = Field(True, description="compute the Table 14 distractor-similarity split (loads the embedder)")

@@ -26,7 +26,12 @@ NO_ROLE_PROMPT = ("Please read the following multiple-choice question and select
                   "First, briefly explain your reasoning. Then, state your final answer on the last line in the "
                   "format: Answer: <number>")
 ANSWER_PREFIX = "Answer: "
-TEMPLATES = {"ba": BA_PROMPT, "mcq": MCQ_PROMPT, "no_role": NO_ROLE_PROMPT, "answer_prefix": ANSWER_PREFIX}
+# The dialogue strategy's first user turn (our wording, after Table 19): the role and profile once,
+# then the warm-up question; later turns are the questions alone.
+DIALOGUE_OPENER = ("You are {character}. Please answer the following questions as {character}. "
+                   "And there is a {character} profile: {profile}.\nQuestion: {text}")
+TEMPLATES = {"ba": BA_PROMPT, "mcq": MCQ_PROMPT, "no_role": NO_ROLE_PROMPT, "answer_prefix": ANSWER_PREFIX,
+             "dialogue_opener": DIALOGUE_OPENER}
 
 
 def choices_text(options: list[str]) -> str:
@@ -45,3 +50,8 @@ def mcq_prompt(item: CharmItem, options: list[str] | None = None) -> str:
 
 def no_role_prompt(item: CharmItem) -> str:
     return NO_ROLE_PROMPT.format(question=item.question, choices=choices_text(item.options or []))
+
+
+def dialogue_opener(item) -> str:
+    """The first user turn of a dialogue ("{text}" stays for the warm-up question)."""
+    return DIALOGUE_OPENER.replace("{character}", item.role_name).replace("{profile}", item.profile)

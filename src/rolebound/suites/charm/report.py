@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...dialogue.report import add_sections, summary_lines as dialogue_lines
+
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -75,6 +77,7 @@ def write_report(metrics: dict, records, manifest, run_dir) -> list[Path]:
     rep = Report("CHARM: character knowledge boundaries",
                  "Boundary-Awareness (BA) vs Boundary-Compliance (BC); rates in %, 95% bootstrap CI in brackets.")
     rep.facts(run_facts(manifest))
+    add_sections(rep, metrics.get("dialogue"))
     if manifest.scoring == "logprob":
         rep.text("Scoring: log-likelihood. BA compares \u201cYes\u201d/\u201cNo\u201d as the reply's first token; "
                  "MCQs compare the option digits after an assistant turn prefilled with \u201cAnswer: \u201d. "
@@ -268,6 +271,10 @@ def compare_tables(rep: Report, entries) -> None:
 
 
 def summary_lines(metrics: dict) -> list[tuple[str, str]]:
+    return single_turn_lines(metrics) + dialogue_lines(metrics.get("dialogue"))
+
+
+def single_turn_lines(metrics: dict) -> list[tuple[str, str]]:
     m = metrics.get("matrix", {}).get("all", {})
     if not m or not m.get("n"):
         return []

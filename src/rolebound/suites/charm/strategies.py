@@ -11,7 +11,12 @@ from ...records import Message
 from ...scoring import extract, order
 from ..base import RunSettings
 from .data import ABSTAIN, CharmItem
-from .prompts import ANSWER_PREFIX, ba_prompt, mcq_prompt, no_role_prompt
+from ...dialogue import STRATEGY as DIALOGUE
+from ...dialogue.bank import scripted_turns
+from ...dialogue.options import depths
+from ...dialogue.run import Plan, Probe, Turn, cycle_to, run_probes
+from .data import dialogue_bank
+from .prompts import ANSWER_PREFIX, ba_prompt, dialogue_opener, mcq_prompt, no_role_prompt
 
 
 def _yes_no_cont(text: str) -> str:
@@ -114,6 +119,8 @@ async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings, e
         convo = first + [Message(role="assistant", content=ba.response or ""),
                          Message(role="user", content=mcq_prompt(item))]
         await ask_mcq(ctx, "seq.bc", convo, item, int(item.gold), scoring, meta, extraction)
+    elif strategy == DIALOGUE:
+        await run_probes(ctx, dialogue_probes(item, settings, extraction), settings, settings.opts)
     elif strategy == "no-role":
         if item.stage != "bc" or item.boundary != "cross":
             return
@@ -171,3 +178,43 @@ def extractor_for(record):
         options = re.findall(r"(?m)^(\d+)\. (.*)$", block)
         return extract.choice(options, "number") if options else None
     return None
+
+
+# -- the dialogue strategy (rolebound.dialogue, docs/dialogue.md) ----------------------------------
+def item_turns(item: CharmItem, pool: list[CharmItem], n: int) -> list[Turn]:
+    """`items` warm-up: the role's other BA questions (other targets), in id order. A historical
+    role has no in-boundary CHARM item (every concept and target is past its era)."""
+    others = sorted((i for i in pool if i.stage == "ba" and i.role == item.role and i.target != item.target),
+                    key=lambda i: i.id)
+    return cycle_to([Turn(i.question, f"item:{i.id}") for i in others], n)
+
+
+def plan_for(item: CharmItem, kind: str, settings: RunSettings) -> Plan:
+    n = max(depths(settings.opts))
+    base = dict(kind=kind, opener=dialogue_opener(item), persona=item.role_name, assistant_name=item.role_name)
+    if kind == "scripted":
+        return Plan(key=item.role, turns=scripted_turns(dialogue_bank(), item.role, n), **base)
+    if kind == "items":
+        return Plan(key=item.role, turns=item_turns(item, settings.state.get("charm_items", []), n), **base)
+    if settings.opts.goal == "pressure":      # simulated: steer toward the probe's concept or target
+        return Plan(key=f"{item.role}/{item.target}", topic=item.target_name, **base)
+    return Plan(key=item.role, **base)
+
+
+def dialogue_probes(item: CharmItem, settings: RunSettings, extraction: str) -> list[Probe]:
+    """BA or BC, asked as the independent strategy asks it."""
+    if item.stage not in ("ba", "bc"):
+        return []
+    scoring = settings.scoring or "generate"
+    meta = item_meta(item, settings)
+    if item.stage == "ba":
+        msgs = [Message(role="user", content=ba_prompt(item))]
+
+        async def ask(ctx, stage, messages, m):
+            return await ask_ba(ctx, stage, item, messages, scoring, {**meta, **m}, extraction)
+    else:
+        msgs = [Message(role="user", content=mcq_prompt(item))]
+
+        async def ask(ctx, stage, messages, m):
+            return await ask_mcq(ctx, stage, messages, item, int(item.gold), scoring, {**meta, **m}, extraction)
+    return [Probe(name=item.stage, messages=msgs, plan=lambda kind: plan_for(item, kind, settings), ask=ask)]

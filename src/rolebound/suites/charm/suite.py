@@ -25,8 +25,9 @@ from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
 from . import strategies
 from .card import card_figures
-from .data import data_hash, expand, load_data, select, stats_tables
+from .data import data_hash, dialogue_probes, expand, load_data, select, stats_tables
 from .options import CharmOptions
+from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE, budget
 from .prompts import TEMPLATES
 from .report import compare_tables, summary_lines, write_report
 from .strategies import extractor_for
@@ -40,6 +41,7 @@ class CharmSuite(Suite):
         "independent": "BA, BC and KV each in a fresh conversation (the paper's protocol)",
         "sequential": "BA then BC in one conversation (Appendix M, Table 15)",
         "no-role": "Cross-Universe BC questions with no role (Appendix N, Table 16)",
+        DIALOGUE: DIALOGUE_DESCRIPTION + "; BA and BC probes",
     }
     default_strategies = ["independent"]
     offers_scoring = True
@@ -69,13 +71,22 @@ class CharmSuite(Suite):
             raise InputError("no concepts or facts to ask about", file=sources[-1] if sources else None)
         seed = opts.data_seed
         items, info = expand(d, seed=seed)
+        settings.state["charm_items"] = items        # the dialogue's `items` warm-up reads the role's others
         src = "builtin:charm" + ("+" + ",".join(files) if files else "") if builtin else ",".join(files)
         return Dataset(items=items, source=src, hash=data_hash(d, seed), extra={"data": d, **info})
 
     def select(self, items, limit, settings=None):
         """Keep whole instances: BC questions taken round-robin over (region, boundary), plus the
-        BA and KV questions they pair with, until about `limit` questions."""
-        return select(items, limit)
+        BA and KV questions they pair with, until about `limit` questions. A dialogue-only run
+        asks BA and BC only, so --limit counts those probes (never the warm-up turns)."""
+        chosen = select(dialogue_probes(items) if settings is not None and settings.strategies == [DIALOGUE]
+                        else items, limit)
+        if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+            extraction = self.opts(settings).extraction
+            budget.check_context(settings.state["dialogue_backend"],
+                                 [p for i in chosen for p in strategies.dialogue_probes(i, settings, extraction)],
+                                 self.opts(settings))
+        return chosen
 
     def stats(self, dataset: Dataset):
         return stats_tables(dataset)
@@ -84,9 +95,17 @@ class CharmSuite(Suite):
         return dict(TEMPLATES)
 
     # -- run --------------------------------------------------------------------------------
+    def check(self, backend, settings: RunSettings, judge=None) -> None:
+        if DIALOGUE in settings.strategies:
+            self.opts(settings)
+            budget.setup(settings, backend)
+
     async def before_items(self, session, dataset: Dataset, items, settings: RunSettings) -> None:
-        """Distractor-to-answer similarity per MCQ (Table 14), stored in each record's meta."""
-        await strategies.before_items(items, settings, self.opts(settings))
+        """Distractor-to-answer similarity per MCQ (Table 14), stored in each record's meta; the
+        simulated user's backend, for a dialogue run."""
+        budget.attach(session, settings)
+        if settings.strategies != [DIALOGUE]:       # the dialogue's records do not use it
+            await strategies.before_items(items, settings, self.opts(settings))
 
     async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
         opts = self.opts(settings)
@@ -112,6 +131,10 @@ class CharmSuite(Suite):
 
         out = compute(records)
         out["scoring"] = manifest.scoring
+        if DIALOGUE in manifest.strategies:
+            from .metrics import dialogue
+
+            out["dialogue"] = dialogue(records)
         return out
 
     def build_commands(self, app) -> None:

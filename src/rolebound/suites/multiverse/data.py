@@ -15,6 +15,7 @@ from .prompts import CONFLICTS, LETTERS
 from ..base import Dataset, Item, interleave
 
 STARTER = Path(__file__).resolve().parent / "data" / "starter.yaml"
+DIALOGUE_BANK = Path(__file__).resolve().parent / "data" / "dialogue.yaml"   # scripted warm-up turns per version
 PHASES = ("childhood", "pre-hero", "hero")
 
 

@@ -307,3 +307,20 @@ def compute(records: list, manifest) -> dict[str, Any]:
     out["failed_calls"] = sum(1 for r in records if r.error)
     out["records"] = len(records)
     return out
+
+
+# -- the dialogue strategy: canon and dilemma accuracy by depth (rolebound.dialogue.metrics) -------
+DIALOGUE_NAMES = ["canon", "dilemma"]
+
+
+def dialogue_values(recs) -> dict[str, dict]:
+    """Accuracy over the labelled answers, as accuracy_block's `acc` reads them (a dilemma
+    without a canonical choice has no gold)."""
+    return {t: {r.item_id: bool(r.correct) for r in recs if r.meta.get("task") == t and r.gold is not None}
+            for t in DIALOGUE_NAMES}
+
+
+def dialogue(records) -> dict[str, Any]:
+    from ...dialogue.metrics import compute as by_depth
+
+    return by_depth(records, dialogue_values, DIALOGUE_NAMES)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..base import Options, choice
+from ...dialogue.options import DialogueOptions
+from ..base import choice
 
 
-class MultiverseOptions(Options):
+class MultiverseOptions(DialogueOptions):
     tasks: str | list[str] | None = Field(None, description="canon and/or dilemma, comma-separated (default: both)")
     permutations: int = Field(1, ge=1, le=4, description="ask every in-version question under this many cyclic "
                                                         "shifts of its options (1: the paper's order only)")

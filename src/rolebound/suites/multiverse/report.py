@@ -3,6 +3,8 @@ thinking/acting figure, per-call samples, the end-of-run summary and the `rolebo
 
 from __future__ import annotations
 
+from ...dialogue.report import add_sections, summary_lines as dialogue_lines
+
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ def write_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
     rep = Report("Beyond One World (multiverse): canon events, dilemmas, cross-version",
                  "Rates in %, 95% percentile bootstrap CIs in brackets; differences in percentage points.")
     rep.facts(run_facts(manifest))
+    add_sections(rep, metrics.get("dialogue"))
     strat = metrics.get("strategies", {})
     _notes(rep, records, manifest)
     canon_rows, dil_rows, wt_rows, an_rows = _task_rows(strat)
@@ -216,7 +219,7 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         for t, b in tasks.items():
             if b and b.get("drop"):
                 out.append((f"{s} {t} drop", fmt_diff(b["drop"])))
-    return out
+    return out + dialogue_lines(metrics.get("dialogue"))
 
 
 def compare_tables(rep: Report, entries) -> None:

@@ -27,6 +27,12 @@ from .prompts import (ANSWER_PREFIX, CONFLICTS, JUDGE, JUDGE_DIGITS, LETTERS, SE
                                  canon_prompt, dilemma_prompt, lore_text, parse_judge,
                                  parse_letter_continuation, parse_segments, persona, think_act_matching)
 from .rules import rule_segments
+from ...dialogue import STRATEGY as DIALOGUE
+from ...dialogue.bank import scripted_turns
+from ...dialogue.options import depths
+from ...dialogue.run import Plan, Probe, Turn, cycle_to, run_probes
+from .data import DIALOGUE_BANK
+from .prompts import canon_question
 
 
 # Paper Table 4: 1024 output tokens. The bundled CPU model gets short caps so that the default
@@ -191,6 +197,9 @@ async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
 
 
 async def run_item(suite, item, ctx, strategy: str, settings) -> None:
+    if strategy == DIALOGUE:
+        await run_probes(ctx, dialogue_probes(suite, item, settings), settings, suite.opts(settings))
+        return
     cot = strategy.endswith("cot")
     idx = settings.state["index"]
     meta = item_meta(idx, item)
@@ -265,3 +274,48 @@ def rejudge_plan(suite, records, manifest, judge):
 
     return JudgePlan(answers=answers, judge_one=judge_one, mode="logprob" if by_logprob else "generate",
                      modes=judge_modes(records, "judge"))
+
+
+# -- the dialogue strategy (rolebound.dialogue, docs/dialogue.md) ----------------------------------
+def dialogue_turns(item, kind: str, settings, n: int) -> list[Turn]:
+    """scripted: the version's own lore questions, then generic ones; items: the version's other
+    canon questions (by id, the probe left out) with their options."""
+    if kind == "scripted":
+        return scripted_turns(DIALOGUE_BANK, item.version, n)
+    pool = sorted((i for i in settings.state.get("multiverse_items", [])
+                   if i.task == "canon" and i.version == item.version and i.id != item.id), key=lambda i: i.id)
+    return cycle_to([Turn(canon_question(i.question, i.options), f"item:{i.id}") for i in pool[:n]], n)
+
+
+def plan_for(suite, item, kind: str, settings) -> Plan:
+    """The first user turn carries the paper's persona line (name, lore, attributes)."""
+    opts = suite.opts(settings)
+    _, ver = settings.state["index"].versions[item.version]
+    attrs = attributes_text(ver.attributes.model_dump()) if opts.attributes else ""
+    who = persona(ver.name, lore_text(ver.universe, ver.work), attrs)
+    base = dict(kind=kind, opener=who + "\n{text}", persona=ver.name, assistant_name=ver.name)
+    if kind in ("scripted", "items"):
+        return Plan(key=item.version, turns=dialogue_turns(item, kind, settings, max(depths(opts))), **base)
+    if opts.goal == "pressure":       # simulated: steer toward the question's or dilemma's matter
+        topic = item.question if item.task == "canon" else item.situation
+        return Plan(key=f"{item.version}/{item.id}", topic=f"the matter behind this: {topic}", **base)
+    return Plan(key=item.version, **base)
+
+
+def dialogue_probes(suite, item, settings) -> list[Probe]:
+    """The canon question or dilemma, direct, as the item's own version (the `direct` prompt)."""
+    letters = LETTERS if item.task == "canon" else "AB"
+    gold = item.answer if item.task == "canon" else item.canonical
+    meta = {**item_meta(settings.state["index"], item), "mode": "direct", "letters": letters}
+    cap = suite.opts(settings).direct_max_tokens
+
+    async def ask(ctx, stage, messages, m):
+        if settings.scoring == "logprob":
+            return await ctx.score(stage, [" " + L for L in letters], messages=messages, assistant_prefix=ANSWER_PREFIX,
+                                   parse=parse_letter_continuation, gold=gold, meta={**meta, **m})
+        return await ctx.chat(stage, messages, parse=answer_extractor(item), gold=gold,
+                              max_tokens=int(cap) if cap is not None else None, meta={**meta, **m})
+
+    msgs = [Message(role="user", content=build_prompt(suite, item, item.version, False, settings))]
+    return [Probe(name=item.task, messages=msgs, plan=lambda kind: plan_for(suite, item, kind, settings), ask=ask,
+                  max_tokens=int(cap) if cap is not None else None)]

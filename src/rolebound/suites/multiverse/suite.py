@@ -35,6 +35,7 @@ from ..base import Dataset, RunSettings, Suite
 from ...protocol import Protocol
 from .options import MultiverseOptions
 from .card import card_figures
+from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE, budget
 from .data import STARTER, MVIndex, dataset_tables, load_file, select_items
 from .report import compare_tables, summary_lines, write_report
 from .strategies import extractor_for
@@ -59,6 +60,7 @@ class MultiverseSuite(Suite):
         "cot": "the same prompt with \"Let's think step by step.\" (Table 3)",
         "cross-direct": "each question asked of the hero's other versions, direct (Tables 9, 11)",
         "cross-cot": "each question asked of the hero's other versions, with CoT",
+        DIALOGUE: DIALOGUE_DESCRIPTION + "; canon and dilemma probes, direct",
     }
     default_strategies = ["direct", "cot", "cross-direct"]
     uses_judge = True
@@ -94,6 +96,7 @@ class MultiverseSuite(Suite):
                 raise InputError(f"unknown task '{sorted(bad)[0]}'; use canon and/or dilemma", field="tasks")
             items = [it for it in items if it.task in wanted]
         index = settings.state["index"] = MVIndex(loaded)
+        settings.state["multiverse_items"] = items       # the dialogue's `items` warm-up
         payload = {"heroes": [h.model_dump() for h in loaded["heroes"]], "items": [it.model_dump() for it in items]}
         return Dataset(items=items, source="builtin:multiverse-starter" if not data else str(path),
                        hash=stable_hash(payload), extra={"index": index, "import_report": loaded["import_report"]})
@@ -101,7 +104,13 @@ class MultiverseSuite(Suite):
     def select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
         """Round-robin over versions (hero by hero), each version cycling through canon phases and
         dilemma types, so a small --limit still covers several versions of one hero."""
-        return select_items(items, limit, settings.state.get("index") if settings is not None else None)
+        chosen = select_items(items, limit, settings.state.get("index") if settings is not None else None)
+        if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+            from .strategies import dialogue_probes
+
+            budget.check_context(settings.state["dialogue_backend"],
+                                 [p for it in chosen for p in dialogue_probes(self, it, settings)], self.opts(settings))
+        return chosen
 
     def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
         return dataset_tables(dataset)
@@ -113,6 +122,8 @@ class MultiverseSuite(Suite):
         from ...models.base import CHAT, LOGPROB
 
         opts = settings.options
+        if DIALOGUE in settings.strategies:
+            budget.setup(settings, backend)
         if settings.scoring == "logprob":
             backend.require(LOGPROB, "--scoring logprob")
         if settings.scoring == "generate" or any("cot" in s for s in settings.strategies):
@@ -155,6 +166,7 @@ class MultiverseSuite(Suite):
         import asyncio
 
         settings.state["index"] = dataset.extra["index"]
+        budget.attach(session, settings)      # a dialogue's simulated user
         if self.analysis_on(settings):
             from ...scoring.embeddings import LazyEmbedder, get_embedder
 
@@ -184,9 +196,14 @@ class MultiverseSuite(Suite):
         return rule_none(records)     # canon and dilemma answers the rules read as none
 
     def metrics(self, records, manifest) -> dict[str, Any]:
-        from .metrics import compute
+        from .metrics import compute, dialogue
 
-        return compute(records, manifest)
+        if DIALOGUE not in manifest.strategies:
+            return compute(records, manifest)
+        single = manifest.model_copy(update={"strategies": [s for s in manifest.strategies if s != DIALOGUE]})
+        out = compute([r for r in records if r.strategy != DIALOGUE], single)
+        out["dialogue"] = dialogue(records)
+        return out
 
     def judge_check(self):
         from .judgecheck import spec

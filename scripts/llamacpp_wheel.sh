@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Build the llama-cpp-python wheel once per machine and print its path; later calls reuse it.
+# Portable flags (x86-64-v3: AVX2, FMA, F16C), never -march=native: the CPUs differ between
+# machines, and a native build on the AVX-512/AMX Xeons crashes in libggml-cpu.so.
+set -euo pipefail
+VERSION="${LLAMACPP_VERSION:-0.3.36}"
+VARIANT="x86-64-v3"
+CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_OPENMP=ON -DLLAVA_BUILD=OFF \
+-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF"
+KEY="$(printf '%s' "$VERSION $VARIANT $CMAKE_ARGS" | sha256sum | cut -c1-10)"
+DIR="${ROLEBOUND_WHEELS:-$HOME/.cache/rolebound/wheels}/llama_cpp_python-$VERSION-$VARIANT-$KEY"
+PY="${PYTHON:-python3}"
+found() { ls "$DIR"/llama_cpp_python-*.whl 2>/dev/null | head -n1; }
+if [ -n "$(found)" ]; then found; exit 0; fi
+if ! grep -q avx2 /proc/cpuinfo; then echo "llamacpp: this CPU lacks AVX2; the portable build needs it" >&2; exit 2; fi
+mkdir -p "$DIR"
+exec 9>"$DIR.lock"; flock 9          # one build per machine even if two `make llamacpp` race
+if [ -n "$(found)" ]; then found; exit 0; fi
+SDIST="${LLAMACPP_SDIST:-}"
+TMP="$(mktemp -d)"; trap 'rm -rf "$TMP"' EXIT
+if [ -z "$SDIST" ]; then
+  "$PY" -m pip download -q --no-deps --no-binary :all: -d "$TMP" "llama-cpp-python==$VERSION" >&2
+  SDIST="$(ls "$TMP"/llama_cpp_python-*.tar.gz)"
+fi
+echo "llamacpp: building the wheel from $SDIST (about 10 min on 2 cores; once per machine)" >&2
+START=$(date +%s)
+CMAKE_ARGS="$CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+  nice -n 5 "$PY" -m pip wheel -q --no-deps -w "$TMP/out" "$SDIST" >&2
+mv "$TMP"/out/llama_cpp_python-*.whl "$DIR"/
+printf '%s\nvariant=%s\nbuild_seconds=%s\nbuilt_on=%s\n' "$CMAKE_ARGS" "$VARIANT" \
+  "$(( $(date +%s) - START ))" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" > "$DIR/BUILD_INFO"
+found

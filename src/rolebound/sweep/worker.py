@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import RoleboundError, RunStopped
-from ..store import MANIFEST, RECORDS
+from ..store import MANIFEST, RECORDS, complete_lines
 
 
 def call_run(kwargs: dict[str, Any], *, report: bool):
@@ -73,13 +73,7 @@ class Tailer(threading.Thread):
             raise self.error
 
     def flush(self) -> None:
-        data = b""
-        path = self.folder / RECORDS
-        if path.exists():
-            with path.open("rb") as fh:
-                fh.seek(self.offset)
-                chunk = fh.read()
-            data = chunk[: chunk.rfind(b"\n") + 1]
+        data = complete_lines(self.folder / RECORDS, self.offset)
         manifest = None
         try:
             text = (self.folder / MANIFEST).read_text(encoding="utf-8")

@@ -46,65 +46,27 @@ class Spec:
         return ["rolebound", "run", self.suite, *self.args, "--out", f"runs/results/{self.name}"]
 
 
-KE_ALL = "vanilla,cot,few-shot,self-reflection,rag,rag-few-shot,s2rd,s2rd-no-recollection,s2rd-no-doubt"
-CAP_ALL = "identity,description,cot,guideline,explicit-idk,syllabus,injection,injection-syllabus,no-role"
 
+# Issue 21 section 4: each headline figure's 95% CI within +-6 points (+-0.06 for capability's
+# 0-1 scores), on the llamacpp engine (bench/engines.py measured it faster for Qwen). Only Qwen
+# writes the judges' formats (SmolLM2 as a judge says "no" to everything), so judged suites are
+# self-judged, and flagged so in their reports.
+ENGINE = ["--engine", "llamacpp"]
 SPECS = [
     Spec("charm", "charm",
-         ["--model", QWEN, "--strategy", "independent,sequential,no-role", "--limit", "40"],
+         ["--model", QWEN, *ENGINE, "--strategy", "independent,no-role", "--limit", "640"],
          ["BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Accuracy by question type",
-          "Table 15", "Table 16", "Answer extraction"],
-         reading="The generate path reads a format-following model: 83 of 86 gold-labelled answers are read "
-         "(3 none: two no-role replies that renumber the options or never decide, one sequential reply that "
-         "reviews every option). Qwen says \"Yes\" to most temporal BA questions whose in-role answer is "
-         "No, so temporal pairs land in Recognition Failure, while Cross-Universe pairs land in the "
-         "Compliance Gap: the BA-BC matrix separates the two failure types as CHARM intends. 18 paired "
-         "instances, so the CIs are wide. 59 of the 86 answer calls were cache hits from an earlier "
-         "identical `--limit 40` independent run (2.5 min), so the wall time covers mostly the sequential and "
-         "no-role calls, and the starter-set estimate is low by about that share (about 11 h without "
-         "the cache)."),
-    Spec("knowledge-errors-qwen", "knowledge-errors",
-         ["--model", QWEN, "--judge", SMOL, "--strategy", KE_ALL, "--limit", "6",
-          "--set", "answer_max_tokens=128", "--set", "step_max_tokens=96"],
-         ["Table 3 layout", "Judge outputs", "S2RD self-recollection"],
-         reading="SmolLM2-135M as the judge, reading its verdict by log-likelihood (it writes no `judgment:` line), "
-         "marks all 54 answers \"no\", so every accuracy is 0.00: the zeros measure this judge, not "
-         "Qwen's answers. The run shows the nine methods' multi-call flows end to end (133 calls, none "
-         "failed); S2RD's Self-Recollection now yields three memories per reply (Qwen writes one "
-         "paragraph; the parser splits its whole sentences)."),
-    Spec("knowledge-errors-smollm2", "knowledge-errors",
-         ["--model", SMOL, "--judge", QWEN, "--strategy", KE_ALL, "--limit", "6",
-          "--set", "answer_max_tokens=128", "--set", "step_max_tokens=96", "--set", "judge_max_tokens=256"],
-         ["Table 3 layout", "Judge outputs", "S2RD self-recollection"],
-         reading="Qwen as the judge writes the Tables 14-15 format: 51 of 54 verdicts are read (3 none: one "
-         "cut at 256 tokens, two with no `judgment:` line). With a 96-token cap, 9 of 54 were cut before "
-         "the verdict, so this run uses 256. The judge says \"yes\" (error detected) to 30 of 54 "
-         "answers of a 135M model, which is implausible: it is a lenient weak judge, and these figures "
-         "measure the judging path, not SmolLM2. SmolLM2 runs with its demo settings (the paper gives "
-         "no answer decoding for this suite, so only the label differs)."),
-    Spec("multiverse", "multiverse",
-         ["--model", QWEN, "--judge", "self", "--strategy", "direct,cot,cross-direct,cross-cot", "--limit", "6",
-          "--set", "cot_max_tokens=256", "--set", "segment_max_tokens=384", "--set", "judge_max_tokens=64"],
-         ["Canon events", "Moral dilemmas", "CoT minus direct", "Cross-version (Tables", "Reasoning analysis",
-          "Answer extraction"],
-         reading="27 of 36 answers are read after this round's extraction rules (the run recorded 22); the 9 none "
-         "are 4 in-character refusals (\"As Peter Parker, I have no friends in high school\"), one "
-         "CoT reply cut at 256 tokens, and 4 dilemma replies that name one option and argue or act "
-         "on the other. The self-judged segmenter returned tagged thinking/acting spans for 8 of 12 "
-         "analysed replies (the rest went to the rule fallback) and the judge's `think_score: N` / "
-         "`act_score: M` lines are read 8 of 8. Three canon and three dilemma items per strategy: no "
-         "conclusion about versions or CoT."),
+          "Answer extraction", "Answer position"]),
     Spec("capability", "capability",
-         ["--model", QWEN, "--strategy", CAP_ALL, "--set", "roles=kindergarten,middle,college",
-          "--set", "per_level=1", "--max-tokens", "384"],
-         ["Table 3", "Answer extraction", "No-role baseline", "Figure 5 data"],
-         reading="At the paper's temperature 1.0 (max_tokens capped at 384, listed as a departure), 48 of 100 "
-         "answers hold a valid boxed letter; Appendix D counts the rest as wrong: 24 open with a bare "
-         "letter and no box (\"A. children\"), 16 Injection replies answer in words with no box (mostly "
-         "refusals), 7 Injection replies box IDK and 5 others have no letter. The Injection prefill works through Qwen's chat template "
-         "(the raw prompt ends in the open assistant turn with the prefill; Qwen2.5's template has no "
-         "think tag), and it drives TA to 0.000 (0.083 with the syllabus). Four questions across three roles: no conclusion about "
-         "leakage."),
+         ["--model", QWEN, *ENGINE, "--strategy", "identity,injection,no-role", "--set", "per_level=8",
+          "--max-tokens", "384"],
+         ["Table 3", "Answer extraction", "No-role baseline", "Figure 5 data"]),
+    Spec("knowledge-errors", "knowledge-errors",
+         ["--model", QWEN, *ENGINE, "--judge", "self", "--strategy", "vanilla,cot,s2rd", "--limit", "40"],
+         ["Table 3 layout", "Judge outputs", "S2RD self-recollection"]),
+    Spec("multiverse", "multiverse",
+         ["--model", QWEN, *ENGINE, "--judge", "self", "--strategy", "direct,cot,cross-direct", "--limit", "24"],
+         ["Canon events", "Moral dilemmas", "CoT minus direct", "Cross-version (Tables", "Answer extraction"]),
 ]
 BY_NAME = {s.name: s for s in SPECS}
 
@@ -174,6 +136,28 @@ def answers_read(rd: Path, role: str = "model") -> str:
     return f"{n - b}/{n} read, {b} invalid ({100 * b / n:.1f}%)" + (f": {where}" if where else "")
 
 
+CI = re.compile(r"(-?[\d.]+) \\?\[(-?[\d.]+), (-?[\d.]+)\\?\]")
+
+
+def ci_widths(rd: Path, suite: str) -> str:
+    """Half-widths of the 95% CIs of the run's summary figures (what the end-of-run table shows)."""
+    from rolebound.suites import get_suite
+
+    path = rd / "metrics.json"
+    if not path.exists():
+        return "-"
+    parts = []
+    for label, value in get_suite(suite).summary(json.loads(path.read_text())):
+        m = CI.search(str(value))
+        if m:
+            lo, hi = float(m.group(2)), float(m.group(3))
+            parts.append((label, (hi - lo) / 2))
+    if not parts:
+        return "-"
+    widest = max(parts, key=lambda x: x[1])
+    return f"widest +-{widest[1]:.3g} ({widest[0]}); " + ", ".join(f"{k} +-{w:.3g}" for k, w in parts)
+
+
 def describe(spec: Spec, rd: Path) -> str:
     if not (rd / "manifest.json").exists():
         return f"## {spec.name}\n\nNot run yet: `{shlex.join(spec.command())}`\n"
@@ -191,6 +175,7 @@ def describe(spec: Spec, rd: Path) -> str:
          f"{c.get('items')} / {c.get('model_calls')} / {c.get('cache_hits')} / {c.get('failed_calls')}"),
         ("answers with a gold label", answers_read(rd)),
         ("judge verdicts (generated)", answers_read(rd, "judge")),
+        ("95% CI half-widths (summary figures)", ci_widths(rd, spec.suite)),
         ("tokens in / out", f"{c.get('prompt_tokens')} / {c.get('completion_tokens')}"),
         ("wall time", (f"{w / 60:.1f} min" if w is not None else "-")
          + (f" (last of {c['invocations']} invocations)" if c.get("invocations", 1) > 1 else "")),

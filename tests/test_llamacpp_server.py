@@ -64,7 +64,10 @@ def test_charm(servers, tmp_path, scoring):
 
 
 def test_mcq_logprob(servers, tmp_path):
-    recs = ok(*run(servers, tmp_path, "mcq", "--limit", "3", "--scoring", "logprob"))
+    from helpers import write_mcq
+
+    data = write_mcq(tmp_path / "q.jsonl", 3)
+    recs = ok(*run(servers, tmp_path, "mcq", "--data", str(data), "--scoring", "logprob"))
     assert all(len(r["logprobs"]) >= 2 for r in recs)
 
 
@@ -78,10 +81,25 @@ def test_multiverse_self_judged(servers, tmp_path):
             "--max-tokens", "24", "--judge-max-tokens", "24"))
 
 
-def test_capability_self_judged(servers, tmp_path):
-    # Injection needs the chat template client-side (another change); identity and no-role do not
-    ok(*run(servers, tmp_path, "capability", "--limit", "2", "--strategy", "identity,no-role", "--judge", "self",
-            "--max-tokens", "24", "--judge-max-tokens", "24"))
+def test_capability_with_injection_through_a_local_chat_template(servers, tmp_path):
+    # llama-cpp-python's server reports no template (llama-server's /props does): Injection renders
+    # the prompt with the model's own template and sends it to the completions endpoint
+    from rolebound.models import bundled
+
+    recs = ok(*run(servers, tmp_path, "capability", "--limit", "1", "--strategy", "identity,injection",
+                   "--judge", "self", "--max-tokens", "24", "--judge-max-tokens", "24",
+                   "--backend-opt", f"chat_template={bundled.converted_dir()}"))
+    injected = [r for r in recs if r["role"] == "model" and r["strategy"] == "injection"]
+    assert injected and all(isinstance(r["prompt"], str) for r in injected)   # a rendered prompt
+
+
+def test_capability_default_strategies_leave_injection_out_without_a_template(servers, tmp_path):
+    res, out = run(servers, tmp_path, "capability", "--limit", "1", "--judge", "self", "--max-tokens", "16",
+                   "--judge-max-tokens", "16")
+    ok(res, out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "injection" in json.dumps(manifest["skipped_strategies"]).lower()
+    assert "injection" in (out / "report.md").read_text().lower()
 
 
 def test_judge_on_a_second_server(servers, tmp_path):

@@ -138,8 +138,8 @@ def run(
     dtype: Optional[str] = typer.Option(None, "--dtype", help="local models: auto, bf16, fp32"),
     threads: Optional[int] = typer.Option(None, "--threads", min=1,
                                           help="local models: CPU threads (default: automatic; or ROLEBOUND_THREADS)"),
-    engine: Optional[str] = typer.Option(None, "--engine", help="bundled models: torch (default) or llamacpp "
-                                                                "(`make llamacpp`; `rolebound models` says which run)"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="bundled models: torch or llamacpp (`make llamacpp`); default: "
+                                                                "the one measured faster, where installed (`rolebound models`)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start the run directory again"),
     sets: Optional[List[str]] = typer.Option(None, "--set", help="suite option key=value (repeatable)"),

@@ -21,33 +21,20 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from .io import read_yaml, validate_yaml
-from .records import Decoding
-from .request import BackendOptions, GivenDecoding, JudgeSpec, ModelSpec, OptionalSpec, RunRequest, make_request
+from .request import BackendOptions, ModelSpec, RunRequest, RunSettingsFields, make_request
 
 __all__ = ["BackendOptions", "RunConfig", "load_config"]
 
 
-class RunConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RunConfig(RunSettingsFields):
     suite: str | list[str]
     model: ModelSpec | list[ModelSpec] = "bundled"
     strategy: str | list[str] | None = None
-    data: str | None = None
-    limit: int | None = Field(None, ge=1)
     out: str | None = None          # a folder; with a grid, each run gets a sub-folder
-    scoring: str | None = None
-    judge: JudgeSpec = None
-    extractor: OptionalSpec = None    # model-based answer extraction, reported apart
-    repeats: int = Field(1, ge=1, le=100)
-    allow_greedy_repeats: bool = False
-    protocol: str | None = None
-    concurrency: int | None = Field(None, ge=1, le=4096)
     cache: bool = True
-    decoding: GivenDecoding = Field(default_factory=Decoding)      # only the fields set count (protocol.py)
-    judge_decoding: GivenDecoding = Field(default_factory=Decoding)
     backend: BackendOptions = Field(default_factory=BackendOptions)
     judge_backend: BackendOptions | None = None       # the judge's own options (else the run's, less the endpoint)
     extractor_backend: BackendOptions | None = None

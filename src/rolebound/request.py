@@ -123,17 +123,13 @@ class BackendOptions(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
-class RunRequest(BaseModel):
-    """Everything one run needs. `decoding` and `judge_decoding` hold what the caller set (only
-    the fields set count; the rest comes from the suite's paper protocol, protocol.py)."""
+class RunSettingsFields(BaseModel):
+    """The settings a YAML run config (config.RunConfig, which may hold grids) shares with one
+    run request, checked the same way in both."""
 
     model_config = ConfigDict(extra="forbid")
-    suite: str
-    model: ModelSpec = DEFAULT_MODEL
-    strategies: Strategies = None
     data: str | None = None
     limit: int | None = Field(None, ge=1)
-    out: Path | None = None
     scoring: str | None = None
     judge: JudgeSpec = None
     extractor: OptionalSpec = None         # model-based answer extraction, reported apart
@@ -141,9 +137,19 @@ class RunRequest(BaseModel):
     allow_greedy_repeats: bool = False
     protocol: str | None = None
     concurrency: int | None = Field(None, ge=1, le=4096)
-    use_cache: bool = True
-    decoding: GivenDecoding = Field(default_factory=Decoding)
+    decoding: GivenDecoding = Field(default_factory=Decoding)     # only the fields set count (protocol.py)
     judge_decoding: GivenDecoding = Field(default_factory=Decoding)
+
+
+class RunRequest(RunSettingsFields):
+    """Everything one run needs. `decoding` and `judge_decoding` hold what the caller set (only
+    the fields set count; the rest comes from the suite's paper protocol, protocol.py)."""
+
+    suite: str
+    model: ModelSpec = DEFAULT_MODEL
+    strategies: Strategies = None
+    out: Path | None = None
+    use_cache: bool = True
     backend_options: BackendOptions = Field(default_factory=BackendOptions)
     # the judge's and the extractor's own backend options (a judge on its own endpoint)
     judge_options: BackendOptions = Field(default_factory=BackendOptions)

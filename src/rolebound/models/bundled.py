@@ -83,7 +83,22 @@ def _convert(gguf: Path, target: Path) -> None:
 
 
 ENGINES = ("torch", "llamacpp")
-DEFAULT_ENGINE = "torch"     # bench/engines.py measures both; the demo needs nothing built
+DEFAULT_ENGINE = "torch"     # what runs when llama-cpp-python is not installed: the demo needs nothing built
+# The engine bench/engines.py measured faster for each bundled model on these 2-core CPUs, in
+# every workload it times (log-likelihood, short answers, CoT); docs/engines.md has the figures.
+# It is the default where it is installed; --engine overrides it.
+FASTER_ENGINE = {"qwen2.5-coder-1.5b": "llamacpp"}
+
+
+def default_engine(name: str) -> str:
+    from .llamacpp import available
+
+    from .install import PACKS, gguf_path_of
+
+    faster = FASTER_ENGINE.get(name, DEFAULT_ENGINE)
+    if faster == "llamacpp" and not (available() and (name not in PACKS or gguf_path_of(PACKS[name]).is_file())):
+        return DEFAULT_ENGINE           # not built here, or an install from before the GGUF was kept
+    return faster
 _TORCH_ONLY = frozenset({"dtype", "device", "batch_tokens"})
 _LLAMACPP_ONLY = frozenset({"n_ctx", "prefix_max"})
 
@@ -103,8 +118,8 @@ class BundledBackend(LocalBackend):
 
     @classmethod
     def create(cls, name: str = DEFAULT, decoding=None, **options):
-        """--engine torch (default) or llamacpp (the GGUF itself, on llama-cpp-python)."""
-        engine = str(options.pop("engine", None) or DEFAULT_ENGINE).lower()
+        """--engine torch or llamacpp (the GGUF itself, on llama-cpp-python); default_engine otherwise."""
+        engine = str(options.pop("engine", None) or default_engine(name)).lower()
         if engine not in ENGINES:
             raise BackendError(f"unknown engine '{engine}'; use one of: {', '.join(ENGINES)}")
         wrong = sorted(set(options) & (_TORCH_ONLY if engine == "llamacpp" else _LLAMACPP_ONLY))

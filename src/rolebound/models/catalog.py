@@ -35,13 +35,15 @@ def engines_text(torch_ok: bool, gguf_ok: bool, name: str = "") -> str:
     from . import bundled
     from .llamacpp import available
 
-    out = [f"torch{' (default)' if bundled.DEFAULT_ENGINE == 'torch' else ''}" if torch_ok else "torch: not installed"]
+    default = bundled.default_engine(name or bundled.DEFAULT) if gguf_ok else bundled.DEFAULT_ENGINE
+    mark = lambda e: f"{e} (default)" if e == default else e      # noqa: E731
+    out = [mark("torch") if torch_ok else "torch: not installed"]
     if not gguf_ok:
         out.append(f"llamacpp: no GGUF ({install_command(name)})" if name else "llamacpp: no GGUF")
     elif not available():
         out.append("llamacpp: run `make llamacpp`")
     else:
-        out.append("llamacpp")
+        out.append(mark("llamacpp"))
     return ", ".join(out)
 
 

@@ -17,7 +17,6 @@ It uses llama.cpp's batch API directly, not `llama_cpp.Llama`, because `Llama` h
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import threading
 import time
@@ -28,6 +27,7 @@ from ..errors import BackendError
 from ..records import Decoding, Message
 from ..threads import policy as thread_policy
 from ..threads import resolve_override
+from .engine_calls import EngineCalls
 from .base import CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, Backend, GenResult, ScoreRequest, ScoreResult
 
 INSTALL_HINT = "llamacpp: backend needs llama-cpp-python; run `make llamacpp`"
@@ -435,7 +435,7 @@ def _quiet(lc) -> None:
         pass
 
 
-class LlamaCppBackend(Backend):
+class LlamaCppBackend(EngineCalls, Backend):
     """Async face of a LlamaCppEngine (`--model llamacpp:PATH.gguf`): work runs in a worker thread."""
 
     backend = "llamacpp"
@@ -450,6 +450,7 @@ class LlamaCppBackend(Backend):
         import_llama_cpp()                     # missing extra: one line, before any work
         super().__init__(name, decoding, **options)
         self._engine: LlamaCppEngine | None = None
+        self._closed_info: dict[str, Any] = {}
         self._engine_lock = threading.Lock()
         resolve_override(self.options.get("threads"))
         thread_policy().register()
@@ -474,7 +475,7 @@ class LlamaCppBackend(Backend):
     def info(self) -> dict[str, Any]:
         e = self._engine
         if e is None:
-            return {}
+            return dict(self._closed_info)      # the manifest is written after the engine closed
         import llama_cpp
 
         return {"engine": "llamacpp", "path": e.path, "llama_cpp_python": llama_cpp.__version__,
@@ -483,32 +484,15 @@ class LlamaCppBackend(Backend):
                 "prefix": {"min": e.prefix_min, "max": e.prefix_max},
                 "prefill_tokens": dict(e.prefill), "thread_policy": thread_policy().info()}
 
-    async def prepare(self) -> None:
-        await asyncio.to_thread(lambda: self.engine)
-
-    async def generate(self, requests, decoding, emit=None):
-        from .local import LocalBackend
-
-        return await asyncio.to_thread(LocalBackend._safe, self.engine.generate, requests, decoding,
-                                       cls=GenResult, emit=emit)
-
-    async def score(self, requests, emit=None):
-        from .local import LocalBackend
-
-        return await asyncio.to_thread(LocalBackend._safe, self.engine.score, requests, cls=ScoreResult,
-                                       emit=emit)
-
     def render_chat(self, messages, add_generation_prompt=True):
         return self.engine.render(messages, add_generation_prompt)
-
-    def count_tokens(self, text: str) -> int:
-        return len(self.engine.encode(text))
 
     def chat_template_source(self):
         return self.engine.template.source
 
     async def close(self) -> None:
         if self._engine is not None:
+            self._closed_info = self.info()
             self._engine.close()
             self._engine = None
 

@@ -23,6 +23,7 @@ from ..errors import BackendError
 from ..records import Decoding, Message
 from ..threads import policy as thread_policy
 from ..threads import resolve_override
+from .engine_calls import EngineCalls
 from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, HIDDEN, LOGPROB, Backend, GenRequest, GenResult,
                    ScoreRequest, ScoreResult)
 
@@ -616,7 +617,7 @@ def shared_engine(path: Path | str, **opts: Any) -> tuple["TransformersEngine", 
         return _ENGINES[key], True
 
 
-class LocalBackend(Backend):
+class LocalBackend(EngineCalls, Backend):
     """Async face of a TransformersEngine: work runs in a worker thread, one batch at a time."""
 
     capabilities = frozenset({CHAT, COMPLETE, LOGPROB, CHAT_TEMPLATE, HIDDEN})
@@ -673,16 +674,6 @@ class LocalBackend(Backend):
                 "transformers": transformers.__version__, "threads": tp.get("threads") or torch.get_num_threads(),
                 "thread_policy": tp}
 
-    async def prepare(self) -> None:
-        await asyncio.to_thread(lambda: self.engine)
-
-    async def generate(self, requests, decoding, emit=None):
-        return await asyncio.to_thread(self._safe, self.engine.generate, requests, decoding,
-                                       cls=GenResult, emit=emit)
-
-    async def score(self, requests, emit=None):
-        return await asyncio.to_thread(self._safe, self.engine.score, requests, cls=ScoreResult, emit=emit)
-
     async def hidden_states(self, texts):
         return await asyncio.to_thread(self.engine.hidden_states, texts)
 
@@ -697,9 +688,6 @@ class LocalBackend(Backend):
         return cached_json("chat-render", [folder_identity(self._folder), msgs, bool(add_generation_prompt)],
                            lambda: self.engine.render(messages, add_generation_prompt))
 
-    def count_tokens(self, text: str) -> int:
-        return len(self.engine.encode(text))
-
     def chat_template_source(self):
         """Cached on disk by the model folder, like render_chat: a finished re-run loads no model."""
         from ..cache import cached_json, folder_identity
@@ -708,19 +696,3 @@ class LocalBackend(Backend):
             self._folder = str(self.model_path())
         return cached_json("chat-template", [folder_identity(self._folder)],
                            lambda: getattr(self.engine.tok, "chat_template", None))
-
-    @staticmethod
-    def _safe(fn, requests, *args, cls, emit=None):
-        """Run a batch; if it fails as a whole, retry item by item so the error stays local
-        (results already emitted stand; the runner ignores a second answer for them)."""
-        try:
-            return fn(requests, *args, emit=emit)
-        except Exception:  # noqa: BLE001
-            if len(requests) == 1:
-                import traceback
-
-                return [cls(error=traceback.format_exc(limit=2).strip().splitlines()[-1])]
-            out = []
-            for r in requests:
-                out.extend(LocalBackend._safe(fn, [r], *args, cls=cls))
-            return out

@@ -142,3 +142,22 @@ def test_judge_scores_are_averaged_per_role_then_across_roles():
 def test_fmt_matches_table_3_style():
     assert fmt_mean_sd(0.8844, 0.0091) == "0.884 (0.009)"
     assert fmt_mean_sd(None) == "-"
+
+
+def test_macro_ci_brackets_the_macro_mean_and_narrows_with_more_questions():
+    small = cm.compute(identity_records(), ["identity"])["by_strategy"]["identity"]["macro"]
+    for k in ("TA", "IA", "A"):
+        assert small[k]["lo"] <= small[k]["mean"] <= small[k]["hi"]
+    # the same per-role accuracies on four times the questions: a narrower interval
+    big = []
+    for copy in range(4):
+        for r in identity_records():
+            big.append(r.model_copy(update={"item_id": f"{r.item_id}-{copy}", "call_id": f"{r.call_id}-{copy}"}))
+    wide = cm.compute(big, ["identity"])["by_strategy"]["identity"]["macro"]
+    assert wide["TA"]["mean"] == pytest.approx(small["TA"]["mean"])
+    assert wide["TA"]["hi"] - wide["TA"]["lo"] < small["TA"]["hi"] - small["TA"]["lo"]
+    # a role that is always right and one always wrong: the macro CI of TA is exactly 0.5
+    flat = [rec("identity", "primary", "elementary", True, i) for i in range(5)] + \
+           [rec("identity", "college", "elementary", False, i) for i in range(5)]
+    ta = cm.compute(flat, ["identity"])["by_strategy"]["identity"]["macro"]["TA"]
+    assert (ta["lo"], ta["mean"], ta["hi"]) == (0.5, 0.5, 0.5)

@@ -243,6 +243,9 @@ def test_mean_sem_over_repeats_and_invalid_counting():
     # overall: repeat 0 has 2 of 3 judged correct, repeat 1: 3/3, repeat 2: 2/3
     assert acc["overall"]["per_repeat"] == pytest.approx([200 / 3, 100.0, 200 / 3])
     assert fmt_mean_sem(cell) == f"66.67 ± {cell['sem']:.2f}"
+    # the 95% CI pools the six judged answers (4 yes), the invalid one counted as not detected
+    assert cell["lo"] < 4 / 6 * 100 < cell["hi"] and cell["lo"] >= 0 and cell["hi"] <= 100
+    assert (acc["UKE"]["identity"]["lo"], acc["UKE"]["identity"]["hi"]) == (100.0, 100.0)
     # a single repeat has no SEM to print
     one = M.compute(_judged("e1-kke", "vanilla", 0, "yes"), ["vanilla"])["accuracy"]["vanilla"]["KKE"]["event"]
     assert fmt_mean_sem(one) == "100.00"

@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from .boxed import KINDS, outcome
-from ...metrics.stats import mean_std
+from ...metrics.stats import bootstrap_ci, mean_std
 from ...rejudge import verdicts
 
 METRICS = ("TA", "IA", "A")
@@ -63,6 +63,45 @@ def macro(values: list[float | None]) -> dict[str, Any]:
     return {"mean": m, "std": sd, "n_roles": len(v)}
 
 
+def macro_ci(recs: list, role_ids: list[str], n_boot: int = 1000, seed: int = 0) -> dict[str, tuple]:
+    """95% percentile bootstrap CI of the macro TA, IA and A: questions are resampled (every role
+    answers the same questions), each role's means recomputed, then averaged over roles. Not in
+    the paper, which gives the spread across roles (std) only."""
+    import warnings
+
+    import numpy as np
+
+    items = sorted({r.item_id for r in recs})
+    if len(items) < 2 or not role_ids:
+        return {}
+    ix = {q: i for i, q in enumerate(items)}
+    # correct[kind][role, item]: NaN where the role has no answer of that kind for the item
+    cube = {k: np.full((len(role_ids), len(items)), np.nan) for k in METRICS}
+    for ri, rid in enumerate(role_ids):
+        for r in recs:
+            if r.meta.get("role") != rid:
+                continue
+            c, inr = float(bool(r.correct)), r.meta.get("in_role")
+            cube["TA"][ri, ix[r.item_id]] = c
+            if inr is not None:
+                cube["IA" if inr else "A"][ri, ix[r.item_id]] = c
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(items), size=(n_boot, len(items)))
+    out = {}
+    for k, m in cube.items():
+        if np.all(np.isnan(m)):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)         # a resample with no answer of a kind
+            per_role = np.nanmean(m[:, draws], axis=2)        # (roles, n_boot)
+            macro_draws = np.nanmean(per_role, axis=0)
+        macro_draws = macro_draws[~np.isnan(macro_draws)]
+        if macro_draws.size:
+            lo, hi = np.quantile(macro_draws, [0.025, 0.975])
+            out[k] = (float(lo), float(hi))
+    return out
+
+
 def role_metrics(recs: list, judged: dict[str, dict]) -> dict[str, Any]:
     """TA, IA, A (and judge means) of one role's answer records."""
     allc = [bool(r.correct) for r in recs]
@@ -108,7 +147,9 @@ def compute(records: list, strategies: list[str]) -> dict[str, Any]:
     for strat in strategies:
         recs = [r for r in answers if r.strategy == strat]
         if strat == NO_ROLE:
+            lo, hi = bootstrap_ci([bool(r.correct) for r in recs])       # percent
             out["no_role"] = {"TA": _mean([bool(r.correct) for r in recs]), "n": len(recs),
+                              "lo": None if lo is None else lo / 100, "hi": None if hi is None else hi / 100,
                               "by_level": {lv: _mean([bool(r.correct) for r in recs if r.meta.get("level") == lv])
                                            for lv, _, _ in levels},
                               "outcomes": outcomes(recs)}
@@ -126,6 +167,8 @@ def compute(records: list, strategies: list[str]) -> dict[str, Any]:
                 above = [r.meta.get("in_role") is False for r in rr if r.meta.get("level") == lv]
                 grid[rid][lv] = {"acc": _mean(cell), "n": len(cell), "above": bool(above and all(above))}
         mac = {k: macro([m[k] for m in per_role.values()]) for k in METRICS + JUDGE_DIMS}
+        for k, (lo, hi) in macro_ci(recs, list(per_role)).items():
+            mac[k]["lo"], mac[k]["hi"] = lo, hi
         out["by_strategy"][strat] = {"per_role": per_role, "macro": mac, "grid": grid,
                                      "outcomes": outcomes(recs), "n": len(recs),
                                      "judged": sum(1 for r in recs if r.call_id in judged),

@@ -228,8 +228,13 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         out.append((strat, f"TA {fmt_mean_sd(mac['TA']['mean'])}  IA {fmt_mean_sd(mac['IA']['mean'])}  "
                            f"A {fmt_mean_sd(mac['A']['mean'])}  (valid boxed answers "
                            f"{m['outcomes']['valid']}/{m['outcomes']['total']})"))
+        for k in ("TA", "IA", "A"):
+            if mac[k].get("lo") is not None:
+                out.append((f"{strat} {k} 95% CI", f"{mac[k]['mean']:.3f} [{mac[k]['lo']:.3f}, {mac[k]['hi']:.3f}]"))
     if metrics.get("no_role"):
         nr = metrics["no_role"]
         out.append(("no-role", f"TA {fmt_mean_sd(nr['TA'])} (valid boxed answers "
                                f"{nr['outcomes']['valid']}/{nr['outcomes']['total']})"))
+        if nr.get("lo") is not None:
+            out.append(("no-role TA 95% CI", f"{nr['TA']:.3f} [{nr['lo']:.3f}, {nr['hi']:.3f}]"))
     return out + dialogue_lines(metrics.get("dialogue"))

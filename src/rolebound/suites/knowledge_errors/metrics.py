@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...constants import INVALID
-from ...metrics.stats import mean_sem
+from ...metrics.stats import bootstrap_ci, mean_sem
 from ...rejudge import judge_modes, judge_rounds, newest_round, verdicts
 from ...rejudge import judge_stage as core_judge_stage
 from .prompts import JUDGE_STAGE
@@ -66,7 +66,10 @@ def _cell(rows: list[dict], repeats: list[int]) -> dict:
             per.append(100.0 * sum(x["judgment"] == "yes" for x in judged) / len(judged))
             n = max(n, len(judged))
     m, s = mean_sem(per)
-    return {"mean": m, "sem": s, "n": n, "per_repeat": per}
+    # 95% bootstrap CI over the judged answers of every repeat pooled (the paper gives SEM over
+    # repeats only; one repeat has none, and the CI says how much the item sample can move)
+    lo, hi = bootstrap_ci([x["judgment"] == "yes" for x in rows if x["judgment"] is not None])
+    return {"mean": m, "sem": s, "n": n, "per_repeat": per, "lo": lo, "hi": hi}
 
 
 def accuracy_table(rows: list[dict], strategies: list[str]) -> dict[str, dict]:

@@ -206,6 +206,9 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         out.append((f"{strat}: KKE / UKE / avg",
                     f"{fmt_mean_sem(acc['KKE']['all'], False)} / {fmt_mean_sem(acc['UKE']['all'], False)} / "
                     f"{fmt_mean_sem(acc['overall'], False)} (invalid judgments {j['invalid']}/{j['answers']})"))
+        for key, cell in (("KKE", acc["KKE"]["all"]), ("UKE", acc["UKE"]["all"]), ("avg", acc["overall"])):
+            if cell.get("lo") is not None:
+                out.append((f"{strat}: {key} 95% CI", f"{fmt_num(cell['mean'], 1)} [{cell['lo']:.1f}, {cell['hi']:.1f}]"))
     return out
 
 

@@ -3,6 +3,7 @@ backend against llama-cpp-python's OpenAI-compatible server, on the same prompts
 
     .venv/bin/python bench/engines.py [--model qwen2.5-coder-1.5b] [--canon 200] [--charm 100]
                                       [--cot 20] [--threads 2] [--only torch,llamacpp,bare,server]
+                                      [--workloads canon-gen,charm] [--out F.json] [--merge EARLIER.json]
 
 The prompts are rolebound's own: each workload is first run on `fake:constant` (no model) and the
 model calls it records are replayed through every engine, in batches as the runner sends them:
@@ -242,7 +243,7 @@ def report(results: dict, args) -> list[tuple[str, bool | None, str]]:
     w = lambda e, k: res.get(e, {}).get("work", {}).get(k)       # noqa: E731
     print(f"\n## engines on {args.model}, {args.threads} threads, load average {loadavg()} "
           f"({dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC)")
-    print(f"| engine | load s | peak RSS MB | " + " | ".join(f"{k} wall s (tok/s)" for k in
+    print("| engine | load s | peak RSS MB | " + " | ".join(f"{k} wall s (tok/s)" for k in
                                                              ("canon-ll", "canon-gen", "charm", "cot")) + " | prefill saved |")
     print("|---" * 8 + "|")
     for e, r in res.items():
@@ -300,6 +301,11 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16, help="requests handed to an engine at a time")
     ap.add_argument("--only", default=",".join(ENGINES), help="comma-separated subset of " + ", ".join(ENGINES))
     ap.add_argument("--out", type=Path, help="also write the raw results here (JSON)")
+    ap.add_argument("--workloads", default="canon-ll,canon-gen,charm,cot",
+                    help="comma-separated subset of canon-ll, canon-gen, charm, cot")
+    ap.add_argument("--merge", type=Path, action="append", default=[],
+                    help="results (--out JSON) of an earlier run on the same prompts (same --model, "
+                         "--canon, --charm, --cot): its engines join the table and the targets")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--works", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -311,8 +317,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="rolebound-engines-") as tmp:
         scratch = Path(tmp)
         works_file = scratch / "works.json"
-        works_file.write_text(json.dumps(capture(scratch, args)))
+        wanted = {w.strip() for w in args.workloads.split(",") if w.strip()}
+        works = {k: v for k, v in capture(scratch, args).items() if k in wanted}
+        works_file.write_text(json.dumps(works))
         results = []
+        for earlier in args.merge:            # engines measured before, on the same captured prompts
+            for r in json.loads(earlier.read_text()):
+                if r["engine"] not in args.only.split(","):
+                    results.append(r)
+                    log(f"{r['engine']}: from {earlier}")
         for kind in [k.strip() for k in args.only.split(",") if k.strip()]:
             log(f"{kind}: running (load average {loadavg()})")
             proc = subprocess.run([sys.executable, __file__, "--child", kind, "--model", args.model,

@@ -88,6 +88,20 @@ def test_engine_options_belong_to_their_engine():
         create_backend("bundled", engine="cuda")
 
 
+def test_default_engine_is_the_measured_faster_one_where_it_is_installed(monkeypatch):
+    from rolebound.models import bundled, create_backend, llamacpp
+
+    monkeypatch.setitem(bundled.FASTER_ENGINE, "smollm2-135m", "llamacpp")
+    want = "llamacpp" if HAVE else "torch"
+    assert bundled.default_engine("smollm2-135m") == want
+    b = create_backend("bundled")
+    assert isinstance(b, llamacpp.BundledLlamaCpp) is HAVE
+    assert isinstance(create_backend("bundled", engine="torch"), llamacpp.BundledLlamaCpp) is False
+    monkeypatch.setattr(llamacpp, "available", lambda: False)         # not built here: torch, no error
+    assert bundled.default_engine("smollm2-135m") == "torch"
+    assert not isinstance(create_backend("bundled"), llamacpp.BundledLlamaCpp)
+
+
 @needs
 def test_chat_template_renders_and_tokenizes_as_hf(engine, hf_tok):
     convs = [chat("Who are you?"),

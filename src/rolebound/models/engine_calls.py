@@ -24,6 +24,21 @@ def run_safe(fn, requests, *args, cls, emit=None):
         return out
 
 
+def split_all(split, requests, emit=None) -> tuple[list, dict[int, tuple[list[int], list[list[int]]]]]:
+    """Each scoring request's (context ids, continuation ids) by `split`; a request that cannot be
+    split gets its error result at once (and is emitted), the others are left None in `out`."""
+    out: list[ScoreResult | None] = [None] * len(requests)
+    prepared = {}
+    for i, req in enumerate(requests):
+        try:
+            prepared[i] = split(req)
+        except Exception as exc:  # noqa: BLE001 - recorded per request
+            out[i] = ScoreResult(error=f"{type(exc).__name__}: {exc}")
+            if emit:
+                emit(i, out[i])
+    return out, prepared
+
+
 class EngineCalls:
     """Backend methods over `self.engine` (loaded on first use, on the worker thread)."""
 

@@ -27,7 +27,7 @@ from ..errors import BackendError
 from ..records import Decoding, Message
 from ..threads import policy as thread_policy
 from ..threads import resolve_override
-from .engine_calls import EngineCalls
+from .engine_calls import EngineCalls, split_all
 from .base import CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, Backend, GenResult, ScoreRequest, ScoreResult
 
 INSTALL_HINT = "llamacpp: backend needs llama-cpp-python; run `make llamacpp`"
@@ -293,18 +293,9 @@ class LlamaCppEngine:
         from .local import TransformersEngine
 
         split_context = TransformersEngine._split_context     # the torch engine's rules; uses render/encode
-        out: list[ScoreResult | None] = [None] * len(requests)
+        out, prepared = split_all(lambda req: split_context(self, req), requests, emit)
         rows: list[tuple[int, int, list[int], int, list[list[int]]]] = []  # request, option, tokens, first, targets
-        prepared: dict[int, tuple[list[int], list[list[int]]]] = {}
-        for i, req in enumerate(requests):
-            try:
-                ctx, conts = split_context(self, req)
-            except Exception as exc:  # noqa: BLE001 - recorded per request
-                out[i] = ScoreResult(error=f"{type(exc).__name__}: {exc}")
-                if emit:
-                    emit(i, out[i])
-                continue
-            prepared[i] = (ctx, conts)
+        for i, (ctx, conts) in prepared.items():
             if all(len(c) == 1 for c in conts):          # one row, read at its last position
                 rows.append((i, -1, ctx, len(ctx) - 1, [[c[0] for c in conts]]))
             else:                                        # a row per option: ctx + option[:-1]

@@ -23,7 +23,7 @@ from ..errors import BackendError
 from ..records import Decoding, Message
 from ..threads import policy as thread_policy
 from ..threads import resolve_override
-from .engine_calls import EngineCalls
+from .engine_calls import EngineCalls, split_all
 from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, HIDDEN, LOGPROB, Backend, GenRequest, GenResult,
                    ScoreRequest, ScoreResult)
 
@@ -284,18 +284,9 @@ class TransformersEngine:
 
     def _score_once(self, requests: Sequence[ScoreRequest], emit=None) -> list[ScoreResult]:
         torch = self.torch
-        out: list[ScoreResult | None] = [None] * len(requests)
+        out, prepared = split_all(self._split_context, requests, emit)
         singles, multis = [], []
-        prepared = {}
-        for i, req in enumerate(requests):
-            try:
-                ctx, conts = self._split_context(req)
-            except Exception as exc:  # noqa: BLE001 - recorded per request
-                out[i] = ScoreResult(error=f"{type(exc).__name__}: {exc}")
-                if emit:
-                    emit(i, out[i])
-                continue
-            prepared[i] = (ctx, conts)
+        for i, (ctx, conts) in prepared.items():
             (singles if all(len(c) == 1 for c in conts) else multis).append(i)
         with self.lock, torch.inference_mode():
             if singles:

@@ -12,25 +12,17 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from ..authored import Authored
 from ..io import read_yaml, validate_yaml
 from .run import Turn, cycle_to
 
 
-class Entry(BaseModel):
+class Entry(Authored):
     model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1)
     text: str = Field(min_length=1)
-    source: str | None = None
-    note: str | None = None
-    validated: bool = False
-
-    @model_validator(mode="after")
-    def _said_where(self):
-        if not (self.source or self.note):
-            raise ValueError("each entry needs a source or a note")
-        return self
 
 
 class Bank(BaseModel):

@@ -23,8 +23,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator
 
+from ...authored import Authored
 from ...errors import InputError
 from ...io import read_jsonl, read_yaml, validate_yaml
 from ..base import interleave
@@ -47,19 +48,7 @@ def norm_category(v: Any) -> Any:
     return {"relation": "relational", "attitude": "attitudinal"}.get(s, s)
 
 
-class _Authored(BaseModel):
-    source: str | None = None
-    note: str | None = None
-    validated: bool = False
-
-    @model_validator(mode="after")
-    def _provenance(self):
-        if not (self.source or self.note):
-            raise ValueError("give a `source` or a `note` (where this text comes from)")
-        return self
-
-
-class KEItem(_Authored):
+class KEItem(Authored):
     model_config = ConfigDict(extra="forbid")
 
     id: str
@@ -91,14 +80,14 @@ class KEItem(_Authored):
         return v.strip().upper() if isinstance(v, str) else v
 
 
-class KECorpus(_Authored):
+class KECorpus(Authored):
     model_config = ConfigDict(extra="forbid")
 
     character: str = Field(min_length=1)
     text: str = Field(min_length=1)
 
 
-class KECase(_Authored):
+class KECase(Authored):
     """A few-shot case: an erroneous query and a good in-character reply to it."""
 
     model_config = ConfigDict(extra="forbid")

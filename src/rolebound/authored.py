@@ -1,0 +1,19 @@
+"""Data we author carries where it comes from and whether a review checked it."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, model_validator
+
+
+class Authored(BaseModel):
+    """`source` or `note` (at least one), and `validated` (false until a review says otherwise)."""
+
+    source: str | None = None
+    note: str | None = None
+    validated: bool = False
+
+    @model_validator(mode="after")
+    def _provenance(self):
+        if not (self.source or self.note):
+            raise ValueError("give a `source` or a `note` (where this text comes from)")
+        return self

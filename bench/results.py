@@ -55,18 +55,18 @@ class Spec:
 ENGINE = ["--engine", "llamacpp"]
 SPECS = [
     Spec("charm", "charm",
-         ["--model", QWEN, *ENGINE, "--strategy", "independent,no-role", "--limit", "140"],
+         ["--model", QWEN, *ENGINE, "--strategy", "independent,no-role", "--limit", "60"],
          ["BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Accuracy by question type",
           "Answer extraction", "Answer position"], headline=("BA acc", "BC acc", "Compliance Gap")),
     Spec("capability", "capability",
-         ["--model", QWEN, *ENGINE, "--strategy", "identity,injection,no-role", "--set", "per_level=2",
+         ["--model", QWEN, *ENGINE, "--strategy", "identity,injection,no-role", "--set", "per_level=1",
           "--max-tokens", "384"],
          ["Table 3", "Answer extraction", "No-role baseline", "Figure 5 data"]),
     Spec("knowledge-errors", "knowledge-errors",
          ["--model", QWEN, *ENGINE, "--judge", "self", "--strategy", "vanilla,cot,s2rd", "--limit", "8"],
          ["Table 3 layout", "Judge outputs", "S2RD self-recollection"]),
     Spec("multiverse", "multiverse",
-         ["--model", QWEN, *ENGINE, "--judge", "self", "--strategy", "direct,cot,cross-direct", "--limit", "6"],
+         ["--model", QWEN, *ENGINE, "--judge", "self", "--strategy", "direct,cot,cross-direct", "--limit", "3"],
          ["Canon events", "Moral dilemmas", "CoT minus direct", "Cross-version (Tables", "Answer extraction"],
          headline=("accuracy",)),
 ]

@@ -87,15 +87,15 @@ def test_capability_with_injection_through_a_local_chat_template(servers, tmp_pa
     from rolebound.models import bundled
 
     recs = ok(*run(servers, tmp_path, "capability", "--limit", "1", "--strategy", "identity,injection",
-                   "--judge", "self", "--max-tokens", "24", "--judge-max-tokens", "24",
+                   "--set", "roles=primary", "--judge", "self", "--max-tokens", "24", "--judge-max-tokens", "24",
                    "--backend-opt", f"chat_template={bundled.converted_dir()}"))
     injected = [r for r in recs if r["role"] == "model" and r["strategy"] == "injection"]
     assert injected and all(isinstance(r["prompt"], str) for r in injected)   # a rendered prompt
 
 
 def test_capability_default_strategies_leave_injection_out_without_a_template(servers, tmp_path):
-    res, out = run(servers, tmp_path, "capability", "--limit", "1", "--judge", "self", "--max-tokens", "16",
-                   "--judge-max-tokens", "16")
+    res, out = run(servers, tmp_path, "capability", "--limit", "1", "--set", "roles=primary", "--judge", "self",
+                   "--max-tokens", "16", "--judge-max-tokens", "16")
     ok(res, out)
     manifest = json.loads((out / "manifest.json").read_text())
     assert "injection" in json.dumps(manifest["skipped_strategies"]).lower()

@@ -25,7 +25,7 @@ def qwen():
         pytest.skip(f"{NAME} is not installed (rolebound models install {NAME})")
     from rolebound.models import create_backend
 
-    b = create_backend(f"bundled:{NAME}")
+    b = create_backend(f"bundled:{NAME}", engine="torch")     # the bf16 folder is the torch engine's
     b.engine
     return b
 

@@ -57,11 +57,29 @@ SPECS = [
     Spec("charm", "charm",
          ["--model", QWEN, *ENGINE, "--strategy", "independent,no-role", "--limit", "30"],
          ["BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Accuracy by question type",
-          "Answer extraction", "Answer position"], headline=("BA acc", "BC acc", "Compliance Gap")),
+          "Answer extraction", "Position bias"], headline=("BA acc", "BC acc", "Compliance Gap"),
+         reading="31 questions (13 BA/BC instances) under independent and no-role, 39 answer calls of which 20 were "
+         "cache hits (the same single-turn prompts the dialogue run of docs/dialogue.md had asked on this "
+         "engine), so the 3.2 min cover 19 calls, about 10 s each. 38 of 39 gold-labelled answers are read "
+         "(one no-role reply decides nothing). Qwen answers most out-of-era BC questions instead of abstaining "
+         "(BC 7.7%) and recognises the boundary in 36% of BA questions: the instances split between the "
+         "Compliance Gap (38.5%) and Recognition Failure (53.8%), the two failures the BA-BC matrix exists "
+         "to separate. CIs are +-12 to +-27 points on 13 instances. The +-6 bar needs about 270 instances "
+         "(about 620 questions) per strategy, some 1,300 calls: about 3.5 h at this run's rate, where the "
+         "time is prefill (the bench measured 6.7 s a call, 8 generated tokens a call)."),
     Spec("capability", "capability",
          ["--model", QWEN, *ENGINE, "--strategy", "identity,injection,no-role", "--set", "per_level=1",
           "--max-tokens", "384"],
-         ["Table 3", "Answer extraction", "No-role baseline", "Figure 5 data"]),
+         ["Table 3", "Answer extraction", "No-role baseline", "Figure 5 data"],
+         reading="One question per level (4) for each of the six roles, 52 calls in 6.7 min (prefix reuse saved "
+         "4,293 of 10,467 prompt tokens: each role's prompt is shared by its questions). At the paper's "
+         "temperature 1.0 (max_tokens capped at 384, listed as a departure) 16 of 24 Identity answers hold a "
+         "valid boxed letter; the rest open with a bare letter (\"D.\"), which Appendix D counts as wrong. "
+         "Injection's prefilled turn drives the model into refusals (\" not capable of answering this.\", "
+         "\" to respond with the answer 'I don't know'.\"): 2 of 24 boxed, TA 0.000. Identity's macro TA "
+         "0.500 has a CI of +-0.125, IA +-0.10, A +-0.17 and no-role +-0.50 (4 answers): far from +-0.06. "
+         "The whole 186-question bank with these three variants is 2,418 calls, about 5 h at this run's "
+         "rate; the time is prefill (6,174 prompt tokens computed against 868 generated)."),
     Spec("knowledge-errors", "knowledge-errors",
          ["--model", QWEN, *ENGINE, "--judge", "self", "--strategy", "vanilla,cot,s2rd", "--limit", "8"],
          ["Table 3 layout", "Judge outputs", "S2RD self-recollection"],
@@ -78,7 +96,16 @@ SPECS = [
     Spec("multiverse", "multiverse",
          ["--model", QWEN, *ENGINE, "--judge", "self", "--strategy", "direct,cot,cross-direct", "--limit", "3"],
          ["Canon events", "Moral dilemmas", "CoT minus direct", "Cross-version (Tables", "Answer extraction"],
-         headline=("accuracy",)),
+         headline=("accuracy",),
+         reading="Three canon items (the balanced --limit 3 took no dilemma), 22 calls in 6.1 min; CoT replies are "
+         "decode-bound (2,058 tokens generated). Only 3 of 12 gold-labelled answers are read: the rest are "
+         "in-character refusals (\"I'm sorry, but I can't assist with that.\", \"it is not appropriate to "
+         "engage in discussions about the personal lives of characters\") and replies that name an option "
+         "without its label (\"you are referring to Mary Jane Watson\"), the paraphrase family "
+         "docs/extraction.md leaves as none on purpose. Every cross-direct answer (6) is such a reply, so "
+         "its accuracy 0.0 and drop +0.0 measure refusal, not version knowledge. The self-judged analysis "
+         "reads 4 of 4 judge replies. CIs of +-50 on 3 items; the +-6 bar needs about 270 answers per "
+         "figure, and at this run's 2 min per item that is 9 h or more."),
 ]
 BY_NAME = {s.name: s for s in SPECS}
 
@@ -221,7 +248,9 @@ flagged so. These runs test the tool on a model that writes the papers' answer f
 coder model says nothing about role-play ability.
 
 Issue 21 asks each headline figure's 95% CI to be at most +-6 points (+-0.06 for capability's
-0-1 scores); the table says which runs reach it. Written by `python bench/results.py write` from
+0-1 scores). **None of the four runs below reaches it**: they are the sizes that fitted in one
+session beside the engine bench and the test suite on 2 cores; each run's reading says how long a
+run at the bar would take and where its time goes. Written by `python bench/results.py write` from
 the run folders under `runs/results/` (run them with `python bench/results.py run`, or both with
 `make results`). Figures are copied from each run's report.md; the wall times are those of runs
 that shared the 2 cores with other work (tests), so they are upper bounds.

@@ -19,7 +19,12 @@ from rolebound.models.base import GenRequest, ScoreRequest
 from rolebound.records import Decoding, Message
 
 HAVE = importlib.util.find_spec("llama_cpp") is not None
-needs = pytest.mark.skipif(not HAVE, reason="llama-cpp-python is not installed: run `make llamacpp`")
+_skip = pytest.mark.skipif(not HAVE, reason="llama-cpp-python is not installed: run `make llamacpp`")
+
+
+def needs(test):
+    """Real weights on the llamacpp engine: skipped without the extra, left out of `make test-fast`."""
+    return pytest.mark.model(_skip(test))
 ROLEBOUND = Path(sys.executable).with_name("rolebound")
 
 PERSONA = ("You are Sherlock Holmes, the consulting detective of 221B Baker Street, London, in the "

@@ -182,3 +182,14 @@ def test_card_shows_the_drift_line(tmp_path):
     assert (tmp_path / "card" / "figures" / "charm-drift.png").stat().st_size > 1000
     assert "charm-drift.png" in (tmp_path / "card" / "card.md").read_text()
     assert "drift by dialogue depth" in (tmp_path / "card" / "card.html").read_text()
+
+
+def test_a_bank_entry_without_source_or_note_is_refused_naming_file_and_field(tmp_path):
+    from rolebound.dialogue.bank import load_bank
+    from rolebound.errors import InputError
+
+    path = tmp_path / "bank.yaml"
+    path.write_text("generic:\n  - id: a\n    text: Hello.\n    note: ours\n  - id: b\n    text: Hi.\n", encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        load_bank(str(path))
+    assert str(path) in str(e.value) and "source" in str(e.value) and "generic" in str(e.value.field)

@@ -100,6 +100,7 @@ def test_kill_minus_9_inside_a_dialogue_then_resume(tmp_path):
     assert len(ids) == len(set(ids))                        # no turn (or probe) generated twice
     m = json.loads((out / "manifest.json").read_text())
     assert m["counts"]["model_calls"] == len(ids) - len(before) and m["counts"]["resumed"] == len(before)
+    assert m["counts"]["invocations"] == 2          # the killed invocation counts, though it wrote no counts
     assert "dialogue" in json.loads((out / "metrics.json").read_text())
 
 

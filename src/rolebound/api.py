@@ -53,6 +53,7 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
     out = req.out or default_out(req.suite, req.model, plan.settings.strategies, plan.settings.scoring)
     rd = RunDir(out)
     manifest = _manifest(s, req, plan, dataset, items)
+    manifest.counts = {"invocations": 1}       # written at start: a killed first invocation still counts
     earlier: dict[str, int] = {}
     old_info: dict = {}        # a resumed run may never load the model: keep what the last one said
     fresh = {"new": False}
@@ -71,7 +72,8 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
         check_resumable(old, manifest, out)
         manifest.started = old.started
         earlier.update(old.counts)
-        manifest.counts = dict(old.counts)      # so a kill -9 of this invocation keeps the totals
+        # so a kill -9 of this invocation keeps the totals, and still counts as an invocation
+        manifest.counts = {**old.counts, "invocations": _invocations(old.counts) + 1}
         old_info.update(old.model_info or {})
 
     jobs = len(items) * len(plan.settings.strategies) * req.repeats
@@ -268,8 +270,13 @@ def _add_counts(earlier: dict[str, int], now_: dict[str, int]) -> dict[str, int]
     out = dict(now_)
     for k in _SUMMED:
         out[k] = int(earlier.get(k, 0)) + now_[k]
-    out["invocations"] = int(earlier.get("invocations", 1 if earlier else 0)) + 1
+    out["invocations"] = _invocations(earlier) + 1
     return out
+
+
+def _invocations(earlier: dict[str, int]) -> int:
+    # manifests written before invocations were counted at start lack the key: one invocation then
+    return int(earlier.get("invocations", 1 if earlier else 0))
 
 
 def _stopped(exc: RoleboundError, out: Path, session, jobs: int, paths: list[Path]) -> RunStopped:

@@ -374,3 +374,37 @@ def test_an_option_acted_out_in_the_characters_words():
 def test_an_aside_that_answers_is_kept():
     opts = [("A", "Pass the ball"), ("B", "Dunk over Flash")]
     assert read_choice("So, that leaves Option B.\n\n(My answer is a modified B):\n\nI'll dunk, but gently.", opts) is None
+
+
+# -- issue 22 section 4, after blind2: the families left, each from a real corpus reply --------------
+def _corpus_row(row_id):
+    import json
+    from pathlib import Path
+    path = Path(__file__).parent / "data" / "replies" / "multiverse.jsonl"
+    rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return next(r for r in rows if r["id"] == row_id)
+
+
+def test_a_present_progressive_act_with_the_options_own_verb():
+    row = _corpus_row("bow-claude-317")       # "I'm heading to Nevada." (option B: "... Head to Nevada")
+    got = choice_reading(row["reply"], [tuple(o) for o in row["options"]])
+    assert (got.value, got.rule, got.span) == (1, "paraphrase", "I'm heading to Nevada.")
+    opts = [tuple(o) for o in row["options"]]
+    assert read_choice("I'm thinking of heading to Nevada.", opts) is None      # musing, not acting
+    assert read_choice("I'm not heading to Nevada.", opts) is None
+    assert read_choice("Maybe I'm heading to Nevada, or to New York City.", opts) is None
+    # "I'm diverting from another personal emergency, situation critical, STAR Labs" names option B's
+    # words but its verb is not B's act: the reply (labelled A) must not read as B
+    cyborg = _corpus_row("bow-gemini2_thinking-475")
+    assert read_choice(cyborg["reply"], [tuple(o) for o in cyborg["options"]]) is None
+
+
+def test_a_long_options_act_before_its_comma_acted_out_in_stage_directions():
+    row = _corpus_row("bow-claude-284")       # "*I cast the spell to return Carrie's life force ...*"
+    got = choice_reading(row["reply"], [tuple(o) for o in row["options"]])
+    assert (got.value, got.rule) == (2, "paraphrase_in_narration")
+    opts = [tuple(o) for o in row["options"]]
+    assert read_choice("*I cast the spell to bring her back to life.*", opts) == 2
+    assert read_choice("*I will not cast the spell to bring her back to life.*", opts) is None
+    assert read_choice("*I cast a glance at the survivors.*", opts) is None     # one word of the act
+    assert read_choice("*I might cast the spell to bring her back to life.*", opts) is None

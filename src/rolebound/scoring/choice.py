@@ -145,6 +145,9 @@ class _Options:
         # words that tell options apart (a word every option shares says nothing)
         common = set.intersection(*self.words) if self.words else set()
         self.distinct = [w - common for w in self.words]
+        # a long option's own act, before the comma that adds its reasons ("Cast a spell to bring her back
+        # to life, showing mercy after ...")
+        self.core = [_words(self.texts[i].split(", ")[0]) & self.distinct[i] for i in range(self.n)]
         # the text under a title ("Save the Greater Good: Take the balloons away with the Batwing
         # first"): the scenario's own choice, which a reply may name instead of the title
         self.alias_words = []
@@ -738,13 +741,19 @@ def _undecided(text: str, opts: _Options) -> bool:
     return False
 
 
+_MUSING = (r"(?:thinking|considering|wondering|weighing|hoping|wishing|imagining|picturing|asking|debating|struggling|"
+           r"feeling|leaning|worrying|questioning|contemplating|pondering|reflecting|remembering|guessing|dreaming|"
+           r"talking|saying|telling|looking|praying|trying|being|getting|starting|beginning|torn|not|just|still)\b")
 # a first-person sentence that acts or has acted: "I must don the Helmet again", "So yes, I refused to
 # turn over the list", "I had no choice but to fight him directly"
 _COMMITS = re.compile(r"^\W*(?:(?:so|yes|then|therefore|thus|and|in\s+the\s+end|ultimately|instead|now)\b,?\s+)*"
                       r"(?:i|we)(?:'ll|'d|'m\s+going\s+to|\s+will|\s+would|\s+must|\s+shall|\s+am\s+going\s+to|"
                       r"\s+have\s+to|\s+had\s+to|\s+had\s+no\s+choice\s+but\s+to|\s+(?:chose|choose|decided|decide)\s+to)?\s+"
                       r"(?!(?:was|were|am|is|need|want|think|feel|felt|know|knew|guess|believe|hope|wish|see|saw|understand|"
-                      r"remember|can|could|might|may|wonder|suppose|like|love|mean)\b)(?=[a-z])", re.I)
+                      r"remember|can|could|might|may|wonder|suppose|like|love|mean)\b)(?=[a-z])"
+                      # "I'm heading to Nevada": the present progressive acts too (with the option's own verb, see _paraphrase)
+                      r"|^\W*(?:(?:so|yes|then|and|now)\b,?\s+)*(?:i'm|i\s+am|we're|we\s+are)\s+(?!" + _MUSING + r")(?=(?P<ing>[a-z]+ing)\b)",
+                      re.I)
 
 
 def _paraphrase(text: str, opts: _Options) -> tuple[int, str, str] | None:
@@ -759,8 +768,12 @@ def _paraphrase(text: str, opts: _Options) -> tuple[int, str, str] | None:
         w = _words(sent[m.end():])
         hits = sorted(((len(w & opts.distinct[i]), i) for i in range(opts.n)), reverse=True)
         (best, i), second = hits[0], hits[1][0] if len(hits) > 1 else 0
-        if best < 2 or 2 * best < len(opts.distinct[i]) or second * 2 > best:
+        core = len(w & opts.core[i])      # a long option's act before its comma: "Cast a spell to bring her back, showing ..."
+        if best < 2 or (2 * best < len(opts.distinct[i]) and not (core >= 3 and 2 * core >= len(opts.core[i]))) \
+                or second * 2 > best:
             continue
+        if m.group("ing") and _stem(m.group("ing").lower()) not in opts.distinct[i]:
+            continue        # "I'm diverting from another personal emergency": the act must be the option's own verb
         if _HEDGE.search(_norm(sent)) or re.search(r"\b(?:both|neither|third|either)\b", sent, re.I):
             return None
         found.setdefault(i, sent.strip()[:160])

@@ -89,3 +89,17 @@ def test_second_blind_split_first_read_and_bars():
     recall, wrong, false, n_none = _figures(rows)
     assert wrong == [] and len(false) <= 1
     assert recall >= 0.98
+
+
+def test_third_blind_split_first_read_and_bars():
+    """"blind3" (issue 22 section 4): 6 canon + 6 dilemma replies per model (sample_bow.py blind3, seed 23),
+    drawn after the blind2 follow-up rules and labelled before the rules read them. First read:
+    recall 0.909 (50 of 55), 1 wrong ("heroism is not about blind opposition—it is about ..." read as
+    "Hero it is"), 0 false commits of 5. Three general rules from its misses then read 53 of 55, 0 wrong."""
+    rows = [r for r in ROWS if r["split"] == "blind3"]
+    assert len(rows) == 60 and {r["model"] for r in rows} == {"claude", "gemini2", "gemini2_thinking", "r1", "v3"}
+    others = {r["id"] for r in ROWS if r["split"] != "blind3"}
+    assert not others & {r["id"] for r in rows}
+    recall, wrong, false, n_none = _figures(rows)
+    assert wrong == [] and false == []
+    assert recall >= 0.96

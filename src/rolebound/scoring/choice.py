@@ -247,7 +247,9 @@ _DECIDE = re.compile(
     r"|(?i:\b(?:that|which|this)\s+leaves(?:\s+(?:me|us)(?:\s+with)?)?(?=\s+(?:option\s+|choice\s+)?\(?[A-H1-9]\b))")
 # a phrase after the option that commits to it: "Option C it is", "B all the way", "C) ... is the most prudent choice"
 _AFTER_REF = re.compile(
-    r"(?i:\b(?:it\s+is(?:\s+then)?|all\s+the\s+way|without\s+(?:a\s+)?(?:question|doubt)|for\s+sure|hands\s+down|"
+    # "Moral code it is." ends its clause; "heroism is not about X—it is about Y" and "as flawed as it
+    # is," commit to nothing
+    r"(?i:\b(?:(?<!\bas\s)it\s+is(?:\s+then)?(?=\s*(?:[.!,;:…)\]\"'”\-–—]|$))|all\s+the\s+way|without\s+(?:a\s+)?(?:question|doubt)|for\s+sure|hands\s+down|"
     r"it's\s+the\s+one|that's\s+the\s+one|that's\s+my\s+(?:choice|answer|pick)|is\s+my\s+(?:choice|answer|pick|decision)|"
     r"is\s+(?:the\s+)?(?:only|best|right|clear|obvious|wisest|most\s+\w+)\s+(?:path|choice|option|way|answer|course)|"
     r"it\s+(?:has\s+to|must)\s+be|(?:is|would\s+be)\s+the\s+one|(?:is|would\s+be)\s+(?:the\s+)?closest|"
@@ -256,6 +258,7 @@ _AFTER_REF = re.compile(
     r"(?:feels|seems|sounds|is)\s+(?:like\s+)?(?:definitely\s+|clearly\s+)?the\s+(?:right|best|only|correct)\s+"
     r"(?:call|move|choice|path|way|answer|option|thing\s+to\s+do)|"
     r"is\s+(?:definitely|clearly|certainly|surely|undoubtedly)\s+the\s+most\s+(?:accurate|fitting|likely|appropriate))\b)")
+_LEAD_MARKER = re.compile(r"^(?:\W*(?:so|yes|yeah|okay|ok|alright|well|then|fine|right|thus|therefore|hence)\b,?\s*)+", re.I)
 _THIS_IS = re.compile(r"^\W*(?i:(?:this|that|it)(?:'s|\s+is|\s+would\s+be|\s+will\s+be)\s+(?:my|the)\s+"
                       r"(?:choice|answer|pick|decision|one)|that's\s+the\s+one)\b")
 _CONDITIONAL = re.compile(r"(?i:\b(?:if|whether|unless)\b(?!\s+(?:i\s+|you\s+|we\s+)?(?:am\s+|are\s+|were\s+|was\s+)?"
@@ -276,7 +279,8 @@ _NONE_SENT = re.compile(
     r"(?:do|save|choose|pick|protect)\s+both\b)"
     r"|(?i:\bchoose\s+(?:neither|both)\b)"
     r"|(?i:\bneither\s+(?:of\s+)?(?:the\s+|these\s+|your\s+|those\s+)?(?:two\s+|presented\s+)?(?:options?|choices?|paths?)\b)"
-    r"|(?i:\bneither\s+[\w-]+\s+nor\b)"
+    # not "he remains neither hero nor villain" after a choice: what he is, not what he picks (_undecided)
+    r"|(?i:(?<!\bam\s)(?<!\bis\s)(?<!\bare\s)(?<!\bwas\s)(?<!\bwere\s)(?<!\bbe\s)(?<!\bremain\s)(?<!\bremains\s)\bneither\s+[\w-]+\s+nor\b)"
     r"|(?i:\bnone\s+of\s+(?:these|the|those|your)\s+(?:options|choices|answers)\b)"
     r"|(?i:\bnot\s+a\s+simple\s+(?:choice\s+(?:between|of)\s+)?(?:option\s+)?[A-H1-9]\s+or\s+(?:option\s+)?[A-H1-9]\b)"
     r"|(?i:\btranscend\s+(?:this|the)\s+binary)"
@@ -457,7 +461,8 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
                     events.append(_Event(s0 + m.start(), val, "ref_then_commit" + ("_by_position" if how == "position"
                                                                                      else ""), pre.strip()[-160:], why))
             else:
-                val = _title_value(" ".join(pre.split()[-8:]), opts)
+                # "So, moral code it is.": a leading "So," is no part of what is named
+                val = _title_value(_LEAD_MARKER.sub("", " ".join(pre.split()[-8:])), opts)
                 if val is not None:
                     events.append(_Event(s0 + m.start(), val, "text_then_commit", pre.strip()[-160:]))
             for ev in events[n_before:]:
@@ -488,6 +493,10 @@ _LINE_LEAD = re.compile(r"^(?:[\W_]*(?i:so|yes|yeah|therefore|thus|hence|always|
                         r"finally|my\s+answer|answer|choice|decision|final\s+answer)\b)*[\W_]*?(?=[\"“(]?(?:[A-H]|\d|(?i:option|choice)))")
 _LINE_REF = re.compile(r"[\"“]?(?:(?i:option|choice)\s*(?P<kv>[A-Ha-h]|\d{1,2})\b|\((?i:option|choice)?\s*(?P<pv>[A-H]|\d{1,2})\)"
                        r"|(?P<cv>[A-H]|\d{1,2})[).:]|(?P<lone>[A-H]))(?=\W|$)")
+
+
+_RESOLVE = re.compile(r"(?:i|we)(?:'ve\s+got\s+to|'ve\s+gotta|'ll|\s+will|\s+must|'m\s+going\s+to|\s+am\s+going\s+to|"
+                      r"\s+have\s+to|\s+choose\s+to)\s+[a-z]", re.I)
 
 
 def _answer_lines(text: str, opts: _Options) -> list[_Event]:
@@ -528,7 +537,9 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
                 continue
             if q != idx and (commentary or own < max(1, (len(_words(rest)) + 1) // 2)):
                 dotted = s[m.end():m.end() + 1] == "." and not any(_words(rest) & w for w in opts.words)
-                if not dotted:
+                # "A) I've got to handle this.": the label, then the speaker's own resolve
+                resolve = _RESOLVE.match(rest) and not _HEDGE.search(_norm(rest))
+                if not dotted and not resolve:
                     # "Option 3: This is not a common practice." comments on option 3: part of a review
                     if re.match(r"\s*[:\-–—]", s[m.end():]):
                         events.append(_Event(s0, idx, "comment_line", s[:160], review=True))
@@ -738,7 +749,7 @@ def _undecided(text: str, opts: _Options) -> bool:
             named |= {j for j in range(opts.n) if (t := opts.title_words[j] & opts.distinct[j]) and t <= _words(after)}
             if re.match(r"\W*(?:to\s+)?between\b", after, re.I) or len(named) > 1:
                 return True
-    return False
+    return bool(re.search(r"\bneither\s+[\w-]+\s+nor\b", text, re.I))
 
 
 _MUSING = (r"(?:thinking|considering|wondering|weighing|hoping|wishing|imagining|picturing|asking|debating|struggling|"

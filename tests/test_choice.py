@@ -445,3 +445,4 @@ def test_a_label_then_the_speakers_own_resolve():
     assert read_choice("A) I will stay and fight.\nB) I will go with Pepper.", opts) is None    # a walk
     assert read_choice("A) I will not leave the city.", opts) is None
     assert read_choice("A) I could handle this, maybe.", opts) is None
+    assert read_choice("A) I'll think about it.", opts) is None

@@ -496,7 +496,7 @@ _LINE_REF = re.compile(r"[\"“]?(?:(?i:option|choice)\s*(?P<kv>[A-Ha-h]|\d{1,2}
 
 
 _RESOLVE = re.compile(r"(?:i|we)(?:'ve\s+got\s+to|'ve\s+gotta|'ll|\s+will|\s+must|'m\s+going\s+to|\s+am\s+going\s+to|"
-                      r"\s+have\s+to|\s+choose\s+to)\s+[a-z]", re.I)
+                      r"\s+have\s+to|\s+choose\s+to)\s+(?!(?:think|consider|see|wait|decide|weigh|ponder|reflect)\b)[a-z]", re.I)
 
 
 def _answer_lines(text: str, opts: _Options) -> list[_Event]:

@@ -374,3 +374,75 @@ def test_an_option_acted_out_in_the_characters_words():
 def test_an_aside_that_answers_is_kept():
     opts = [("A", "Pass the ball"), ("B", "Dunk over Flash")]
     assert read_choice("So, that leaves Option B.\n\n(My answer is a modified B):\n\nI'll dunk, but gently.", opts) is None
+
+
+# -- issue 22 section 4, after blind2: the families left, each from a real corpus reply --------------
+def _corpus_row(row_id):
+    import json
+    from pathlib import Path
+    path = Path(__file__).parent / "data" / "replies" / "multiverse.jsonl"
+    rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return next(r for r in rows if r["id"] == row_id)
+
+
+def test_a_present_progressive_act_with_the_options_own_verb():
+    row = _corpus_row("bow-claude-317")       # "I'm heading to Nevada." (option B: "... Head to Nevada")
+    got = choice_reading(row["reply"], [tuple(o) for o in row["options"]])
+    assert (got.value, got.rule, got.span) == (1, "paraphrase", "I'm heading to Nevada.")
+    opts = [tuple(o) for o in row["options"]]
+    assert read_choice("I'm thinking of heading to Nevada.", opts) is None      # musing, not acting
+    assert read_choice("I'm not heading to Nevada.", opts) is None
+    assert read_choice("Maybe I'm heading to Nevada, or to New York City.", opts) is None
+    # "I'm diverting from another personal emergency, situation critical, STAR Labs" names option B's
+    # words but its verb is not B's act: the reply (labelled A) must not read as B
+    cyborg = _corpus_row("bow-gemini2_thinking-475")
+    assert read_choice(cyborg["reply"], [tuple(o) for o in cyborg["options"]]) is None
+
+
+def test_a_long_options_act_before_its_comma_acted_out_in_stage_directions():
+    row = _corpus_row("bow-claude-284")       # "*I cast the spell to return Carrie's life force ...*"
+    got = choice_reading(row["reply"], [tuple(o) for o in row["options"]])
+    assert (got.value, got.rule) == (2, "paraphrase_in_narration")
+    opts = [tuple(o) for o in row["options"]]
+    assert read_choice("*I cast the spell to bring her back to life.*", opts) == 2
+    assert read_choice("*I will not cast the spell to bring her back to life.*", opts) is None
+    assert read_choice("*I cast a glance at the survivors.*", opts) is None     # one word of the act
+    assert read_choice("*I might cast the spell to bring her back to life.*", opts) is None
+
+
+# -- blind3's misses (issue 22 section 4), fixed after its first read ----------------------------------
+def _read_row(row_id):
+    row = _corpus_row(row_id)
+    return choice_reading(row["reply"], [tuple(o) for o in row["options"]])
+
+
+def test_it_is_commits_only_when_it_ends_its_clause():
+    assert _read_row("bow-gemini2-480").value == 1           # "So, moral code it is."
+    # "true heroism is not about blind opposition—it is about understanding" was read as "Hero it is"
+    # (a wrong reading of a reply that aligns with Black Adam, option B); it reads nothing now
+    assert _read_row("bow-v3-506").value is None
+    hero = [("A", "Hero - Intervention Against Black Adam"), ("B", "Villain - Align with Black Adam")]
+    assert read_choice("So, Hero it is.", hero) == 0
+    assert read_choice("True heroism is not about blind opposition—it is about understanding.", hero) is None
+    law = [("A", "Walk away"), ("B", "Beat him mercilessly but let the law handle him"), ("C", "Spare him")]
+    assert read_choice("But I would let the law, as flawed as it is, be the final judge.", law) is None
+
+
+def test_neither_x_nor_y_as_what_one_is_does_not_undo_a_choice():
+    got = _read_row("bow-r1-202")     # "Decision:\nOption B: Go Rogue" ... "Oliver Queen remains neither hero nor villain"
+    assert (got.value, got.rule) == (1, "answer_marker")
+    assert _read_row("bow-claude-450").value is None   # "I am neither hero nor villain" and no choice
+    hero = [("A", "Hero - Embrace Heroism"), ("B", "Villain - Succumb to Villainy")]
+    assert read_choice("I choose A) Hero. Then again, I choose neither hero nor villain.", hero) is None
+    # with no choice made, "neither ... nor" still keeps the weak rules from reading one
+    assert read_choice("I am neither hero nor villain. I will embrace heroism.", hero) is None
+
+
+def test_a_label_then_the_speakers_own_resolve():
+    got = _read_row("bow-claude-295")     # "A) I've got to handle this."
+    assert (got.value, got.rule) == (0, "answer_line")
+    opts = [("A", "Duty - Fulfill his duty as Iron Man"), ("B", "Personal Desire - Follow his desire to be with Pepper")]
+    assert read_choice("A) I will stay and fight.\nB) I will go with Pepper.", opts) is None    # a walk
+    assert read_choice("A) I will not leave the city.", opts) is None
+    assert read_choice("A) I could handle this, maybe.", opts) is None
+    assert read_choice("A) I'll think about it.", opts) is None

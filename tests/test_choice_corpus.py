@@ -81,9 +81,25 @@ def test_second_blind_split_first_read_and_bars():
     """"blind2" (issue 22): 6 canon + 6 dilemma replies per model drawn before the issue-22 rules were
     written and labelled after them. First read: recall 0.889 (48 of 54), 1 wrong, 1 false commit
     of 6; two general rules from its misses then gave 0.944, 0 wrong, the same false commit (a
-    reply that says "We're doing both." and later "the answer is B) ..., but with ... multitasking")."""
+    reply that says "We're doing both." and later "the answer is B) ..., but with ... multitasking").
+    Two more (a present-progressive act with the option's verb, a long option's act before its
+    comma) read 53 of 54: 0.981."""
     rows = [r for r in ROWS if r["split"] == "blind2"]
     assert len(rows) == 60 and {r["model"] for r in rows} == {"claude", "gemini2", "gemini2_thinking", "r1", "v3"}
     recall, wrong, false, n_none = _figures(rows)
     assert wrong == [] and len(false) <= 1
-    assert recall >= 0.94
+    assert recall >= 0.98
+
+
+def test_third_blind_split_first_read_and_bars():
+    """"blind3" (issue 22 section 4): 6 canon + 6 dilemma replies per model (sample_bow.py blind3, seed 23),
+    drawn after the blind2 follow-up rules and labelled before the rules read them. First read:
+    recall 0.909 (50 of 55), 1 wrong ("heroism is not about blind opposition—it is about ..." read as
+    "Hero it is"), 0 false commits of 5. Three general rules from its misses then read 53 of 55, 0 wrong."""
+    rows = [r for r in ROWS if r["split"] == "blind3"]
+    assert len(rows) == 60 and {r["model"] for r in rows} == {"claude", "gemini2", "gemini2_thinking", "r1", "v3"}
+    others = {r["id"] for r in ROWS if r["split"] != "blind3"}
+    assert not others & {r["id"] for r in rows}
+    recall, wrong, false, n_none = _figures(rows)
+    assert wrong == [] and false == []
+    assert recall >= 0.96

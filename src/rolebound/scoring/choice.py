@@ -145,6 +145,9 @@ class _Options:
         # words that tell options apart (a word every option shares says nothing)
         common = set.intersection(*self.words) if self.words else set()
         self.distinct = [w - common for w in self.words]
+        # a long option's own act, before the comma that adds its reasons ("Cast a spell to bring her back
+        # to life, showing mercy after ...")
+        self.core = [_words(self.texts[i].split(", ")[0]) & self.distinct[i] for i in range(self.n)]
         # the text under a title ("Save the Greater Good: Take the balloons away with the Batwing
         # first"): the scenario's own choice, which a reply may name instead of the title
         self.alias_words = []
@@ -244,7 +247,9 @@ _DECIDE = re.compile(
     r"|(?i:\b(?:that|which|this)\s+leaves(?:\s+(?:me|us)(?:\s+with)?)?(?=\s+(?:option\s+|choice\s+)?\(?[A-H1-9]\b))")
 # a phrase after the option that commits to it: "Option C it is", "B all the way", "C) ... is the most prudent choice"
 _AFTER_REF = re.compile(
-    r"(?i:\b(?:it\s+is(?:\s+then)?|all\s+the\s+way|without\s+(?:a\s+)?(?:question|doubt)|for\s+sure|hands\s+down|"
+    # "Moral code it is." ends its clause; "heroism is not about X—it is about Y" and "as flawed as it
+    # is," commit to nothing
+    r"(?i:\b(?:(?<!\bas\s)it\s+is(?:\s+then)?(?=\s*(?:[.!,;:…)\]\"'”\-–—]|$))|all\s+the\s+way|without\s+(?:a\s+)?(?:question|doubt)|for\s+sure|hands\s+down|"
     r"it's\s+the\s+one|that's\s+the\s+one|that's\s+my\s+(?:choice|answer|pick)|is\s+my\s+(?:choice|answer|pick|decision)|"
     r"is\s+(?:the\s+)?(?:only|best|right|clear|obvious|wisest|most\s+\w+)\s+(?:path|choice|option|way|answer|course)|"
     r"it\s+(?:has\s+to|must)\s+be|(?:is|would\s+be)\s+the\s+one|(?:is|would\s+be)\s+(?:the\s+)?closest|"
@@ -253,6 +258,7 @@ _AFTER_REF = re.compile(
     r"(?:feels|seems|sounds|is)\s+(?:like\s+)?(?:definitely\s+|clearly\s+)?the\s+(?:right|best|only|correct)\s+"
     r"(?:call|move|choice|path|way|answer|option|thing\s+to\s+do)|"
     r"is\s+(?:definitely|clearly|certainly|surely|undoubtedly)\s+the\s+most\s+(?:accurate|fitting|likely|appropriate))\b)")
+_LEAD_MARKER = re.compile(r"^(?:\W*(?:so|yes|yeah|okay|ok|alright|well|then|fine|right|thus|therefore|hence)\b,?\s*)+", re.I)
 _THIS_IS = re.compile(r"^\W*(?i:(?:this|that|it)(?:'s|\s+is|\s+would\s+be|\s+will\s+be)\s+(?:my|the)\s+"
                       r"(?:choice|answer|pick|decision|one)|that's\s+the\s+one)\b")
 _CONDITIONAL = re.compile(r"(?i:\b(?:if|whether|unless)\b(?!\s+(?:i\s+|you\s+|we\s+)?(?:am\s+|are\s+|were\s+|was\s+)?"
@@ -273,7 +279,8 @@ _NONE_SENT = re.compile(
     r"(?:do|save|choose|pick|protect)\s+both\b)"
     r"|(?i:\bchoose\s+(?:neither|both)\b)"
     r"|(?i:\bneither\s+(?:of\s+)?(?:the\s+|these\s+|your\s+|those\s+)?(?:two\s+|presented\s+)?(?:options?|choices?|paths?)\b)"
-    r"|(?i:\bneither\s+[\w-]+\s+nor\b)"
+    # not "he remains neither hero nor villain" after a choice: what he is, not what he picks (_undecided)
+    r"|(?i:(?<!\bam\s)(?<!\bis\s)(?<!\bare\s)(?<!\bwas\s)(?<!\bwere\s)(?<!\bbe\s)(?<!\bremain\s)(?<!\bremains\s)\bneither\s+[\w-]+\s+nor\b)"
     r"|(?i:\bnone\s+of\s+(?:these|the|those|your)\s+(?:options|choices|answers)\b)"
     r"|(?i:\bnot\s+a\s+simple\s+(?:choice\s+(?:between|of)\s+)?(?:option\s+)?[A-H1-9]\s+or\s+(?:option\s+)?[A-H1-9]\b)"
     r"|(?i:\btranscend\s+(?:this|the)\s+binary)"
@@ -454,7 +461,8 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
                     events.append(_Event(s0 + m.start(), val, "ref_then_commit" + ("_by_position" if how == "position"
                                                                                      else ""), pre.strip()[-160:], why))
             else:
-                val = _title_value(" ".join(pre.split()[-8:]), opts)
+                # "So, moral code it is.": a leading "So," is no part of what is named
+                val = _title_value(_LEAD_MARKER.sub("", " ".join(pre.split()[-8:])), opts)
                 if val is not None:
                     events.append(_Event(s0 + m.start(), val, "text_then_commit", pre.strip()[-160:]))
             for ev in events[n_before:]:
@@ -485,6 +493,10 @@ _LINE_LEAD = re.compile(r"^(?:[\W_]*(?i:so|yes|yeah|therefore|thus|hence|always|
                         r"finally|my\s+answer|answer|choice|decision|final\s+answer)\b)*[\W_]*?(?=[\"“(]?(?:[A-H]|\d|(?i:option|choice)))")
 _LINE_REF = re.compile(r"[\"“]?(?:(?i:option|choice)\s*(?P<kv>[A-Ha-h]|\d{1,2})\b|\((?i:option|choice)?\s*(?P<pv>[A-H]|\d{1,2})\)"
                        r"|(?P<cv>[A-H]|\d{1,2})[).:]|(?P<lone>[A-H]))(?=\W|$)")
+
+
+_RESOLVE = re.compile(r"(?:i|we)(?:'ve\s+got\s+to|'ve\s+gotta|'ll|\s+will|\s+must|'m\s+going\s+to|\s+am\s+going\s+to|"
+                      r"\s+have\s+to|\s+choose\s+to)\s+(?!(?:think|consider|see|wait|decide|weigh|ponder|reflect)\b)[a-z]", re.I)
 
 
 def _answer_lines(text: str, opts: _Options) -> list[_Event]:
@@ -525,7 +537,9 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
                 continue
             if q != idx and (commentary or own < max(1, (len(_words(rest)) + 1) // 2)):
                 dotted = s[m.end():m.end() + 1] == "." and not any(_words(rest) & w for w in opts.words)
-                if not dotted:
+                # "A) I've got to handle this.": the label, then the speaker's own resolve
+                resolve = _RESOLVE.match(rest) and not _HEDGE.search(_norm(rest))
+                if not dotted and not resolve:
                     # "Option 3: This is not a common practice." comments on option 3: part of a review
                     if re.match(r"\s*[:\-–—]", s[m.end():]):
                         events.append(_Event(s0, idx, "comment_line", s[:160], review=True))
@@ -735,16 +749,22 @@ def _undecided(text: str, opts: _Options) -> bool:
             named |= {j for j in range(opts.n) if (t := opts.title_words[j] & opts.distinct[j]) and t <= _words(after)}
             if re.match(r"\W*(?:to\s+)?between\b", after, re.I) or len(named) > 1:
                 return True
-    return False
+    return bool(re.search(r"\bneither\s+[\w-]+\s+nor\b", text, re.I))
 
 
+_MUSING = (r"(?:thinking|considering|wondering|weighing|hoping|wishing|imagining|picturing|asking|debating|struggling|"
+           r"feeling|leaning|worrying|questioning|contemplating|pondering|reflecting|remembering|guessing|dreaming|"
+           r"talking|saying|telling|looking|praying|trying|being|getting|starting|beginning|torn|not|just|still)\b")
 # a first-person sentence that acts or has acted: "I must don the Helmet again", "So yes, I refused to
 # turn over the list", "I had no choice but to fight him directly"
 _COMMITS = re.compile(r"^\W*(?:(?:so|yes|then|therefore|thus|and|in\s+the\s+end|ultimately|instead|now)\b,?\s+)*"
                       r"(?:i|we)(?:'ll|'d|'m\s+going\s+to|\s+will|\s+would|\s+must|\s+shall|\s+am\s+going\s+to|"
                       r"\s+have\s+to|\s+had\s+to|\s+had\s+no\s+choice\s+but\s+to|\s+(?:chose|choose|decided|decide)\s+to)?\s+"
                       r"(?!(?:was|were|am|is|need|want|think|feel|felt|know|knew|guess|believe|hope|wish|see|saw|understand|"
-                      r"remember|can|could|might|may|wonder|suppose|like|love|mean)\b)(?=[a-z])", re.I)
+                      r"remember|can|could|might|may|wonder|suppose|like|love|mean)\b)(?=[a-z])"
+                      # "I'm heading to Nevada": the present progressive acts too (with the option's own verb, see _paraphrase)
+                      r"|^\W*(?:(?:so|yes|then|and|now)\b,?\s+)*(?:i'm|i\s+am|we're|we\s+are)\s+(?!" + _MUSING + r")(?=(?P<ing>[a-z]+ing)\b)",
+                      re.I)
 
 
 def _paraphrase(text: str, opts: _Options) -> tuple[int, str, str] | None:
@@ -759,8 +779,12 @@ def _paraphrase(text: str, opts: _Options) -> tuple[int, str, str] | None:
         w = _words(sent[m.end():])
         hits = sorted(((len(w & opts.distinct[i]), i) for i in range(opts.n)), reverse=True)
         (best, i), second = hits[0], hits[1][0] if len(hits) > 1 else 0
-        if best < 2 or 2 * best < len(opts.distinct[i]) or second * 2 > best:
+        core = len(w & opts.core[i])      # a long option's act before its comma: "Cast a spell to bring her back, showing ..."
+        if best < 2 or (2 * best < len(opts.distinct[i]) and not (core >= 3 and 2 * core >= len(opts.core[i]))) \
+                or second * 2 > best:
             continue
+        if m.group("ing") and _stem(m.group("ing").lower()) not in opts.distinct[i]:
+            continue        # "I'm diverting from another personal emergency": the act must be the option's own verb
         if _HEDGE.search(_norm(sent)) or re.search(r"\b(?:both|neither|third|either)\b", sent, re.I):
             return None
         found.setdefault(i, sent.strip()[:160])

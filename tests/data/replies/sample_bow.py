@@ -98,14 +98,14 @@ BLIND2_PER_CELL = 6
 BLIND2_SEED = 22
 
 
-def blind2(src: str, corpus: str, out: str) -> None:
+def blind2(src: str, corpus: str, out: str, seed: int = BLIND2_SEED, split: str = "blind2") -> None:
     """Per model 6 canon + 6 dilemma replies not already in the corpus, unlabelled. A dilemma's type
     is its position among the file's dilemma rows modulo 4 (the release's order); its options are
     the prompt's two poles, each with the scenario option of the same position (checked by hand
     against the scenario before labelling, `options_fixed_by_hand`)."""
     have = {(json.loads(x)["provenance"]["file"].split("/")[-1], json.loads(x)["provenance"]["line"])
             for x in Path(corpus).read_text(encoding="utf-8").splitlines() if x.strip()}
-    rng, rows = random.Random(BLIND2_SEED), []
+    rng, rows = random.Random(seed), []
     for model in MODELS:
         path = Path(src) / f"merge_{model}.jsonl"
         pool: dict[str, list] = {"canon": [], "dilemma": []}
@@ -131,12 +131,21 @@ def blind2(src: str, corpus: str, out: str) -> None:
                 rows.append({"id": f"bow-{model}-{n}", "suite": "multiverse", "kind": kind, "model": model,
                              "source": "beyond_one_world",
                              "provenance": {"file": f"annotated_results/anno1/{path.name}", "line": n,
-                                            "source_file": r["source_file"], "CID": r["CID"], "draw": "blind2"},
+                                            "source_file": r["source_file"], "CID": r["CID"], "draw": split},
                              "options": opts, "options_fixed_by_hand": False, "reply": reply,
-                             "reply_shortened": short, "split": "blind2"})
+                             "reply_shortened": short, "split": split})
     Path(out).write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in rows), encoding="utf-8")
 
 
+# -- a third blind split ("blind3"), drawn the same way after the blind2 follow-up rules, seed 23 ---------
+BLIND3_SEED = 23
+
+
 if __name__ == "__main__":
-    # sample_bow.py SRC OUT  |  sample_bow.py blind2 SRC CORPUS OUT
-    blind2(*sys.argv[2:5]) if sys.argv[1] == "blind2" else main(*sys.argv[1:3])
+    # sample_bow.py SRC OUT  |  sample_bow.py blind2 SRC CORPUS OUT  |  sample_bow.py blind3 SRC CORPUS OUT
+    if sys.argv[1] == "blind2":
+        blind2(*sys.argv[2:5])
+    elif sys.argv[1] == "blind3":
+        blind2(*sys.argv[2:5], seed=BLIND3_SEED, split="blind3")
+    else:
+        main(*sys.argv[1:3])

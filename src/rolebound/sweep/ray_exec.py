@@ -274,13 +274,14 @@ def _kwargs(r: PlannedRun) -> dict[str, Any]:
 
 
 def execute(plan: Plan, todo: list[PlannedRun], *, address: str, parallel: int | None,
-            on_tick, retries: int = 3) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+            on_tick, retries: int = 3, on_result=None) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
     """Run `todo` on the cluster; returns (key -> outcome, endpoint -> most requests the limiter
-    let through at once). on_tick(tallies, outcomes) after each poll."""
+    let through at once). on_tick(tallies, outcomes) after each poll; on_result(run, outcome) as
+    each run's task returns (its records and manifest are then all at the sink)."""
     ray, _ = connect(address)
     try:
         check_fits(ray, plan)
-        return _drive(ray, plan, todo, parallel, on_tick, retries)
+        return _drive(ray, plan, todo, parallel, on_tick, retries, on_result or (lambda r, o: None))
     except ray.exceptions.RayError as exc:
         raise RunStopped(f"the Ray cluster failed the sweep: {_first_line(exc)}; records kept, rerun the "
                          "same command to resume", exit_code=3) from None
@@ -288,7 +289,7 @@ def execute(plan: Plan, todo: list[PlannedRun], *, address: str, parallel: int |
         ray.shutdown()
 
 
-def _drive(ray, plan, todo, parallel, on_tick, retries):
+def _drive(ray, plan, todo, parallel, on_tick, retries, on_result):
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
@@ -321,6 +322,7 @@ def _drive(ray, plan, todo, parallel, on_tick, retries):
                                    "message": f"the Ray task failed: {_first_line(exc)}"}
             # submit -> result as the driver saw it; less the run's own wall_s: Ray's cost per run
             outcomes[r.key]["task_s"] = round(time.perf_counter() - submitted[r.key], 3)
+            on_result(r, outcomes[r.key])
         try:
             on_tick(ray.get(sink.rows.remote()), outcomes)
         except ray.exceptions.RayError:

@@ -103,6 +103,9 @@ def main() -> None:
           f"{'met' if ratio <= BARS['ray_vs_local'] else 'missed'}")
     print(f"ray overhead per run: {overhead:.2f} s (bar < {BARS['overhead_s']} s): "
           f"{'met' if overhead < BARS['overhead_s'] else 'missed'}")
+    if over:    # the mean is mostly the first task of each fresh worker (process start): show the spread
+        over.sort()
+        print(f"  per run: median {over[len(over) // 2]:.2f} s, max {over[-1]:.2f} s")
     print(f"machine load (1/5/15 min) at the end: {loadavg()}")
     if a.scratch is None:
         shutil.rmtree(scratch, ignore_errors=True)

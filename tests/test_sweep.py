@@ -141,6 +141,44 @@ def test_plan_resources_come_from_the_backend(tmp_path):
     assert (h.gpus, h.gpu_bundles) == (1, False)
 
 
+def test_reports_rebuild_metrics_and_make_a_run_whose_report_fails_an_error(tmp_path):
+    # what the Ray executor does on the driver as each task returns (rolebound.sweep.reports)
+    from rolebound.sweep.plan import plan
+    from rolebound.sweep.reports import Reports
+
+    cfg = grid(tmp_path / "g.yaml", suite="charm")
+    out = tmp_path / "sw"
+    assert rb("sweep", cfg, "--out", out, "-q").returncode == 0
+    good, bad = plan(cfg, out).runs
+    want = metrics(good.out)
+    for r in (good, bad):
+        (r.out / "metrics.json").unlink()
+    with (bad.out / "records.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write('{"call_id": "x"}\n')                    # whole JSON, not a record
+    outcomes = {good.key: {"status": "done", "exit_code": 0}, bad.key: {"status": "done", "exit_code": 0},
+                "gone": {"status": "error", "exit_code": 3, "message": "the Ray task failed"}}
+    with Reports() as reports:
+        reports.submit(good, outcomes[good.key])
+        reports.submit(bad, outcomes[bad.key])
+        reports.submit(bad, outcomes["gone"])               # a failed task: nothing is built
+    assert metrics(good.out) == want and (good.out / "report.html").exists()
+    assert outcomes[good.key] == {"status": "done", "exit_code": 0}
+    assert outcomes[bad.key]["status"] == "error" and outcomes[bad.key]["exit_code"] == 3
+    assert outcomes[bad.key]["message"].startswith("report: ")
+    assert outcomes["gone"]["message"] == "the Ray task failed"
+
+
+def test_ray_tasks_take_rolebound_variables_but_no_secrets(monkeypatch):
+    from rolebound.sweep.ray_exec import task_env
+
+    for k in ("ROLEBOUND_API_KEY", "ROLEBOUND_HUB_TOKEN", "ROLEBOUND_SECRET", "NOT_ROLEBOUND"):
+        monkeypatch.setenv(k, "x")
+    monkeypatch.setenv("ROLEBOUND_THREADS", "1")
+    env = task_env()
+    assert env["ROLEBOUND_THREADS"] == "1"
+    assert not {"ROLEBOUND_API_KEY", "ROLEBOUND_HUB_TOKEN", "ROLEBOUND_SECRET", "NOT_ROLEBOUND"} & set(env)
+
+
 # -- Ray --------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster():
@@ -256,3 +294,13 @@ def test_without_ray_the_ray_executor_gives_the_install_hint(tmp_path):
     line = one_error(rb("sweep", grid(tmp_path / "g.yaml"), "--executor", "ray",
                         env={"PYTHONPATH": str(shadow.parent)}), 2)
     assert "pip install 'rolebound[ray]'" in line
+
+
+@pytest.mark.ray
+def test_ray_tasks_run_with_the_drivers_rolebound_variables(cluster, tmp_path):
+    # the worker nodes were started without it: only the driver's environment can carry it
+    cfg = grid(tmp_path / "g.yaml", suite="charm", model="fake:random", limit=2)
+    res = ray_sweep(cluster, cfg, "--out", tmp_path / "sw", env={"ROLEBOUND_FAKE_FAIL": "."})
+    assert res.returncode == 3, res.stderr[-2000:]
+    (row,) = json.loads((tmp_path / "sw" / "index.json").read_text())["runs"]
+    assert row["failed_calls"] and "ROLEBOUND_FAKE_FAIL" in (tmp_path / "sw" / row["run"] / "errors.log").read_text()

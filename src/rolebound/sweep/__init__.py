@@ -68,11 +68,13 @@ def sweep(config, *, executor: str = "local", address: str = "auto", parallel: i
             outcomes.update(execute(p, todo, parallel=parallel or 1, on_tick=tick))
         else:
             from .ray_exec import execute, import_ray
+            from .reports import Reports
 
             import_ray()
-            got, peaks = execute(p, todo, address=address, parallel=parallel, on_tick=tick, retries=retries)
+            with Reports() as reports:      # each run's report while the others still run
+                got, peaks = execute(p, todo, address=address, parallel=parallel, on_tick=tick, retries=retries,
+                                     on_result=reports.submit)
             outcomes.update(got)
-            _reports(p, todo, outcomes)
     from .index import write_cards, write_index
 
     res = SweepResult(out=p.out, outcomes={r.key: outcomes[r.key] for r in p.runs}, peaks=peaks)
@@ -106,21 +108,3 @@ def _validate(p: Plan) -> None:
         except BackendError as exc:
             raise InputError(str(exc), file=r.source, field="model") from None
 
-
-def _reports(p: Plan, todo, outcomes) -> None:
-    """Ray runs come back as records: their metrics and report are built here, from records.jsonl
-    alone, as `rolebound report` would."""
-    from .. import api
-    from ..errors import RoleboundError
-
-    for r in todo:
-        o = outcomes.get(r.key, {})
-        if o.get("status") not in ("done", "failed calls", "stopped") or not (r.out / "records.jsonl").exists():
-            continue
-        try:
-            api.build_report(r.out)
-        except RoleboundError as exc:
-            o.update(status="error", message=f"report: {exc}", exit_code=max(3, o.get("exit_code", 0)))
-        except Exception as exc:  # noqa: BLE001 - a stopped run may lack what a metric needs
-            if o.get("status") != "stopped":
-                o.update(status="error", message=f"report: {type(exc).__name__}: {exc}", exit_code=3)

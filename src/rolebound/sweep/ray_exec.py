@@ -148,9 +148,21 @@ def _gate(limiter, known: dict[str, int]):
     return acquire, release
 
 
-def run_task(key: str, kwargs: dict[str, Any], sink, limiter, known: dict[str, int]) -> dict[str, Any]:
+def task_env() -> dict[str, str]:
+    """The driver's ROLEBOUND_* variables a task takes (never a key, token or secret)."""
+    return {k: v for k, v in os.environ.items() if k.startswith("ROLEBOUND_")
+            and not any(s in k for s in ("KEY", "TOKEN", "SECRET"))}
+
+
+def run_task(key: str, kwargs: dict[str, Any], sink, limiter, known: dict[str, int],
+             env: dict[str, str] | None = None) -> dict[str, Any]:
     """The body of a run's Ray task (on a worker)."""
     import ray
+
+    # set here, not as a runtime_env: Ray starts workers of their own for a job with one, so
+    # the workers it has already started (one per CPU) sat idle while new ones were started
+    # for the tasks, which held back every task's start by seconds (docs/scale.md, "Measured")
+    os.environ.update(env or {})
 
     from .. import limits
     from .worker import Tailer, run_one
@@ -190,10 +202,7 @@ def connect(address: str):
     ray = import_ray()
     import logging
 
-    env = {k: v for k, v in os.environ.items() if k.startswith("ROLEBOUND_")
-           and not any(s in k for s in ("KEY", "TOKEN", "SECRET"))}
-    kw: dict[str, Any] = dict(logging_level=logging.ERROR, log_to_driver=False,
-                              runtime_env={"env_vars": env} if env else None)
+    kw: dict[str, Any] = dict(logging_level=logging.ERROR, log_to_driver=False)
     if address not in ("auto", "local"):
         _reachable(address)
     if address == "auto":
@@ -274,13 +283,14 @@ def _kwargs(r: PlannedRun) -> dict[str, Any]:
 
 
 def execute(plan: Plan, todo: list[PlannedRun], *, address: str, parallel: int | None,
-            on_tick, retries: int = 3) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+            on_tick, retries: int = 3, on_result=None) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
     """Run `todo` on the cluster; returns (key -> outcome, endpoint -> most requests the limiter
-    let through at once). on_tick(tallies, outcomes) after each poll."""
+    let through at once). on_tick(tallies, outcomes) after each poll; on_result(run, outcome) as
+    each run's task returns (its records and manifest are then all at the sink)."""
     ray, _ = connect(address)
     try:
         check_fits(ray, plan)
-        return _drive(ray, plan, todo, parallel, on_tick, retries)
+        return _drive(ray, plan, todo, parallel, on_tick, retries, on_result or (lambda r, o: None))
     except ray.exceptions.RayError as exc:
         raise RunStopped(f"the Ray cluster failed the sweep: {_first_line(exc)}; records kept, rerun the "
                          "same command to resume", exit_code=3) from None
@@ -288,7 +298,7 @@ def execute(plan: Plan, todo: list[PlannedRun], *, address: str, parallel: int |
         ray.shutdown()
 
 
-def _drive(ray, plan, todo, parallel, on_tick, retries):
+def _drive(ray, plan, todo, parallel, on_tick, retries, on_result):
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
@@ -299,7 +309,7 @@ def _drive(ray, plan, todo, parallel, on_tick, retries):
     limiter = ray.remote(Limiter).options(num_cpus=0, scheduling_strategy=here, max_concurrency=10000).remote(
         plan.limits) if plan.limits else None
     task = ray.remote(max_retries=retries)(run_task)
-    waiting, pending, outcomes, submitted = list(todo), {}, {}, {}
+    waiting, pending, outcomes, submitted, env = list(todo), {}, {}, {}, task_env()
     while waiting or pending:
         while waiting and (not parallel or len(pending) < parallel):
             r = waiting.pop(0)
@@ -309,7 +319,7 @@ def _drive(ray, plan, todo, parallel, on_tick, retries):
                 outcomes[r.key] = {"status": "error", "message": f"cannot place the run: {_first_line(exc)}",
                                    "exit_code": 3}
                 continue
-            pending[task.options(**opts).remote(r.key, _kwargs(r), sink, limiter, plan.limits)] = r
+            pending[task.options(**opts).remote(r.key, _kwargs(r), sink, limiter, plan.limits, env)] = r
             submitted[r.key] = time.perf_counter()
         ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.25) if pending else ([], [])
         for ref in ready:
@@ -321,6 +331,7 @@ def _drive(ray, plan, todo, parallel, on_tick, retries):
                                    "message": f"the Ray task failed: {_first_line(exc)}"}
             # submit -> result as the driver saw it; less the run's own wall_s: Ray's cost per run
             outcomes[r.key]["task_s"] = round(time.perf_counter() - submitted[r.key], 3)
+            on_result(r, outcomes[r.key])
         try:
             on_tick(ray.get(sink.rows.remote()), outcomes)
         except ray.exceptions.RayError:

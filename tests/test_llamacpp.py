@@ -241,6 +241,23 @@ def test_decodings_seed_stop_and_max_tokens(engine):
 
 
 @needs
+def test_a_cap_past_the_context_is_cut_to_the_room_left_and_counted():
+    from rolebound.models.llamacpp import LlamaCppEngine
+
+    small = LlamaCppEngine(smollm2_gguf(), threads=1, n_ctx=512, max_batch=2, prefix_max=128)
+    req = [GenRequest(messages=chat("Tell me a story about London.")), GenRequest(messages=chat("Name a river."))]
+    try:
+        res = small.generate(req, Decoding(temperature=0, max_tokens=32768))     # RoleCapBench's cap
+        assert all(r.error is None and r.text for r in res)
+        assert small.clamped["calls"] == 2 and 0 < small.clamped["to_min"] < 512 - 128
+        assert all(r.prompt_tokens + r.completion_tokens <= 512 - 128 for r in res)
+        assert small.generate(req[:1], Decoding(temperature=0, max_tokens=5))[0].completion_tokens == 5
+        assert small.clamped["calls"] == 2                  # a cap that fits is left alone
+    finally:
+        small.close()
+
+
+@needs
 def test_bundled_run_on_the_llamacpp_engine_records_prefill_saved(tmp_path):
     out = tmp_path / "run"
     res = subprocess.run([str(ROLEBOUND), "run", "charm", "--model", "bundled", "--engine", "llamacpp",

@@ -142,6 +142,7 @@ class LlamaCppEngine:
         self.prefix_max = min(int(prefix_max), self.n_ctx // 2)
         self.resident: list[int] = []     # tokens held in PREFIX_SEQ
         self.prefill = {"computed": 0, "saved": 0}
+        self.clamped: dict[str, int] = {"calls": 0}      # max_tokens cut to the context's room
         self.lock = threading.Lock()
         meta = self.model.metadata()
         self.template = ChatTemplate(meta.get("tokenizer.chat_template"), self._special(meta))
@@ -347,7 +348,7 @@ class LlamaCppEngine:
         import numpy as np
 
         encoded = [self.encode(self.render(r.messages) if r.messages else (r.prompt or "")) for r in requests]
-        limits = [int(r.max_tokens or decoding.max_tokens) for r in requests]
+        limits = [self._room(len(e), int(r.max_tokens or decoding.max_tokens)) for e, r in zip(encoded, requests)]
         stops = [r.stop if r.stop is not None else (decoding.stop or []) for r in requests]
         out: list[GenResult | None] = [None] * len(requests)
         rng = np.random.default_rng(int(decoding.seed))
@@ -368,6 +369,16 @@ class LlamaCppEngine:
                     if emit:
                         emit(i, res)
         return out  # type: ignore[return-value]
+
+    def _room(self, prompt: int, limit: int) -> int:
+        """A cap past the context (RoleCapBench's 32,768 new tokens on an 8,192 context) becomes the
+        room the context leaves: no reply can be longer anyway. Counted in info() as a departure."""
+        room = self.n_ctx - self.prefix_max - prompt
+        if limit <= room or room < 1:
+            return limit                # too long a prompt is refused by _chunks, with its numbers
+        self.clamped["calls"] += 1
+        self.clamped["to_min"] = min(self.clamped.get("to_min", room), room)
+        return room
 
     def _decode_chunk(self, seqs, limits, stops, decoding: Decoding, rng) -> list[GenResult]:
         n = len(seqs)
@@ -473,7 +484,8 @@ class LlamaCppBackend(EngineCalls, Backend):
                 "n_ctx": e.n_ctx, "max_batch": e.max_batch, "threads": e.threads,
                 "load_s": round(e.load_s, 2),
                 "prefix": {"min": e.prefix_min, "max": e.prefix_max},
-                "prefill_tokens": dict(e.prefill), "thread_policy": thread_policy().info()}
+                "prefill_tokens": dict(e.prefill), "max_tokens_cut_to_context": dict(e.clamped),
+                "thread_policy": thread_policy().info()}
 
     def render_chat(self, messages, add_generation_prompt=True):
         return self.engine.render(messages, add_generation_prompt)

@@ -144,9 +144,78 @@ def test_close_calls_are_decided_by_the_float32_copy(monkeypatch):
     reqs = [ScoreRequest(messages=[Message(role="user", content=q)], assistant_prefix="Answer: ",
                          continuations=["1", "2", "3"]) for q in ("Pick one.", "Which one is right?")]
     fp32 = eng._score_once(reqs)                       # _score_pass None: the float32 copy
+    monkeypatch.setattr(eng, "score_plan", "two-pass")  # cost would pick float32 alone on some CPUs
     monkeypatch.setattr(local, "RESCORE_MARGIN", 1e9)
     before = list(eng.rescored)                        # the engine is shared with other tests
     assert [r.logprobs for r in eng.score(reqs)] == [r.logprobs for r in fp32]
-    assert [a - b for a, b in zip(eng.rescored, before)] == [2, 2]
+    assert [a - b for a, b in zip(eng.rescored, before)] == [2, 2, 0]
     monkeypatch.setattr(local, "RESCORE_MARGIN", 0.0)
-    assert eng.score(reqs) and [a - b for a, b in zip(eng.rescored, before)] == [2, 4]
+    assert eng.score(reqs) and [a - b for a, b in zip(eng.rescored, before)] == [2, 4, 0]
+    monkeypatch.setattr(eng, "score_plan", "float32")
+    assert [r.logprobs for r in eng.score(reqs)] == [r.logprobs for r in fp32]
+    assert [a - b for a, b in zip(eng.rescored, before)] == [2, 4, 2]
+
+
+def charm_requests(per_role=6, roles=3):
+    """CHARM's logprob calls (BA Yes/No, BC and KV options) for a few characters: personas shared
+    by many calls (the prefix-reuse path) and questions of their own."""
+    from rolebound.suites.charm.data import expand, load_data
+    from rolebound.suites.charm.prompts import ANSWER_PREFIX, ba_prompt, mcq_prompt
+
+    items, _ = expand(load_data()[0])
+    names = list(dict.fromkeys(i.role for i in items))[:roles]
+    picked = [i for r in names for i in [i for i in items if i.role == r][:per_role]]
+    reqs = []
+    for i in picked:
+        if i.stage == "ba":
+            reqs.append(ScoreRequest(messages=[Message(role="user", content=ba_prompt(i))], continuations=["Yes", "No"]))
+        else:
+            reqs.append(ScoreRequest(messages=[Message(role="user", content=mcq_prompt(i))], assistant_prefix=ANSWER_PREFIX,
+                                     continuations=[str(k) for k in range(1, len(i.options) + 1)]))
+    return reqs
+
+
+def best(res):
+    top = max(res.logprobs)
+    return [k for k, x in enumerate(res.logprobs) if x == top]      # the answer, and any exact tie
+
+
+@pytest.mark.model
+def test_charm_answers_equal_float32_everywhere_on_every_score_plan(monkeypatch):
+    """The answers (and exact ties) of score() are the float32 copy's, whichever plan the cost
+    picks (float32 alone, or bf16 then a float32 re-score of close calls) and however the calls
+    are batched: all at once or in small pieces."""
+    from rolebound.models.bundled import converted_dir
+
+    eng = shared_engine(converted_dir())[0]
+    if not eng.score_fp32 or eng.dtype == eng.torch.float32:
+        pytest.skip("this CPU scores in float32 directly")
+    reqs = charm_requests()
+    ref = eng._score_once(reqs)                              # _score_pass None: the float32 copy, every call
+    for plan in ("two-pass", "float32"):
+        monkeypatch.setattr(eng, "score_plan", plan)
+        before = list(eng.rescored)
+        whole = eng.score(reqs)
+        pieces = [r for k in range(0, len(reqs), 5) for r in eng.score(reqs[k:k + 5])]
+        for got in (whole, pieces):
+            assert [best(g) for g in got] == [best(r) for r in ref], plan
+        if plan == "two-pass":                   # both kinds of call occur: some kept, some re-scored
+            assert 0 < eng.rescored[0] - before[0] < eng.rescored[1] - before[1]
+        else:                                    # every value is float32's, to batch rounding
+            for got in (whole, pieces):
+                for g, r in zip(got, ref):
+                    assert g.logprobs == pytest.approx(r.logprobs, abs=1e-3)
+
+
+@pytest.mark.parametrize("cost,rescored,alone", [
+    (0.6, [0, 0, 0], True),          # float32 GEMMs faster than bf16 ones: never two passes
+    (1.8, [0, 0, 0], False),         # bf16 faster, nothing known yet: the two passes
+    (1.8, [40, 60, 0], False),       # under 64 requests seen: the share is not read yet
+    (1.8, [200, 300, 0], True),      # 2/3 close: 1 + 0.67 * 1.8 > 1.8
+    (3.0, [60, 300, 0], False),      # 1/5 close at 3x: 1.6 < 3
+])
+def test_the_score_plan_is_the_cheaper_one(cost, rescored, alone):
+    eng = SimpleNamespace(score_plan=None, _fp32_cost=cost, rescored=rescored)
+    assert TransformersEngine._fp32_alone(eng) is alone
+    eng.score_plan = "two-pass"
+    assert TransformersEngine._fp32_alone(eng) is False

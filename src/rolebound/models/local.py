@@ -92,7 +92,8 @@ def auto_batch(model, device: str, dtype) -> tuple[int, int]:
 # Part of every cache key of this engine. bf16 results depend slightly on batch make-up and on
 # prefix reuse, so when those change, bump this: otherwise a run would mix cached answers of the
 # old engine with new ones and differ from a fresh run of the same command.
-ENGINE_REV = 4       # 3: option log-likelihoods in float32; 4: bf16 pass, float32 re-score of close calls
+ENGINE_REV = 5       # 3: option log-likelihoods in float32; 4: bf16 pass, float32 re-score of close calls;
+                     # 5: float32 alone where it costs no more than the two passes
 # A request whose best two options lie within this many nats (summed, or per token) is scored
 # again by the float32 copy. bf16 trunk noise moved log-likelihoods by about 0.05 between batch
 # make-ups (0.13 on one Xeon); four times that leaves every answer the bf16 pass keeps decided
@@ -141,7 +142,9 @@ class TransformersEngine:
         self.score_fp32 = (dtype or "auto").lower() == "auto" and not self.device.startswith("cuda")
         self._fp32_model = None
         self._score_pass = None            # "bf16": the fast first pass of score(); None: _scoring_model decides
-        self.rescored = [0, 0]             # [requests re-scored in float32, requests scored]
+        self.rescored = [0, 0, 0]          # [re-scored in float32, scored, scored by float32 alone]
+        self._fp32_cost = None             # CPU time of a float32 GEMM over a bf16 one (_measure_fp32_cost)
+        self.score_plan = None             # None: by cost; "float32" or "two-pass" pins it (tests)
         self.path = str(path)
         self.tok = AutoTokenizer.from_pretrained(self.path)
         self.tok.padding_side = "left"
@@ -253,12 +256,17 @@ class TransformersEngine:
         """emit(i, result), if given, is called (from this thread) as soon as request i is done,
         so the runner can record it while later batches run.
 
-        With a float32 scoring copy (bf16 on the CPU), every request is scored first by the bf16
-        model (float32 head), which is about three times faster; the requests whose best two
+        With a float32 scoring copy (bf16 on the CPU) the answers are float32's; how they are
+        reached is picked by cost (`_fp32_alone`). Either the float32 copy scores every request,
+        or the bf16 model (float32 head) scores every request first and the requests whose best two
         options lie within RESCORE_MARGIN are scored again in float32 and only then emitted. An
         answer is thus never decided by bf16 rounding, and runs of different sizes agree."""
         if not self.score_fp32 or self.dtype == self.torch.float32:
             return self._score_once(requests, emit)
+        if self._fp32_alone():
+            out = self._score_once(requests, emit)
+            self.rescored[2] += len(requests)
+            return out
         close: list[int] = []
 
         def first(i, res):
@@ -281,6 +289,49 @@ class TransformersEngine:
         self.rescored[0] += len(close)
         self.rescored[1] += len(requests)
         return out
+
+    def _fp32_alone(self) -> bool:
+        """Score with the float32 copy alone when that costs no more than the two passes.
+
+        With r = float32 cost / bf16 cost and f = the share of requests re-scored so far, the two
+        passes cost 1 + f*r and float32 alone r. r is measured here, not assumed: on a Xeon
+        without AMX bf16 GEMMs ran 1.6x slower than float32 ones (r < 1: float32 always wins),
+        elsewhere bf16 was 1.8-3x faster (the two passes win while few calls are close).
+        Answers are float32's either way; only the time changes."""
+        if self.score_plan:
+            return self.score_plan == "float32"
+        if self._fp32_cost is None:
+            with self.lock:
+                self._fp32_cost = self._measure_fp32_cost()
+        r = self._fp32_cost
+        # f is read only after enough requests: a handful of close calls says little
+        f = self.rescored[0] / self.rescored[1] if self.rescored[1] >= 64 else 0.0
+        return r <= 1.0 + f * r
+
+    def _measure_fp32_cost(self, rows: int = 1024, reps: int = 4) -> float:
+        """CPU time of the trunk's largest projection in float32 over the same in bf16 (best of
+        `reps`, alternating, after one warm-up each), on `rows` tokens: GEMMs are most of a
+        scoring forward (80% in bf16, 70% in float32, profiled on the CHARM workload)."""
+        torch = self.torch
+        head = self.model.get_output_embeddings()
+        linears = [m for m in self.model.modules() if isinstance(m, torch.nn.Linear) and m is not head]
+        if not linears:
+            return 1.0
+        w16 = max(linears, key=lambda m: m.weight.numel()).weight.detach()
+        w32 = w16.float()
+        x32 = torch.randn((rows, w16.shape[1]), generator=torch.Generator().manual_seed(0)).to(self.device)
+        pairs = ((x32.to(w16.dtype), w16), (x32, w32))
+        best = [float("inf"), float("inf")]
+        self.tick()
+        with torch.inference_mode():
+            for x, w in pairs:
+                torch.nn.functional.linear(x, w)
+            for _ in range(reps):
+                for k, (x, w) in enumerate(pairs):
+                    t = time.process_time()
+                    torch.nn.functional.linear(x, w)
+                    best[k] = min(best[k], time.process_time() - t)
+        return best[1] / max(best[0], 1e-9)
 
     def _score_once(self, requests: Sequence[ScoreRequest], emit=None) -> list[ScoreResult]:
         torch = self.torch
@@ -622,7 +673,7 @@ class LocalBackend(EngineCalls, Backend):
         self._engine: TransformersEngine | None = None
         self._engine_lock = threading.Lock()
         self._loaded_here = False
-        self._rescored0 = (0, 0)          # the shared engine's counters when this backend took it
+        self._rescored0 = (0, 0, 0)       # the shared engine's counters when this backend took it
         self._folder: str | None = None
         resolve_override(self.options.get("threads"))    # a bad ROLEBOUND_THREADS fails here, before any work
         thread_policy().register()                       # other rolebound engines share the cores with us
@@ -652,14 +703,17 @@ class LocalBackend(EngineCalls, Backend):
         import torch
         import transformers
 
-        score_dtype = (f"bfloat16 first pass, float32 re-score within {RESCORE_MARGIN} nats"
+        score_dtype = (f"float32 answers: float32 alone, or a bfloat16 first pass and a float32 re-score "
+                       f"within {RESCORE_MARGIN} nats, whichever costs less here"
                        if e.score_fp32 and e.dtype != torch.float32 else
                        "float32" if e.score_fp32 else str(e.dtype).replace("torch.", ""))
         # threads: what the engine's worker thread last used (OpenMP keeps the count per thread)
         tp = thread_policy().info()
         return {"path": e.path, "dtype": str(e.dtype).replace("torch.", ""), "score_dtype": score_dtype,
                 "rescored": {"float32": e.rescored[0] - self._rescored0[0],
-                             "scored": e.rescored[1] - self._rescored0[1]},
+                             "scored": e.rescored[1] - self._rescored0[1],
+                             "float32_alone": e.rescored[2] - self._rescored0[2],
+                             "fp32_cost": None if e._fp32_cost is None else round(e._fp32_cost, 2)},
                 "device": e.device,
                 "load_s": round(e.load_s, 2) if self._loaded_here else 0.0, "torch": torch.__version__,
                 "transformers": transformers.__version__, "threads": tp.get("threads") or torch.get_num_threads(),

@@ -28,3 +28,13 @@ def test_capability_depth_zero_is_the_identity_figure(tmp_path):
     college = [t for t in turns if t.meta["warmup"] == "items" and t.meta["key"] == "college"]
     assert college and all(t.meta["source"].startswith("item:") for t in college)
     assert {r.meta["depth"] for r in dm.probe_records(recs)} == {0, 2}
+
+
+def test_a_dialogue_only_report_lists_its_probes_without_empty_single_turn_tables(tmp_path):
+    api.run("capability", model="fake:random", strategies="dialogue", limit=2, out=tmp_path / "r",
+            options={"depths": "0,2", "roles": "kindergarten,teacher"}, progress=False, use_cache=False)
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "Headline figures by dialogue depth" in md
+    assert "Table 3" not in md and "## Per role" not in md        # no single-turn variant ran
+    assert "2 questions; roles: Kindergarten, Teacher." in md      # ladder order
+    assert "8 rows" in md                                          # 2 questions x 2 roles x 2 depths, viewable

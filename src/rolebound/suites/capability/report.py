@@ -8,7 +8,7 @@ from ...dialogue.report import add_sections, summary_lines as dialogue_lines
 from pathlib import Path
 from typing import Any
 
-from .metrics import JUDGE_DIMS, METRICS, answer_records, judge_records, outcome
+from .metrics import JUDGE_DIMS, METRICS, answer_records, judge_records, outcome, role_order
 from ...rejudge import judge_rounds, rounds_text, verdicts
 from ...report.fmt import fmt_mean_sd
 from .boxed import KINDS
@@ -24,18 +24,31 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
     rep = Report("capability: role-capability leakage (RoleCapBench)")
     rep.facts(run_facts(manifest))
     add_sections(rep, metrics.get("dialogue"))
-    n_q = len({r.item_id for r in answer_records(records)})
+    single = bool(role_strats or m.get("no_role"))     # a dialogue-only run has its tables above
+    probes = answer_records(records) or [r for r in records if r.role == "model" and r.stage.startswith("q.")]
+    n_q = len({r.item_id for r in probes})
     sample = ""
     if manifest.dataset.startswith("builtin:") and manifest.limit is None and "per_level" not in manifest.options \
             and is_demo_spec(manifest.model):
         sample = (f" (the bundled model's default sample of {DEFAULT_PER_LEVEL} per level; "
                   "--set per_level=all or --limit N runs more)")
-    rep.text(f"{n_q} questions{sample}; roles: {', '.join(r['label'] for r in m['roles']) or '-'}. "
+    labels = [r["label"] for r in m["roles"]] or [lab for _, lab, _, _ in role_order(probes)]
+    rep.text(f"{n_q} questions{sample}; roles: {', '.join(labels) or '-'}. "
              "TA: accuracy on all questions; IA: on questions at or below the role's ceiling; A: above it "
              "(lower A means less leakage). Answers are read only from the last \\boxed{} and must be exactly "
              "A, B, C or D (Appendix D); anything else counts as wrong. "
              + ("Judge: RV, C, RC scored by the judge model." if any(r.role == "judge" for r in records)
                 else "Judge: off (--set judge=true scores RV, C, RC)."), title="What was measured")
+    if single:
+        _single_turn(rep, m, records, role_strats)
+    rep.samples("Per-answer records", ["item", "variant", "role", "level", "in_role", "gold", "parsed", "correct",
+                                       "outcome", "judge", "response"], _samples(records, probes),
+                ["variant", "role", "level", "outcome", "correct"])
+    return rep.write(run_dir)
+
+
+def _single_turn(rep: Report, m: dict, records, role_strats: list[str]) -> None:
+    """Table 3, per role, extraction, judge, no-role, Figures 3, 5 and 6: the single-turn variants."""
     rows = []
     for strat in role_strats:
         mac = m["by_strategy"][strat]["macro"]
@@ -88,17 +101,13 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
         rep.table("Figure 5 data: change against identity (macro means)", ["variant", "ΔTA", "ΔIA", "ΔA"],
                   [[s, fmt_mean_sd(d["TA"]), fmt_mean_sd(d["IA"]), fmt_mean_sd(d["A"])] for s, d in m["deltas"].items()])
         rep.figure("Figure 5: ΔIA and ΔA of each variant against identity", delta_figure(m), name="deltas")
-    rep.samples("Per-answer records", ["item", "variant", "role", "level", "in_role", "gold", "parsed", "correct",
-                                       "outcome", "judge", "response"], _samples(records),
-                ["variant", "role", "level", "outcome", "correct"])
-    return rep.write(run_dir)
 
 
-def _samples(records) -> list[dict]:
-    """Every answer with its judge scores, if judged."""
+def _samples(records, answers) -> list[dict]:
+    """Every answer (or dialogue probe) with its judge scores, if judged."""
     judged = {r.meta.get("judged"): r for r in judge_records(records)}
     samples = []
-    for r in answer_records(records):
+    for r in answers:
         j = judged.get(r.call_id)
         js = j.parsed if j is not None and isinstance(j.parsed, dict) else {}
         samples.append({"_call": r.call_id, "item": r.item_id, "variant": r.strategy, "role": r.meta.get("role") or "-",

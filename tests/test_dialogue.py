@@ -168,6 +168,20 @@ def test_bad_input_is_one_line_exit_2_before_any_call(tmp_path, args, words):
     assert not (out / "records.jsonl").exists()
 
 
+def test_an_engine_window_tighter_than_the_models_is_the_one_checked(tmp_path, monkeypatch):
+    # the llamacpp engine keeps prefix_max of its n_ctx cells for the resident prefix: its
+    # context_window() is what a dialogue must fit, whatever the model's config says
+    from rolebound.errors import InputError
+    from rolebound.models.base import Backend
+
+    monkeypatch.setattr(Backend, "context_window", lambda self: 700)
+    with pytest.raises(InputError, match="depth 8 needs about .* more than the model's 700"):
+        charm(tmp_path / "run", limit=2, depths="0,8")
+    assert not (tmp_path / "run" / "records.jsonl").exists()
+    monkeypatch.setattr(Backend, "context_window", lambda self: None)      # the model's own: fits
+    assert charm(tmp_path / "ok", limit=2, depths="0,8").counts.errors == 0
+
+
 def test_card_shows_the_drift_line(tmp_path):
     from rolebound.card.build import section
     from rolebound.card.render import write_card

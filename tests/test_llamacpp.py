@@ -258,6 +258,15 @@ def test_a_cap_past_the_context_is_cut_to_the_room_left_and_counted():
 
 
 @needs
+def test_the_window_a_dialogue_must_fit_is_n_ctx_less_the_prefix_cells():
+    from rolebound.models.llamacpp import LlamaCppBackend
+
+    assert LlamaCppBackend(str(smollm2_gguf())).context_window() == 8192 - 4096
+    assert LlamaCppBackend(str(smollm2_gguf()), n_ctx=2048).context_window() == 2048 - 1024    # prefix <= half
+    assert LlamaCppBackend(str(smollm2_gguf()), n_ctx=16384, prefix_max=512).context_window() == 16384 - 512
+
+
+@needs
 def test_bundled_run_on_the_llamacpp_engine_records_prefill_saved(tmp_path):
     out = tmp_path / "run"
     res = subprocess.run([str(ROLEBOUND), "run", "charm", "--model", "bundled", "--engine", "llamacpp",

@@ -23,6 +23,8 @@ MARKUP = 8          # chat-template tokens around one message (Qwen's <|im_start
 
 
 def context_length(backend) -> int | None:
+    if backend.context_window():          # an engine bound tighter than the model's window
+        return backend.context_window()
     for key in ("context_length", "max_model_len", "n_ctx"):
         v = (backend.options or {}).get(key)
         if v:

@@ -163,6 +163,11 @@ class Backend:
     def count_tokens(self, text: str) -> int | None:
         return None
 
+    def context_window(self) -> int | None:
+        """Tokens a prompt and its reply may take together when the engine bounds them more tightly
+        than the model's own window (None: the model's window, from its config or options)."""
+        return None
+
     def chat_template_source(self) -> str | None:
         """The model's chat template (Jinja source), where the backend can see it."""
         return None

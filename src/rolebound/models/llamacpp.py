@@ -32,6 +32,7 @@ from .base import CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, Backend, GenResult, Sc
 
 INSTALL_HINT = "llamacpp: backend needs llama-cpp-python; run `make llamacpp`"
 ENGINE_REV = 1          # part of every cache key of this engine; bump when answers may change
+N_CTX, PREFIX_MAX = 8192, 4096      # default KV cells, and those kept for the resident prefix
 PREFIX_SEQ = 0          # the resident prefix lives in this sequence; rows use 1..max_batch
 
 
@@ -110,8 +111,8 @@ class ChatTemplate:
 class LlamaCppEngine:
     """One model and one context; every method is synchronous and runs under one lock."""
 
-    def __init__(self, path: str | Path, *, threads: int | None = None, n_ctx: int = 8192,
-                 max_batch: int = 8, prefix_min: int = 32, prefix_max: int = 4096, n_batch: int = 512):
+    def __init__(self, path: str | Path, *, threads: int | None = None, n_ctx: int = N_CTX,
+                 max_batch: int = 8, prefix_min: int = 32, prefix_max: int = PREFIX_MAX, n_batch: int = 512):
         t0 = time.perf_counter()
         lc, internals = import_llama_cpp()
         self.lc = lc
@@ -456,6 +457,11 @@ class LlamaCppBackend(EngineCalls, Backend):
         self._engine_lock = threading.Lock()
         resolve_override(self.options.get("threads"))
         thread_policy().register()
+
+    def context_window(self) -> int:
+        # the engine keeps prefix_max cells for the resident prefix (LlamaCppEngine._chunks)
+        n_ctx = int(self.options.get("n_ctx") or N_CTX)
+        return n_ctx - min(int(self.options.get("prefix_max") or PREFIX_MAX), n_ctx // 2)
 
     def gguf(self) -> Path:
         path = Path(self.name).expanduser()

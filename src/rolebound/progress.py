@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import deque
+
+WINDOW_S = 60.0   # the rate is taken over the last minute: resumed items, done at once, skew it no longer
 
 
 class _PlainProgress:
@@ -13,6 +16,16 @@ class _PlainProgress:
         self.total, self.label, self.done = total, label, 0
         self.t0 = time.perf_counter()
         self.last_pct, self.last_t = -1, self.t0
+        self.samples: deque[tuple[float, int]] = deque([(self.t0, 0)])
+
+    def rate(self, t: float) -> float:
+        """Items/s over the last WINDOW_S seconds (all of them in the first minute)."""
+        while len(self.samples) > 1 and t - self.samples[1][0] >= WINDOW_S:
+            self.samples.popleft()
+        t0, d0 = self.samples[0]
+        if t - t0 > WINDOW_S:     # the oldest kept sample is older than the window: start the window there
+            t0 = t - WINDOW_S
+        return (self.done - d0) / (t - t0) if t > t0 else 0.0
 
     def start(self):
         print(f"{self.label}: {self.total} items", file=sys.stderr, flush=True)
@@ -21,9 +34,10 @@ class _PlainProgress:
         self.done += n
         pct = int(100 * self.done / max(1, self.total)) // 10
         t = time.perf_counter()
+        self.samples.append((t, self.done))
         if pct != self.last_pct or t - self.last_t > 30 or self.done == self.total:
             el = t - self.t0
-            rate = self.done / el if el > 0 else 0.0
+            rate = self.rate(t)
             eta = (self.total - self.done) / rate if rate > 0 else float("nan")
             print(f"{self.label}: {self.done}/{self.total} items, {rate:.2f} items/s, "
                   f"elapsed {el:.0f}s, ETA {eta:.0f}s", file=sys.stderr, flush=True)

@@ -1,0 +1,33 @@
+"""The plain progress lines (logs, CI): rate and ETA from the last minute, so a resumed run's
+instant items do not promise an ETA of seconds for work that takes minutes."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rolebound import progress
+
+
+def test_rate_forgets_the_resumed_burst_after_a_minute(monkeypatch, capsys):
+    now = [1000.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
+    p = progress._PlainProgress(200, "run")
+    p.advance(n=140)                 # resumed from records: all at once
+    for _ in range(20):              # then one item every 15 s
+        now[0] += 15.0
+        p.advance()
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    rate, eta = re.search(r"([\d.]+) items/s, elapsed \d+s, ETA (\d+)s", last).groups()
+    assert float(rate) == pytest.approx(4 / 60, abs=0.005)   # 4 items in the last 60 s
+    assert int(eta) == round(40 * 15)                  # the 40 left at 15 s each, not 40 s
+
+
+def test_first_minute_counts_everything_done_so_far(monkeypatch, capsys):
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
+    p = progress._PlainProgress(10, "run")
+    now[0] = 5.0
+    p.advance()
+    assert "0.20 items/s" in capsys.readouterr().err

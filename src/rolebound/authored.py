@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 
 class Authored(BaseModel):
-    """`source` or `note` (at least one), and `validated` (false until a review says otherwise)."""
+    """`source` or `note` (at least one), and `validated` (false until a review says otherwise).
+    Unknown fields are refused: a misspelt `soruce` must not pass as data without provenance."""
+
+    model_config = ConfigDict(extra="forbid")
 
     source: str | None = None
     note: str | None = None

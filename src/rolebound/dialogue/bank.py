@@ -20,7 +20,6 @@ from .run import Turn, cycle_to
 
 
 class Entry(Authored):
-    model_config = ConfigDict(extra="forbid")
     id: str = Field(min_length=1)
     text: str = Field(min_length=1)
 

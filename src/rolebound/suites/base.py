@@ -3,6 +3,9 @@ and the metrics and report computed from records alone."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import sys
 import types
 import typing
 from dataclasses import dataclass, field
@@ -142,8 +145,27 @@ def default_scoring_for(backend) -> str:
     return "logprob" if backend.supports(LOGPROB) and is_demo(backend.backend, backend.name) else "generate"
 
 
+# The one suite folder (docs/extending.md): a Suite subclass in `<package>/suite.py` that does not set
+# one of these takes it from its package's module, where that module defines the name.
+PACKAGE_HOOKS: dict[str, tuple[str, str]] = {
+    "strategies": ("strategies", "STRATEGIES"),
+    "extractor_for": ("strategies", "extractor_for"),
+    "summary": ("report", "summary_lines"),
+    "report": ("report", "write_report"),
+    "compare": ("report", "compare_tables"),
+    "card_figures": ("card", "card_figures"),
+}
+
+
+def _package_module(package: str, module: str) -> types.ModuleType | None:
+    name = f"{package}.{module}"
+    if name in sys.modules:
+        return sys.modules[name]
+    return importlib.import_module(name) if importlib.util.find_spec(name) else None
+
+
 class Suite:
-    name: str = ""
+    name: str = ""                           # set by @register_suite(name)
     description: str = ""
     strategies: dict[str, str] = {}          # name -> one-line description
     default_strategies: list[str] = []
@@ -152,8 +174,22 @@ class Suite:
     options_model: type[Options] = Options   # its `--set` options, validated before a run (none by default)
     protocol: Protocol | None = None         # the paper's decoding, scoring and judge (protocol.py)
     repeats_native: bool = False             # metrics already give mean +- SEM over repeats
-    on_card: bool = False                    # `rolebound card` runs it (card_limit, card_figures)
+    on_card: bool = False                    # `rolebound card` runs it (card_figures); a card_limit implies it
     card_limit: int | None = None            # `rolebound card`: the --limit of its quick, balanced subset
+
+    def __init_subclass__(cls, **kwargs):
+        """Wire the hooks of PACKAGE_HOOKS from the suite's own modules (a class in a `suite.py`),
+        and put a suite that declares a card_limit on the card."""
+        super().__init_subclass__(**kwargs)
+        package, _, module = cls.__module__.rpartition(".")
+        if package and module == "suite":
+            for hook, (mod, attr) in PACKAGE_HOOKS.items():
+                if hook in cls.__dict__ or (m := _package_module(package, mod)) is None or not hasattr(m, attr):
+                    continue
+                value = getattr(m, attr)
+                setattr(cls, hook, staticmethod(value) if callable(value) else value)
+        if cls.card_limit is not None and "on_card" not in cls.__dict__:
+            cls.on_card = True
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:

@@ -25,28 +25,22 @@ from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE, PREFILL
 from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
-from .card import card_figures
 from . import prompts, strategies
 from .data import (BANK_FILE, DEFAULT_PER_LEVEL, CapabilityItem, RolesConfig, load_items, run_roles, select_items,
                    stats_tables)
 from .importers import csv_rows
 from .judge import TEMPLATE as JUDGE_TEMPLATE, rubric_text
 from .options import CapabilityOptions
-from .report import compare_tables, summary_lines, write_report
-from .strategies import STRATEGIES
 from ...dialogue import STRATEGY as DIALOGUE, budget
 
 
 @register_suite("capability")
 class CapabilitySuite(Suite):
-    name = "capability"
     description = "role-capability leakage: educational roles vs curriculum levels (RoleCapBench)"
-    strategies = STRATEGIES
     default_strategies = ["identity", "injection", "no-role"]
     uses_judge = True
     options_model = CapabilityOptions
-    on_card = True
-    card_limit = 8  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
+    card_limit = 8
     # Section F, Table 7: a maximum generation length of 32,768 tokens, top_p 0.95, temperature 1.0
     # (Gemma-4-E4B-IT, Qwen3.5-4B; OLMo-3-7B-Think used 0.6). Appendix E: the judge (GPT-OSS-20B)
     # at temperature 0, top_p 1, at most 4,096 tokens; the judge is exploratory, so optional here.
@@ -56,12 +50,6 @@ class CapabilitySuite(Suite):
                         judge_separate=True,
                         notes="temperature 1.0 is Gemma's and Qwen's (OLMo-3: 0.6); the RV/C/RC judge runs "
                               "with --judge or --set judge=true")
-
-    # results, report, card and compare: functions of the suite's modules
-    summary = staticmethod(summary_lines)
-    card_figures = staticmethod(card_figures)
-    compare = staticmethod(compare_tables)
-    report = staticmethod(write_report)
 
     # -- settings ------------------------------------------------------------------------------
     def _setup(self, settings: RunSettings) -> RolesConfig:

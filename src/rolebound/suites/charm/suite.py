@@ -24,35 +24,23 @@ from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
 from . import strategies
-from .card import card_figures
 from .data import data_hash, dialogue_probes, expand, load_data, select, stats_tables
 from .options import CharmOptions
 from ...dialogue import STRATEGY as DIALOGUE, budget
 from .prompts import TEMPLATES
-from .report import compare_tables, summary_lines, write_report
-from .strategies import STRATEGIES, extractor_for
 
 
 @register_suite("charm")
 class CharmSuite(Suite):
-    name = "charm"
     description = "temporal and cross-universe knowledge boundaries: awareness vs compliance (CHARM)"
-    strategies = STRATEGIES
     default_strategies = ["independent"]
     offers_scoring = True
     options_model = CharmOptions
-    on_card = True
-    card_limit = 600  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
+    card_limit = 600
     # Appendix H: every model at temperature 0.0, top_p 0.95, max_completion_tokens 256, answers
     # generated ("First, briefly explain your reasoning ... Answer: <number>", Table 20).
     protocol = Protocol(source="CHARM Appendix H", scoring="generate",
                         decoding={"temperature": 0.0, "top_p": 0.95, "max_tokens": 256})
-
-    # results, report, card and compare: functions of the suite's modules
-    summary = staticmethod(summary_lines)
-    card_figures = staticmethod(card_figures)
-    compare = staticmethod(compare_tables)
-    report = staticmethod(write_report)
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
@@ -113,8 +101,6 @@ class CharmSuite(Suite):
             await strategies.override_control(session, dataset, settings, self.opts(settings))
 
     # -- results ----------------------------------------------------------------------------
-
-    extractor_for = staticmethod(extractor_for)   # how `rolebound report` reads old replies again
 
     def model_extraction_candidates(self, records):
         from ...scoring.model_extract import rule_none

@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from ...authored import Authored
 from ...errors import InputError
@@ -49,8 +49,6 @@ def norm_category(v: Any) -> Any:
 
 
 class KEItem(Authored):
-    model_config = ConfigDict(extra="forbid")
-
     id: str
     character: str = Field(min_length=1)
     memory_id: str = Field(min_length=1)
@@ -81,16 +79,12 @@ class KEItem(Authored):
 
 
 class KECorpus(Authored):
-    model_config = ConfigDict(extra="forbid")
-
     character: str = Field(min_length=1)
     text: str = Field(min_length=1)
 
 
 class KECase(Authored):
     """A few-shot case: an erroneous query and a good in-character reply to it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str
     character: str

@@ -23,27 +23,22 @@ from ...models.base import CHAT
 from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, validate_options
-from .card import card_figures
 from .data import (STARTER_ITEMS, KEItem, chunks_from_items, corpora_chunks, load_cases, load_corpus, load_items,
                    looks_like_roleke, select_items, sibling_corpus, starter_dir, stats_tables)
 from .importers import roleke_items
 from .options import KnowledgeErrorsOptions
 from .prompts import all_templates
 from .retrieval import Retriever
-from .strategies import STRATEGIES, USES_RETRIEVAL, Methods, judge_scoring_mode
-from .report import compare_tables, summary_lines, write_report
+from .strategies import USES_RETRIEVAL, Methods, judge_scoring_mode
 
 
 @register_suite("knowledge-errors")
 class KnowledgeErrorsSuite(Suite):
-    name = "knowledge-errors"
     description = "known/unknown character knowledge errors over four memory types; judge-scored (KKE/UKE)"
-    strategies = STRATEGIES
     default_strategies = ["vanilla"]
     uses_judge = True
     options_model = KnowledgeErrorsOptions
-    on_card = True
-    card_limit = 24  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
+    card_limit = 24
     # Section 6.1: a separate evaluator (DeepSeek-v2, not GPT-4o, to avoid self-bias; Appendix C) writes
     # an explanation and yes/no (Tables 14-15); accuracy is mean +- SEM over three evaluations
     # (Tables 2-3). The paper states no decoding parameters, so ours stay (greedy, 256 tokens).
@@ -52,12 +47,6 @@ class KnowledgeErrorsSuite(Suite):
                         notes="no decoding parameters in the paper; three evaluations (--repeats 3) "
                               "need --temperature above 0")
     repeats_native = True           # its tables already give mean +- SEM over repeats
-
-    # results, report, card and compare: functions of the suite's modules
-    summary = staticmethod(summary_lines)
-    card_figures = staticmethod(card_figures)
-    compare = staticmethod(compare_tables)
-    report = staticmethod(write_report)
 
     # -- data -------------------------------------------------------------------------------
     def prompt_templates(self) -> dict[str, str]:

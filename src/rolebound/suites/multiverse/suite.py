@@ -34,11 +34,8 @@ from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
 from ...protocol import Protocol
 from .options import MultiverseOptions
-from .card import card_figures
 from ...dialogue import STRATEGY as DIALOGUE, budget
 from .data import STARTER, MVIndex, dataset_tables, load_file, select_items
-from .report import compare_tables, summary_lines, write_report
-from .strategies import STRATEGIES, extractor_for
 
 
 def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None = None) -> str:
@@ -53,15 +50,12 @@ def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None 
 
 @register_suite("multiverse")
 class MultiverseSuite(Suite):
-    name = "multiverse"
     description = "superhero versions: canon events by life phase, moral dilemmas, cross-version (Beyond One World)"
-    strategies = STRATEGIES
     default_strategies = ["direct", "cot", "cross-direct"]
     uses_judge = True
     offers_scoring = True
     options_model = MultiverseOptions
-    on_card = True
-    card_limit = 96  # `rolebound card`: --limit of its quick, balanced subset (docs/card.md)
+    card_limit = 96
     # Appendix B: answers at temperature 0.6 with 1024 output tokens (Table 4); the judge (Sonnet 3.7)
     # at 0.1 / 1024 (Table 4), as is the segmenter (GPT-4o-mini tags, Table 5). top_p is not given.
     protocol = Protocol(source="Beyond One World Appendix B, Tables 4-5", scoring="generate",
@@ -70,12 +64,6 @@ class MultiverseSuite(Suite):
                         judge_required=True, judge_separate=True,
                         notes="judge and segmenter read with judge decoding; the judge reads the segmented "
                               "thinking/acting spans (Section 4.2)")
-
-    # results, report, card and compare: functions of the suite's modules
-    summary = staticmethod(summary_lines)
-    card_figures = staticmethod(card_figures)
-    compare = staticmethod(compare_tables)
-    report = staticmethod(write_report)
 
     # -- data -----------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
@@ -181,8 +169,6 @@ class MultiverseSuite(Suite):
         from .strategies import rejudge_plan
 
         return rejudge_plan(self, records, manifest, judge)
-
-    extractor_for = staticmethod(extractor_for)   # how `rolebound report` reads old replies again
 
     def model_extraction_candidates(self, records):
         from ...scoring.model_extract import rule_none

@@ -1,0 +1,78 @@
+"""The one suite folder: a Suite class in `<package>/suite.py` takes the hooks it leaves unset from
+its package's modules (report.py, card.py, strategies.py); one that sets a hook keeps its own."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+
+import pytest
+
+from rolebound.suites import available, get_suite
+from rolebound.suites.base import PACKAGE_HOOKS, Suite
+
+
+@pytest.mark.parametrize("name", ["charm", "knowledge-errors", "multiverse", "capability"])
+def test_builtin_suites_take_their_hooks_from_their_own_modules(name):
+    suite = get_suite(name)
+    package = type(suite).__module__.rpartition(".")[0]
+    for hook, (module, attr) in PACKAGE_HOOKS.items():
+        m = importlib.import_module(f"{package}.{module}")
+        if hasattr(m, attr):
+            assert getattr(suite, hook) is getattr(m, attr), (name, hook)
+    assert suite.on_card and suite.card_limit
+    assert suite.name == name
+
+
+def _package(tmp_path, name, suite_body):
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "report.py").write_text(textwrap.dedent('''
+        def write_report(metrics, records, manifest, run_dir):
+            return ["from report.py"]
+
+        def summary_lines(metrics):
+            return [("n", "1")]
+    '''))
+    (pkg / "strategies.py").write_text('STRATEGIES = {"plain": "one call"}\n')
+    (pkg / "suite.py").write_text(textwrap.dedent(suite_body))
+    return pkg
+
+
+def test_a_suite_folder_is_wired_by_convention_and_its_own_settings_win(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _package(tmp_path, "hooks_pkg", '''
+        from rolebound.suites.base import Suite
+
+        class Wired(Suite):
+            card_limit = 5
+
+        class Own(Suite):
+            on_card = False
+            card_limit = 5
+
+            def summary(self, metrics):
+                return [("own", "yes")]
+    ''')
+    mod = importlib.import_module("hooks_pkg.suite")
+    try:
+        wired, own = mod.Wired(), mod.Own()
+        assert wired.report({}, [], None, None) == ["from report.py"]
+        assert wired.summary({}) == [("n", "1")] and wired.strategies == {"plain": "one call"}
+        assert wired.on_card                                    # a card_limit puts it on the card
+        assert own.summary({}) == [("own", "yes")] and not own.on_card
+        assert own.report({}, [], None, None) == ["from report.py"]
+        assert wired.card_figures({}) is None                  # no card.py: the base default
+    finally:
+        for k in [k for k in sys.modules if k.startswith("hooks_pkg")]:
+            del sys.modules[k]
+
+
+def test_a_class_outside_a_suite_module_is_not_wired():
+    class Loose(Suite):
+        pass
+
+    assert Loose.strategies == {} and Loose().summary({}) == [] and not Loose.on_card
+    assert "charm" in available()

@@ -28,9 +28,15 @@ def rb(*args, cwd=None, timeout=120, env=None) -> subprocess.CompletedProcess:
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
+def _default_sigint():
+    # a test run started in the background (`cmd &`, CI runners, pytest-xdist workers) ignores
+    # SIGINT, and an ignored SIGINT is inherited across exec: give the child Ctrl-C back
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(*args, cwd=None) -> subprocess.Popen:
     return subprocess.Popen([str(SCRIPT), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=cwd)
+                            text=True, cwd=cwd, preexec_fn=_default_sigint)
 
 
 def one_error(res, code: int) -> str:
@@ -197,10 +203,13 @@ def test_overwrite_of_a_running_run_is_refused_and_it_finishes(tmp_path):
 
 
 def test_ctrl_c_keeps_records_writes_a_report_and_resumes(tmp_path):
-    n = 40          # 10 s at 0.5 s a call, 2 at a time: room for SIGINT on a loaded machine
+    n = 40
     data = write_mcq(tmp_path / "q.jsonl", n)
     out = tmp_path / "r"
-    with FakeServer(delay=0.5, reply="B") as srv:
+    with FakeServer(reply="B") as srv:
+        # requests after the fourth hang until the interrupt: it always comes mid-run, however
+        # loaded the machine is (a timed pace let a starved test see the run already finished)
+        srv.fail(hang=600, on=list(range(5, n + 1)))
         args = api_run(srv.url + "/v1", data, out, "--concurrency", "2", "--no-cache")
         proc = start(*args)
         wait_for_records(out, 3, proc)

@@ -103,3 +103,21 @@ def test_a_small_sample_that_the_test_cannot_tell_from_chance_does_not_warn():
     recs = [rec(i, 1 if i < 3 else 2, [1, 2, 3, 4, 5][i % 5]) for i in range(5)]   # 60% at 1, gold 20% there
     b = position.compute(recs)["stages"]["bc"]
     assert b["pick_share"][0] == 60.0 and b["p"] > 0.05 and b["follows_position"] is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_chi_square_equals_scipys_contingency_test(seed):
+    # computed without scipy.stats (a second of import in every report); must give its figures,
+    # Yates' correction on 2 x 2 included, and drop the positions empty in both rows
+    import numpy as np
+    from scipy.stats import chi2_contingency
+
+    rng = np.random.default_rng(seed)
+    k = 2 + seed % 4
+    picks, golds = list(rng.integers(0, 30, k)), list(rng.integers(1, 30, k))
+    if seed == 5:
+        picks[0] = golds[0] = 0
+    got = position.chi_square(picks, golds)
+    cols = [i for i in range(k) if picks[i] + golds[i]]
+    chi2, p, dof, _ = chi2_contingency([[picks[i] for i in cols], [golds[i] for i in cols]])
+    assert got["dof"] == dof and got["chi2"] == pytest.approx(chi2, rel=1e-9) and got["p"] == pytest.approx(p, rel=1e-9)

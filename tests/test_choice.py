@@ -535,3 +535,38 @@ def test_a_label_then_the_speakers_own_account_of_that_option():
             ("C", "Talk to a teacher")]
     assert read_choice("The truth is...\n\nB) I mostly tried to avoid the bully and stay out of their way.", opts) == 1
     assert read_choice("B) I talked to a teacher about it.", opts) is None      # another option's account
+
+
+def test_wrong_readings_found_in_the_unlabelled_release_are_gone():
+    orders = [("A", "Followed orders, believing it wasn't your decision"), ("B", "Hesitated but completed the mission"),
+              ("C", "Let them live and fabricated a cover story"), ("D", "Defected, realizing you had been used")]
+    # "without question" inside the speaker's account is no pick of "Followed orders"
+    assert read_choice("D) Defected, realizing I had been used.\n\nI'd been following orders without question for "
+                       "too long.", orders) == 3
+    assert read_choice("C) Let them live.\n\nThe Red Room taught me to follow orders without question, but not "
+                       "this time.", orders) == 2
+    # an ellipsis after a label goes on to muse; it is no answer line
+    opts = MIT
+    assert read_choice("A is tempting.\nD... now that's got my attention.\nSo it's B mixed with a bit of D.", opts) is None
+    # "a modified version of A and D" ... "My Decision: I'm going to stay in school ... So, it's a hybrid approach."
+    assert read_choice("A modified version of A and D.\nMy Decision:\nI'll stay in high school and graduate with my "
+                       "peers, but join my father's company on weekends.\nSo, it's a hybrid approach.", opts) is None
+    # a heading "X's Response:" over a question is no answer
+    assert read_choice("Tony Stark's Response:\nNormal teenage life? Not my style.", opts) is None
+    # a line that says something of an option ("..., is a tempting solace") is no answer line
+    hidden = [("A", "Remain hidden, focusing on building a normal life on Earth"), ("B", "Become the Martian Manhunter"),
+              ("C", "Search for a way to return to Mars")]
+    assert read_choice("Option A, remaining hidden and building a normal life, is a tempting solace.", hidden) is None
+    # a dash ends the words that name the option: "law—honoring his father's wishes" is no pick of the boxer option
+    murdock = [("A", "vowed to become a professional boxer to honor his father's legacy"),
+               ("B", "He decided to leave Hell's Kitchen"),
+               ("C", "He dedicated himself to studying law to fight injustice within the legal system")]
+    reply = ("C) He dedicated himself to studying law to fight injustice within the legal system.\n\nReasoning: his "
+             "response was to seek change through the law—honoring his father's wishes.")
+    assert read_choice(reply, murdock) == 2
+
+
+def test_a_name_only_one_option_holds_as_the_whole_pick():
+    assert read_choice("So, yeah. I'm choosing MIT. It's where I belong.", MIT) == 1
+    assert read_choice("MIT it is.", MIT) == 1
+    assert read_choice("I'm choosing Phillips Academy.", MIT) is None      # a name no option holds

@@ -295,9 +295,11 @@ _NONE_SENT = re.compile(
     r"|(?i:\b(?:a|the)\s+(?:blend|combination|mix)\s+of\s+(?:both|(?:option\s+)?[A-H1-9]\s+and\s+(?:option\s+)?[A-H1-9]|the\s+two))"
     r"|(?i:\b(?:modified|hybrid)\s+(?:version\s+of\s+)?(?:both|[A-H]\b))"
     r"|(?i:\bversion\s+of\s+both\b)"
+    # "So, it's a hybrid approach." after "a modified version of A and D" and a plan of its own
+    r"|(?i:\b(?:a|my|the)\s+hybrid\s+(?:approach|plan|solution|strategy|option|path)\b)"
     r"|(?i:\b(?:i|we)(?:'ll|'d|'m)?\s+(?:\w+\s+){0,2}?(?:take|choose|find|forge|propose|chart|choosing)\s+(?:a|my|our)\s+"
     r"(?:third|own|different|new)\s+(?:option|path|way|choice)\b)")
-_NONE_KEYWORDS = ("both", "neither", "third", "combination", "blend", "modified", "own")
+_NONE_KEYWORDS = ("both", "neither", "third", "combination", "blend", "modified", "own", "hybrid")
 
 
 @dataclass
@@ -351,7 +353,8 @@ def _title_value(target: str, opts: _Options) -> int | None:
     None when the words name no option clearly, or when the sentence goes on to name another
     ("Duty first, then Personal Desire")."""
     sentence = target[:200]
-    parts = re.split(r"[,;:.!?(]|\s(?:but|because|as|and\s+not|not|over|rather\s+than|instead\s+of)\s", target, maxsplit=1)
+    # a dash ends the words that name the option too ("to seek change through the law—honoring his father's wishes")
+    parts = re.split(r"[,;:.!?(—]|\s[-–]\s|\s(?:but|because|as|and\s+not|not|over|rather\s+than|instead\s+of)\s", target, maxsplit=1)
     head = parts[0]
     if re.match(r"\s(?:over|rather\s+than|instead\s+of)\s", target[len(head):]):
         sentence = head         # what is chosen over is rejected: the rest names no second choice
@@ -367,7 +370,12 @@ def _title_value(target: str, opts: _Options) -> int | None:
         d = opts.title_words[best] & opts.distinct[best] or opts.distinct[best]
         hits = w & d
         only_here = {x for x in hits if not any(x in opts.words[j] for j in range(opts.n) if j != best)}
-        if not (len(hits) >= 2 or (hits and 2 * len(hits) >= len(d)) or (only_here and len(d) <= 3)):
+        # a name only one option holds, the whole of a short head ("I'm choosing MIT.", "MIT it is.")
+        named = len(head.split()) <= 2 and only_here and all(
+            re.search(r"\b[A-Z][\w'-]*\b", x) and x.lower().removesuffix("'s") in
+            {w.lower() for w in re.findall(r"\b[A-Z][\w'-]*", opts.texts[best] + " " + opts.titles[best])}
+            for x in head.split())
+        if not (len(hits) >= 2 or (hits and 2 * len(hits) >= len(d)) or (only_here and len(d) <= 3) or named):
             # "I would choose to take the balloons away with the Batwing": the scenario's text
             a = opts.alias_words[best]
             if not (a and len(w & a) >= 2 and 2 * len(w & a) >= len(a)):
@@ -389,6 +397,8 @@ def _decision_value(sent: str, start: int, nxt: str, opts: _Options, rule: str) 
         # points back at what came before it, not at the next sentence
         if re.search(r"\b(?i:this|that)\s*[.!]+\W*$", sent):
             return None
+        if nxt.rstrip().endswith("?"):
+            return None     # "Tony Stark's Response:" over "Let's be real here—normal teenage life?": a question
         sent, start, nxt = nxt, 0, ""
     filler = _FILLER.match(sent, start)
     gap = sent[start:filler.end()]
@@ -496,6 +506,12 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
             else:
                 # "So, moral code it is.": a leading "So," is no part of what is named
                 val = _title_value(_LEAD_MARKER.sub("", " ".join(pre.split()[-8:])), opts)
+                # "without question", "for sure", "all the way" after words of the option's own commit only when
+                # those words stand alone ("Moral code, without question."), not inside the speaker's account
+                # ("I'd been following orders without question for too long" is no pick of "Followed orders")
+                if re.match(r"(?i:without|for\s+sure|hands\s+down|all\s+the\s+way)", m.group(0)) and \
+                        (len(_LEAD_MARKER.sub("", pre).split()) > 4 or not re.match(r"\s*(?:[.!,;…)\-–—]|$)", sent[m.end():])):
+                    val = None
                 if val is not None:
                     events.append(_Event(s0 + m.start(), val, "text_then_commit", pre.strip()[-160:]))
             for ev in events[n_before:]:
@@ -567,7 +583,9 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
             if q is not None and q != idx or (q is None and short and best is not None and best != idx and score >= 2):
                 events.append(_Event(s0, None, "answer_line", s[:160], "reference_and_text_disagree"))
                 continue
-            commentary = bool(re.search(r"[:?!]\s*\S", rest)) or not short
+            # "Option A, remaining hidden and building a normal life, is a tempting solace.": said of the option
+            commentary = bool(re.search(r"[:?!]\s*\S", rest)) or not short or \
+                bool(re.search(r",\s*(?:is|was|would|seems|sounds|feels|might|could|may)\b", rest, re.I))
             head, _, tail = rest.partition(":")
             if q == idx and (commentary and len(_words(rest) - opts.words[idx]) > 3
                              or (opts.quoted(head) == idx and _words(tail))):
@@ -576,7 +594,10 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
                 events.append(_Event(s0, idx, "review_line", s[:160], review=True))
                 continue
             if q != idx and (commentary or own < max(1, (len(_words(rest)) + 1) // 2)):
-                dotted = s[m.end():m.end() + 1] == "." and not any(_words(rest) & w for w in opts.words)
+                # "Option A. Always the hero": one dot ends the answer (not "D... now that's got my spider-sense
+                # tingling", an ellipsis that goes on to muse)
+                dotted = s[m.end():m.end() + 1] == "." and s[m.end() + 1:m.end() + 2] not in (".", "…") \
+                    and not any(_words(rest) & w for w in opts.words)
                 # "A) I've got to handle this.": the label, then the speaker's own resolve
                 resolve = _RESOLVE.match(rest) and not _HEDGE.search(_norm(rest))
                 # "B) I mostly tried to avoid the bullies and stay out of their way.": the label, then the

@@ -570,3 +570,18 @@ def test_a_name_only_one_option_holds_as_the_whole_pick():
     assert read_choice("So, yeah. I'm choosing MIT. It's where I belong.", MIT) == 1
     assert read_choice("MIT it is.", MIT) == 1
     assert read_choice("I'm choosing Phillips Academy.", MIT) is None      # a name no option holds
+
+
+def test_cannot_choose_and_choose_between_make_no_decision():
+    hero = [("A", "Hero - Confront as Hero"), ("B", "Villain - Collaborate in Secret")]
+    assert read_choice("Therefore, I cannot choose to be a villain. I will always choose the path of peace.", hero) is None
+    assert read_choice("I cannot choose between heroism and villainy, for both paths are right.", hero) is None
+    assert read_choice("You ask me to choose between Duty and Personal Desire. But a King has a duty.",
+                       [("A", "Duty - Protect Wakanda"), ("B", "Personal Desire - Provide Aid")]) is None
+    mars = [("A", "The Ends Justify the Means - use the Heart to terraform Mars by drawing energy from Earth"),
+            ("B", "Moral Code - respect his moral code and not activate the artifact")]
+    assert read_choice("My Choice:\nI cannot justify the sacrifice of millions of lives on Earth for the sake of Mars.",
+                       mars) is None
+    # a weighing "between" no longer hides the pick made after it
+    assert read_choice("The Joker wants me to choose between my heart and my city. I choose the greater good.",
+                       [("A", "Personal Sacrifice - Save Rachel"), ("B", "Greater Good - Save the City")]) == 1

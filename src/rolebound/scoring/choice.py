@@ -236,7 +236,7 @@ _DECIDE = re.compile(
     # "the answer's D", "my choice's clear: B"
     r"|'s(?=\s*(?:[:\-–—]|\(?[A-H1-9]\b|(?:option|choice)\b|[a-z]+ly\b|clear\b|simple\b|obvious\b))))"
     r"|\b[A-Z][\w'.\- ]{0,40}?['’]s\s+(?i:final\s+)?(?i:choice|decision|answer|verdict|move|response)\s*[:：\-–—]"
-    r"|" + _SUBJ + r"[”\"']?(?i:'ll|'d|'m)?(?:,|\.\.\.|…)?\s*(?:\.\.\.|…)?\s+(?:(?!(?i:not|never|no)\b)(?![\w']*n't\b)[\w']+(?:,|\.\.\.|…)?\s+){0,5}" + _VERB + r"\b"
+    r"|" + _SUBJ + r"[”\"']?(?i:'ll|'d|'m)?(?:,|\.\.\.|…)?\s*(?:\.\.\.|…)?\s+(?:(?!(?i:not|never|no|cannot)\b)(?![\w']*n't\b)[\w']+(?:,|\.\.\.|…)?\s+){0,5}" + _VERB + r"\b"
     r"|" + _SUBJ + r"(?i:'ll|'d)?\s+(?:\w+\s+)?(?i:gotta|have\s+to|got\s+to|must)\s+(?=\(?[A-H]\))"
     r"|(?i:\b(?:i'd|i\s+would|i'll|i\s+will)\s+(?:have\s+to\s+)?say\b)"
     r"|(?i:\b(?:gotta|got\s+to|it\s+has\s+to|would\s+have\s+to|it's\s+gotta|it\s+must)\s+(?:go\s+with|be)\b)"
@@ -362,7 +362,7 @@ def _title_value(target: str, opts: _Options) -> int | None:
     head = " ".join(head.split()[:8])
     if q is None:
         w = _words(head)
-        if not w or re.search(r"\b(?:not|never|no|nor)\b|n't\b", head, re.I):
+        if not w or re.search(r"\b(?:not|never|no|nor|cannot)\b|n't\b", head, re.I):
             return None
         best, score, second = opts.match_text(head)
         if best is None or score <= second:
@@ -406,6 +406,8 @@ def _decision_value(sent: str, start: int, nxt: str, opts: _Options, rule: str) 
     span = target.strip()[:160]
     if _NEG_START.match(target):
         return None
+    if re.match(r"(?i:(?:to\s+)?between)\b", target):
+        return None     # "You ask me to choose between Duty and Personal Desire.": the choice weighed, not made
     if m := _NONE_SENT.search(gap + target[:60]):
         if not _option_says(m.group(0), opts):
             return _Event(0, None, rule, span, "not_one_option")

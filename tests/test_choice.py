@@ -585,3 +585,15 @@ def test_cannot_choose_and_choose_between_make_no_decision():
     # a weighing "between" no longer hides the pick made after it
     assert read_choice("The Joker wants me to choose between my heart and my city. I choose the greater good.",
                        [("A", "Personal Sacrifice - Save Rachel"), ("B", "Greater Good - Save the City")]) == 1
+
+
+# -- blind4's misses (issue 22 section 4), fixed after its first read ----------------------------------
+def test_an_adjective_inside_is_the_only_way_and_im_taking_option_a():
+    got = _read_row("bow-claude-349")     # "Option A is the only guaranteed way to save everyone."
+    assert (got.value, got.rule) == (0, "ref_then_commit")
+    got = _read_row("bow-claude-357")     # "I'm taking Option A. The personal sacrifice."
+    assert (got.value, got.rule) == (0, "decision")
+    assert read_choice("Option A - personal sacrifice - is the only real choice here.", MIT) == 0
+    assert read_choice("Option A is the only thing I fear.", MIT) is None
+    assert read_choice("I'll take the blame for it. I'm taking a gap year.", MIT) is None   # "take" needs a label
+    assert read_choice("I'll take B) and run with it.", MIT) == 1

@@ -241,6 +241,9 @@ _DECIDE = re.compile(
     r"|(?i:\b(?:i'd|i\s+would|i'll|i\s+will)\s+(?:have\s+to\s+)?say\b)"
     r"|(?i:\b(?:gotta|got\s+to|it\s+has\s+to|would\s+have\s+to|it's\s+gotta|it\s+must)\s+(?:go\s+with|be)\b)"
     r"|(?i:\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:choosing|picking|going\s+with|selecting|opting\s+for)\b)"
+    # "I'm taking Option A.", "I'll take B)": take only with a label right after it (not "I'll take the blame")
+    r"|(?i:\b(?:i'm|i\s+am|we're|we\s+are|i'll|i\s+will|i'd|i\s+would|we'll|we\s+will)\s+(?:taking|take)\b"
+    r"(?=\s+(?:(?:option|choice)\s+(?:[A-H]|\d)\b|\(?(?-i:[A-H])\)|(?-i:[A-H])\b(?!['’]))))"
     # "the answer, the obvious answer, the one even a caveman could see, is C)"
     r"|(?i:\b(?:the|my)\s+(?:[\w-]+\s+){0,2}?answer,[^.!?\n]{0,160}?,\s*(?:is|was|would\s+be)\b)"
     # "There is only one path." followed by the option
@@ -256,7 +259,8 @@ _AFTER_REF = re.compile(
     # is tempting", nor "Manipulation (B) is always an option, of course.")
     r"(?-i:(?<=\b[A-H],\s)|(?<=[A-H]\),\s)|(?<=\b[1-9],\s)|(?<=[1-9]\),\s))(?:obviously|of\s+course|naturally|easily)(?=\s*(?:[.!…]|$))|without\s+(?:a\s+)?(?:question|doubt)|for\s+sure|hands\s+down|"
     r"it's\s+the\s+one|that's\s+the\s+one|that's\s+my\s+(?:choice|answer|pick)|is\s+(?:my|your|our)\s+(?:final\s+)?(?:choice|answer|pick|decision)|"
-    r"is\s+(?:the\s+)?(?:only|best|right|clear|obvious|wisest|most\s+\w+)\s+(?:path|choice|option|way|answer|course)|"
+    # "Option A is the only guaranteed way to save everyone", "... is the only real choice here"
+    r"is\s+(?:the\s+)?(?:only|best|right|clear|obvious|wisest|most\s+\w+)\s+(?:(?!not\b)[a-z]+\s+)?(?:path|choice|option|way|answer|course)|"
     r"it\s+(?:has\s+to|must)\s+be|(?:is|would\s+be)\s+the\s+one|(?:is|would\s+be)\s+(?:the\s+)?closest|(?:is|would\s+be)\s+(?:closer|nearer)\s+to\s+the\s+truth|"
     r"is\s+the\s+(?:correct|right|best|most\s+appropriate|most\s+accurate)\s+(?:answer|choice|option)|"
     r"is\s+(?:definitely\s+|clearly\s+|certainly\s+|really\s+)?the\s+(?:way|path)\s+to\s+go|"

@@ -446,3 +446,154 @@ def test_a_label_then_the_speakers_own_resolve():
     assert read_choice("A) I will not leave the city.", opts) is None
     assert read_choice("A) I could handle this, maybe.", opts) is None
     assert read_choice("A) I'll think about it.", opts) is None
+
+
+# -- before blind4 was read (issue 22 section 4): families seen in the unlabelled release ---------------
+MIT = [("A", "Stay in high school and graduate with your peers"), ("B", "Accept early admission to MIT"),
+       ("C", "Take a gap year to work on personal engineering projects"), ("D", "Join your father's company")]
+
+
+def test_framing_ifs_and_a_forced_pick_with_gotta():
+    assert read_choice("Well, if we're talking about what I did at fifteen, the answer is clearly C.", MIT) == 2
+    assert read_choice("So, the answer, if it wasn't blindingly obvious, is B. MIT.", MIT) == 1
+    assert read_choice("But if I gotta pick one of those boxes... I guess I'm leaning towards... B).", MIT) == 1
+    assert read_choice("If the board lets me, then D it is.", MIT) is None        # a real condition
+
+
+def test_clear_after_a_decision_phrase_and_the_answers_contraction():
+    assert read_choice("The choice is clear. A. There's no room for committees.", MIT) == 0
+    assert read_choice("The answer is clear - D. I will join the company.", MIT) == 3
+    assert read_choice("My choice is clear: Option 2: Accept early admission.", MIT) == 1
+    assert read_choice("So yeah, the answer's D. Everything I do is for them.", MIT) == 3
+    assert read_choice("So yeah, C is your answer. Took the year off.", MIT) == 2
+    assert read_choice("The choice is clear, but not easy.", MIT) is None
+
+
+def test_a_label_then_obviously_and_a_leading_without_a_doubt():
+    assert read_choice("C, obviously. What kind of question is that?", MIT) == 2
+    assert read_choice("Is that even a question? Option B, obviously.", MIT) == 1
+    assert read_choice("So, to answer your question, it's B, obviously!", MIT) == 1
+    assert read_choice("Without a doubt, A. Stay in school, graduate with my peers.", MIT) == 0
+    # "of course" that ends a sentence far from the label commits to nothing
+    assert read_choice("I choose A. Joining the company (D) is always an option, of course.", MIT) == 0
+    assert read_choice("Option B, obviously, is tempting. But I'd choose A.", MIT) == 0
+
+
+def test_an_option_that_is_itself_a_question():
+    opts = [("A", "I wanna go with you"), ("B", "Will you be back soon?"), ("C", "Is everything going to be okay?")]
+    assert read_choice("Given the choices... definitely...\n\nB) Will you be back soon?\n\nYeah.", opts) == 1
+    assert read_choice("C) Is everything going to be okay?\n\nReasoning: he senses the tension.", opts) == 2
+    assert read_choice("B) Why would I ask that?", opts) is None
+
+
+def test_commit_phrases_this_is_the_only_answer_and_closer_to_the_truth():
+    opts = [("A", "Accepted it, knowing the system isn't perfect"), ("B", "Pledged to find another way to bring him down")]
+    assert read_choice("Yeah, B) Pledged to find another way to bring him down. That's the only answer that rings true.",
+                       opts) == 1
+    assert read_choice("You think I accepted that? (B) is closer to the truth.", opts) == 1
+
+
+def test_a_first_person_act_pointing_at_its_label():
+    opts = [("A", "Permanently suppress your telepathic abilities"),
+            ("B", "Risk using your powers again to help find a lost child when you witness selfless searchers")]
+    assert read_choice("I will risk using my powers again (option B). This child needs me.", opts) == 1
+    assert read_choice("I might risk using my powers again (option B).", opts) is None
+
+
+def test_the_whole_of_a_short_act_before_its_comma():
+    opts = [("A", "Continue your retirement, believing the fight is futile"),
+            ("B", "Return to the fight, inspired by Superman's unwavering determination"),
+            ("C", "Train a new champion to take your place")]
+    assert read_choice("My retirement ends today. I will return to the fight, Superman.", opts) == 1
+    assert read_choice("I will not return to the fight.", opts) is None
+
+
+def test_a_decision_naming_a_title_then_its_label_in_parentheses():
+    opts = [("A", "Hero - The Hero's Path - Liberation"), ("B", "Villain - The Villain's Bargain - Collaboration")]
+    assert read_choice("Star-Lord's Decision: Liberation (Option A)\n\nLook, I'm no saint.", opts) == 0
+    four = [("A", "Save him anonymously"), ("B", "Destroy the bicycle as revenge"), ("C", "Confront the father")]
+    # the label inside a clause that goes on is no pick: "I choose this." points at the line above
+    reply = "A) Save him anonymously\nI choose this. Destroying the bike (B) would only perpetuate cruelty."
+    assert read_choice(reply, four) == 0
+
+
+def test_a_line_that_is_one_options_scenario_choice():
+    opts = [("A", "Duty - Attend to the Rift"), ("B", "Personal Desire - Use the Celestial Alignment to Heal")]
+    assert read_choice("This is inconvenient.\nAttend to the Rift. It's what I swore to do.", opts) == 0
+    assert read_choice("Attend to the Rift.\nUse the Celestial Alignment to Heal.\nSo hard.", opts) is None
+
+
+def test_a_label_with_its_text_hedged_only_in_a_conceded_clause():
+    opts = [("A", "Rage against Ares"), ("B", "Love and belief in humanity's potential"), ("C", "Duty to your heritage")]
+    reply = "So, while rage may have been a flicker... the very reason I kept fighting... it was B) Love and belief in humanity's potential."
+    assert read_choice(reply, opts) == 1
+    assert read_choice("Anyway, it might have been B) Love and belief in humanity's potential.", opts) is None
+
+
+def test_a_label_then_the_speakers_own_account_of_that_option():
+    opts = [("A", "Confront the bully directly"), ("B", "Do nothing and try to avoid the bully and stay out of their way"),
+            ("C", "Talk to a teacher")]
+    assert read_choice("The truth is...\n\nB) I mostly tried to avoid the bully and stay out of their way.", opts) == 1
+    assert read_choice("B) I talked to a teacher about it.", opts) is None      # another option's account
+
+
+def test_wrong_readings_found_in_the_unlabelled_release_are_gone():
+    orders = [("A", "Followed orders, believing it wasn't your decision"), ("B", "Hesitated but completed the mission"),
+              ("C", "Let them live and fabricated a cover story"), ("D", "Defected, realizing you had been used")]
+    # "without question" inside the speaker's account is no pick of "Followed orders"
+    assert read_choice("D) Defected, realizing I had been used.\n\nI'd been following orders without question for "
+                       "too long.", orders) == 3
+    assert read_choice("C) Let them live.\n\nThe Red Room taught me to follow orders without question, but not "
+                       "this time.", orders) == 2
+    # an ellipsis after a label goes on to muse; it is no answer line
+    opts = MIT
+    assert read_choice("A is tempting.\nD... now that's got my attention.\nSo it's B mixed with a bit of D.", opts) is None
+    # "a modified version of A and D" ... "My Decision: I'm going to stay in school ... So, it's a hybrid approach."
+    assert read_choice("A modified version of A and D.\nMy Decision:\nI'll stay in high school and graduate with my "
+                       "peers, but join my father's company on weekends.\nSo, it's a hybrid approach.", opts) is None
+    # a heading "X's Response:" over a question is no answer
+    assert read_choice("Tony Stark's Response:\nNormal teenage life? Not my style.", opts) is None
+    # a line that says something of an option ("..., is a tempting solace") is no answer line
+    hidden = [("A", "Remain hidden, focusing on building a normal life on Earth"), ("B", "Become the Martian Manhunter"),
+              ("C", "Search for a way to return to Mars")]
+    assert read_choice("Option A, remaining hidden and building a normal life, is a tempting solace.", hidden) is None
+    # a dash ends the words that name the option: "law—honoring his father's wishes" is no pick of the boxer option
+    murdock = [("A", "vowed to become a professional boxer to honor his father's legacy"),
+               ("B", "He decided to leave Hell's Kitchen"),
+               ("C", "He dedicated himself to studying law to fight injustice within the legal system")]
+    reply = ("C) He dedicated himself to studying law to fight injustice within the legal system.\n\nReasoning: his "
+             "response was to seek change through the law—honoring his father's wishes.")
+    assert read_choice(reply, murdock) == 2
+
+
+def test_a_name_only_one_option_holds_as_the_whole_pick():
+    assert read_choice("So, yeah. I'm choosing MIT. It's where I belong.", MIT) == 1
+    assert read_choice("MIT it is.", MIT) == 1
+    assert read_choice("I'm choosing Phillips Academy.", MIT) is None      # a name no option holds
+
+
+def test_cannot_choose_and_choose_between_make_no_decision():
+    hero = [("A", "Hero - Confront as Hero"), ("B", "Villain - Collaborate in Secret")]
+    assert read_choice("Therefore, I cannot choose to be a villain. I will always choose the path of peace.", hero) is None
+    assert read_choice("I cannot choose between heroism and villainy, for both paths are right.", hero) is None
+    assert read_choice("You ask me to choose between Duty and Personal Desire. But a King has a duty.",
+                       [("A", "Duty - Protect Wakanda"), ("B", "Personal Desire - Provide Aid")]) is None
+    mars = [("A", "The Ends Justify the Means - use the Heart to terraform Mars by drawing energy from Earth"),
+            ("B", "Moral Code - respect his moral code and not activate the artifact")]
+    assert read_choice("My Choice:\nI cannot justify the sacrifice of millions of lives on Earth for the sake of Mars.",
+                       mars) is None
+    # a weighing "between" no longer hides the pick made after it
+    assert read_choice("The Joker wants me to choose between my heart and my city. I choose the greater good.",
+                       [("A", "Personal Sacrifice - Save Rachel"), ("B", "Greater Good - Save the City")]) == 1
+
+
+# -- blind4's misses (issue 22 section 4), fixed after its first read ----------------------------------
+def test_an_adjective_inside_is_the_only_way_and_im_taking_option_a():
+    got = _read_row("bow-claude-349")     # "Option A is the only guaranteed way to save everyone."
+    assert (got.value, got.rule) == (0, "ref_then_commit")
+    got = _read_row("bow-claude-357")     # "I'm taking Option A. The personal sacrifice."
+    assert (got.value, got.rule) == (0, "decision")
+    assert read_choice("Option A - personal sacrifice - is the only real choice here.", MIT) == 0
+    assert read_choice("Option A is the only thing I fear.", MIT) is None
+    assert read_choice("I'll take the blame for it. I'm taking a gap year.", MIT) is None   # "take" needs a label
+    assert read_choice("I'll take B) and run with it.", MIT) == 1

@@ -103,3 +103,19 @@ def test_third_blind_split_first_read_and_bars():
     recall, wrong, false, n_none = _figures(rows)
     assert wrong == [] and false == []
     assert recall >= 0.96
+
+
+def test_fourth_blind_split_first_read_and_bars():
+    """"blind4" (issue 22 section 4): 6 canon + 6 dilemma replies per model (sample_bow.py blind4, seed 24),
+    drawn before the rules that followed blind3 were written, labelled after they were committed and
+    before the rules read them. First read: recall 0.946 (53 of 56), 0 wrong, 0 false commits of 4 (the
+    rules of main before that follow-up read the same). Two general rules from its misses then read 55
+    of 56; the one left is "Thor chooses Option 2, rejecting Loki's scheme" where the scenario lists the
+    other pole's option first (none by design, as blind3's "Option B: Stay in Metropolis")."""
+    rows = [r for r in ROWS if r["split"] == "blind4"]
+    assert len(rows) == 60 and {r["model"] for r in rows} == {"claude", "gemini2", "gemini2_thinking", "r1", "v3"}
+    others = {r["id"] for r in ROWS if r["split"] != "blind4"}
+    assert not others & {r["id"] for r in rows}
+    recall, wrong, false, n_none = _figures(rows)
+    assert wrong == [] and false == []
+    assert recall >= 0.98

@@ -217,7 +217,7 @@ _FILLER = re.compile(
     r"(?:[\s:=\-–—,…*\"'“”]+|\.\.\.|\((?![A-H]\)|\d{1,2}\)|(?i:option|choice))[^()\n]{0,40}\)|(?i:(?:is|was|would\s+be|will\s+be|has\s+to\s+be|must\s+be|clearly|definitely|"
     r"obviously|most\s+assuredly|assuredly|pretty\s+clearly|probably|likely|simply|certainly|surely|closest\s+to|to|then|"
     r"indeed|undoubtedly|honestly|really|just|also|quite|in\s+fact|without\s+a\s+doubt|for\s+me|here|always|"
-    r"definitely|absolutely|ultimately|still|so|now|that|this|[a-z]{3,}ly)\b))*")
+    r"definitely|absolutely|ultimately|still|so|now|that|this|[a-z]{3,}ly|clear|simple|obvious)\b))*")
 _NEG_START = re.compile(r"(?i:not|n't|never|no\b|neither)")
 
 _SUBJ = r"(?:\b(?i:i|we|he|she|they)|\b[A-Z][a-z]+|\b[A-Z]{2,})"
@@ -231,14 +231,19 @@ _DECIDE = re.compile(
     r"|(?i:\b(?:choice|decision|verdict|chosen\s+path|final\s+decision|my\s+choice|my\s+answer|pick)\s*[:：])"
     r"|(?i:\b(?:option|choice|answer|course)\b[^.!?\n:]{0,40}\b(?:is|would\s+be)\s*[:：])"
     r"|(?i:\b(?:the|my|his|her|their|our)\s+(?:[\w-]+\s+){0,2}?(?:answer|choice|option|pick|decision|move|instinct|"
-    r"response|reaction|course\s+of\s+action|approach|verdict)\s+(?:here\s+|then\s+|for\s+me\s+|that\s+fits\s+best\s+)?"
-    r"(?:is|was|would\s+be|will\s+be|has\s+to\s+be|must\s+be)\b)"
+    r"response|reaction|course\s+of\s+action|approach|verdict)(?:\s+(?:here\s+|then\s+|for\s+me\s+|that\s+fits\s+best\s+)?"
+    r"(?:is|was|would\s+be|will\s+be|has\s+to\s+be|must\s+be)\b"
+    # "the answer's D", "my choice's clear: B"
+    r"|'s(?=\s*(?:[:\-–—]|\(?[A-H1-9]\b|(?:option|choice)\b|[a-z]+ly\b|clear\b|simple\b|obvious\b))))"
     r"|\b[A-Z][\w'.\- ]{0,40}?['’]s\s+(?i:final\s+)?(?i:choice|decision|answer|verdict|move|response)\s*[:：\-–—]"
-    r"|" + _SUBJ + r"[”\"']?(?i:'ll|'d|'m)?(?:,|\.\.\.|…)?\s*(?:\.\.\.|…)?\s+(?:(?!(?i:not|never|no)\b)(?![\w']*n't\b)[\w']+(?:,|\.\.\.|…)?\s+){0,5}" + _VERB + r"\b"
+    r"|" + _SUBJ + r"[”\"']?(?i:'ll|'d|'m)?(?:,|\.\.\.|…)?\s*(?:\.\.\.|…)?\s+(?:(?!(?i:not|never|no|cannot)\b)(?![\w']*n't\b)[\w']+(?:,|\.\.\.|…)?\s+){0,5}" + _VERB + r"\b"
     r"|" + _SUBJ + r"(?i:'ll|'d)?\s+(?:\w+\s+)?(?i:gotta|have\s+to|got\s+to|must)\s+(?=\(?[A-H]\))"
     r"|(?i:\b(?:i'd|i\s+would|i'll|i\s+will)\s+(?:have\s+to\s+)?say\b)"
     r"|(?i:\b(?:gotta|got\s+to|it\s+has\s+to|would\s+have\s+to|it's\s+gotta|it\s+must)\s+(?:go\s+with|be)\b)"
     r"|(?i:\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:choosing|picking|going\s+with|selecting|opting\s+for)\b)"
+    # "I'm taking Option A.", "I'll take B)": take only with a label right after it (not "I'll take the blame")
+    r"|(?i:\b(?:i'm|i\s+am|we're|we\s+are|i'll|i\s+will|i'd|i\s+would|we'll|we\s+will)\s+(?:taking|take)\b"
+    r"(?=\s+(?:(?:option|choice)\s+(?:[A-H]|\d)\b|\(?(?-i:[A-H])\)|(?-i:[A-H])\b(?!['’]))))"
     # "the answer, the obvious answer, the one even a caveman could see, is C)"
     r"|(?i:\b(?:the|my)\s+(?:[\w-]+\s+){0,2}?answer,[^.!?\n]{0,160}?,\s*(?:is|was|would\s+be)\b)"
     # "There is only one path." followed by the option
@@ -249,10 +254,14 @@ _DECIDE = re.compile(
 _AFTER_REF = re.compile(
     # "Moral code it is." ends its clause; "heroism is not about X—it is about Y" and "as flawed as it
     # is," commit to nothing
-    r"(?i:\b(?:(?<!\bas\s)it\s+is(?:\s+then)?(?=\s*(?:[.!,;:…)\]\"'”\-–—]|$))|all\s+the\s+way|without\s+(?:a\s+)?(?:question|doubt)|for\s+sure|hands\s+down|"
-    r"it's\s+the\s+one|that's\s+the\s+one|that's\s+my\s+(?:choice|answer|pick)|is\s+my\s+(?:choice|answer|pick|decision)|"
-    r"is\s+(?:the\s+)?(?:only|best|right|clear|obvious|wisest|most\s+\w+)\s+(?:path|choice|option|way|answer|course)|"
-    r"it\s+(?:has\s+to|must)\s+be|(?:is|would\s+be)\s+the\s+one|(?:is|would\s+be)\s+(?:the\s+)?closest|"
+    r"(?i:\b(?:(?<!\bas\s)it\s+is(?:\s+then)?(?=\s*(?:[.!,;:…)\]\"'”\-–—]|$))|all\s+the\s+way|"
+    # "C, obviously.", "Option B, of course!" right after the label and ending the sentence (not "B, obviously,
+    # is tempting", nor "Manipulation (B) is always an option, of course.")
+    r"(?-i:(?<=\b[A-H],\s)|(?<=[A-H]\),\s)|(?<=\b[1-9],\s)|(?<=[1-9]\),\s))(?:obviously|of\s+course|naturally|easily)(?=\s*(?:[.!…]|$))|without\s+(?:a\s+)?(?:question|doubt)|for\s+sure|hands\s+down|"
+    r"it's\s+the\s+one|that's\s+the\s+one|that's\s+my\s+(?:choice|answer|pick)|is\s+(?:my|your|our)\s+(?:final\s+)?(?:choice|answer|pick|decision)|"
+    # "Option A is the only guaranteed way to save everyone", "... is the only real choice here"
+    r"is\s+(?:the\s+)?(?:only|best|right|clear|obvious|wisest|most\s+\w+)\s+(?:(?!not\b)[a-z]+\s+)?(?:path|choice|option|way|answer|course)|"
+    r"it\s+(?:has\s+to|must)\s+be|(?:is|would\s+be)\s+the\s+one|(?:is|would\s+be)\s+(?:the\s+)?closest|(?:is|would\s+be)\s+(?:closer|nearer)\s+to\s+the\s+truth|"
     r"is\s+the\s+(?:correct|right|best|most\s+appropriate|most\s+accurate)\s+(?:answer|choice|option)|"
     r"is\s+(?:definitely\s+|clearly\s+|certainly\s+|really\s+)?the\s+(?:way|path)\s+to\s+go|"
     r"(?:feels|seems|sounds|is)\s+(?:like\s+)?(?:definitely\s+|clearly\s+)?the\s+(?:right|best|only|correct)\s+"
@@ -260,11 +269,14 @@ _AFTER_REF = re.compile(
     r"is\s+(?:definitely|clearly|certainly|surely|undoubtedly)\s+the\s+most\s+(?:accurate|fitting|likely|appropriate))\b)")
 _LEAD_MARKER = re.compile(r"^(?:\W*(?:so|yes|yeah|okay|ok|alright|well|then|fine|right|thus|therefore|hence)\b,?\s*)+", re.I)
 _THIS_IS = re.compile(r"^\W*(?i:(?:this|that|it)(?:'s|\s+is|\s+would\s+be|\s+will\s+be)\s+(?:my|the)\s+"
-                      r"(?:choice|answer|pick|decision|one)|that's\s+the\s+one)\b")
+                      r"(?:only\s+|right\s+|best\s+|real\s+|true\s+|final\s+)?(?:choice|answer|pick|decision|one)|that's\s+the\s+one)\b")
 _CONDITIONAL = re.compile(r"(?i:\b(?:if|whether|unless)\b(?!\s+(?:i\s+|you\s+|we\s+)?(?:am\s+|are\s+|were\s+|was\s+)?"
-                          r"(?:forced|pressed|(?:had|have|must|were)\s+(?:to\s+)?(?:choose|pick|decide)))"
+                          r"(?:forced|pressed|(?:had|have|must|were|gotta|got|have\s+got|'ve\s+got)\s+(?:to\s+)?(?:choose|pick|decide)))"
                           r"(?!\s+(?:you(?:'re|\s+are)?\s+ask(?:ing)?(?:\s+me)?|it\s+(?:was|were|is)\s+(?:me|up\s+to\s+me)|"
                           r"i(?:'m|\s+am|\s+was|\s+were)\s+(?:being\s+)?(?:honest|in\s+\w+(?:'s)?\s+(?:shoes|place|position))|"
+                          # "if we're talking about what I did after ...", "the answer, if it wasn't obvious, is B"
+                          r"(?:we|you)(?:'re|\s+are)\s+(?:talking|speaking)\b|"
+                          r"it\s+(?:wasn't|isn't|weren't|was\s+not|is\s+not)\s+(?:already\s+)?(?:\w+ly\s+)?(?:obvious|clear)|"
                           r"i\s+may)\b))")
 # not "if I had to pick" / "if I must choose": those are forced choices, and they decide; nor the
 # framing of the answer itself ("if you're asking me, ...", "if it were me, ...", "if I'm honest")
@@ -287,9 +299,11 @@ _NONE_SENT = re.compile(
     r"|(?i:\b(?:a|the)\s+(?:blend|combination|mix)\s+of\s+(?:both|(?:option\s+)?[A-H1-9]\s+and\s+(?:option\s+)?[A-H1-9]|the\s+two))"
     r"|(?i:\b(?:modified|hybrid)\s+(?:version\s+of\s+)?(?:both|[A-H]\b))"
     r"|(?i:\bversion\s+of\s+both\b)"
+    # "So, it's a hybrid approach." after "a modified version of A and D" and a plan of its own
+    r"|(?i:\b(?:a|my|the)\s+hybrid\s+(?:approach|plan|solution|strategy|option|path)\b)"
     r"|(?i:\b(?:i|we)(?:'ll|'d|'m)?\s+(?:\w+\s+){0,2}?(?:take|choose|find|forge|propose|chart|choosing)\s+(?:a|my|our)\s+"
     r"(?:third|own|different|new)\s+(?:option|path|way|choice)\b)")
-_NONE_KEYWORDS = ("both", "neither", "third", "combination", "blend", "modified", "own")
+_NONE_KEYWORDS = ("both", "neither", "third", "combination", "blend", "modified", "own", "hybrid")
 
 
 @dataclass
@@ -343,7 +357,8 @@ def _title_value(target: str, opts: _Options) -> int | None:
     None when the words name no option clearly, or when the sentence goes on to name another
     ("Duty first, then Personal Desire")."""
     sentence = target[:200]
-    parts = re.split(r"[,;:.!?(]|\s(?:but|because|as|and\s+not|not|over|rather\s+than|instead\s+of)\s", target, maxsplit=1)
+    # a dash ends the words that name the option too ("to seek change through the law—honoring his father's wishes")
+    parts = re.split(r"[,;:.!?(—]|\s[-–]\s|\s(?:but|because|as|and\s+not|not|over|rather\s+than|instead\s+of)\s", target, maxsplit=1)
     head = parts[0]
     if re.match(r"\s(?:over|rather\s+than|instead\s+of)\s", target[len(head):]):
         sentence = head         # what is chosen over is rejected: the rest names no second choice
@@ -351,7 +366,7 @@ def _title_value(target: str, opts: _Options) -> int | None:
     head = " ".join(head.split()[:8])
     if q is None:
         w = _words(head)
-        if not w or re.search(r"\b(?:not|never|no|nor)\b|n't\b", head, re.I):
+        if not w or re.search(r"\b(?:not|never|no|nor|cannot)\b|n't\b", head, re.I):
             return None
         best, score, second = opts.match_text(head)
         if best is None or score <= second:
@@ -359,7 +374,12 @@ def _title_value(target: str, opts: _Options) -> int | None:
         d = opts.title_words[best] & opts.distinct[best] or opts.distinct[best]
         hits = w & d
         only_here = {x for x in hits if not any(x in opts.words[j] for j in range(opts.n) if j != best)}
-        if not (len(hits) >= 2 or (hits and 2 * len(hits) >= len(d)) or (only_here and len(d) <= 3)):
+        # a name only one option holds, the whole of a short head ("I'm choosing MIT.", "MIT it is.")
+        named = len(head.split()) <= 2 and only_here and all(
+            re.search(r"\b[A-Z][\w'-]*\b", x) and x.lower().removesuffix("'s") in
+            {w.lower() for w in re.findall(r"\b[A-Z][\w'-]*", opts.texts[best] + " " + opts.titles[best])}
+            for x in head.split())
+        if not (len(hits) >= 2 or (hits and 2 * len(hits) >= len(d)) or (only_here and len(d) <= 3) or named):
             # "I would choose to take the balloons away with the Batwing": the scenario's text
             a = opts.alias_words[best]
             if not (a and len(w & a) >= 2 and 2 * len(w & a) >= len(a)):
@@ -377,7 +397,12 @@ def _title_value(target: str, opts: _Options) -> int | None:
 def _decision_value(sent: str, start: int, nxt: str, opts: _Options, rule: str) -> _Event | None:
     """What a decision phrase ending at sent[start] names; None when it names no option."""
     if not sent[_FILLER.match(sent, start).end():].strip(" .…:!\n") and nxt:
-        # "Answer:" on a line of its own, or "HULK CHOOSE...", the option below it
+        # "Answer:" on a line of its own, or "HULK CHOOSE...", the option below it; but "I choose this."
+        # points back at what came before it, not at the next sentence
+        if re.search(r"\b(?i:this|that)\s*[.!]+\W*$", sent):
+            return None
+        if nxt.rstrip().endswith("?"):
+            return None     # "Tony Stark's Response:" over "Let's be real here—normal teenage life?": a question
         sent, start, nxt = nxt, 0, ""
     filler = _FILLER.match(sent, start)
     gap = sent[start:filler.end()]
@@ -385,6 +410,8 @@ def _decision_value(sent: str, start: int, nxt: str, opts: _Options, rule: str) 
     span = target.strip()[:160]
     if _NEG_START.match(target):
         return None
+    if re.match(r"(?i:(?:to\s+)?between)\b", target):
+        return None     # "You ask me to choose between Duty and Personal Desire.": the choice weighed, not made
     if m := _NONE_SENT.search(gap + target[:60]):
         if not _option_says(m.group(0), opts):
             return _Event(0, None, rule, span, "not_one_option")
@@ -412,7 +439,29 @@ def _decision_value(sent: str, start: int, nxt: str, opts: _Options, rule: str) 
     val = _title_value(target, opts)
     if val is not None:
         return _Event(0, val, rule + "_text", span)
+    # "Star-Lord's Decision: Liberation (Option A)": a few words, then the label in parentheses ending the
+    # clause (not "Destroying the bike (B) would only perpetuate cruelty" after "I choose this.")
+    if (m := re.match(r"([^.!?\n()]{1,60}?)\s*\((?i:option\s+|choice\s+)?(?P<v>[A-H]|\d{1,2})\)(?=\s*(?:[.!:;]|$))", target)) \
+            and not re.search(r"\b(?:not|never|no|nor|or|and|between|vs)\b|n't\b", m.group(1), re.I):
+        idx, how = _ref_value(m, opts)
+        if how == "out_of_range":
+            return _Event(0, None, rule, span, "names_an_option_not_offered")
+        if idx is not None:
+            val, why = _check_restated(idx, how, m.group(1), opts)
+            return _Event(0, val, rule + ("_by_position" if how == "position" else ""), span, why)
     return None
+
+
+def _acts_as(before: str, idx: int, opts: _Options) -> bool:
+    """A first-person act that points at its option by label ("I will risk using my powers again (option B).",
+    "I vote to keep her in the League (A)."): two or more of that option's distinctive words, more than
+    of any other option's, no hedge."""
+    m = _COMMITS.match(before)
+    if not m or _HEDGE.search(_norm(before)):
+        return False
+    w = _words(before[m.end():])
+    own = len(w & opts.distinct[idx])
+    return own >= 2 and all(len(w & opts.distinct[j]) < own for j in range(opts.n) if j != idx)
 
 
 def _option_says(phrase: str, opts: _Options) -> bool:
@@ -463,6 +512,12 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
             else:
                 # "So, moral code it is.": a leading "So," is no part of what is named
                 val = _title_value(_LEAD_MARKER.sub("", " ".join(pre.split()[-8:])), opts)
+                # "without question", "for sure", "all the way" after words of the option's own commit only when
+                # those words stand alone ("Moral code, without question."), not inside the speaker's account
+                # ("I'd been following orders without question for too long" is no pick of "Followed orders")
+                if re.match(r"(?i:without|for\s+sure|hands\s+down|all\s+the\s+way)", m.group(0)) and \
+                        (len(_LEAD_MARKER.sub("", pre).split()) > 4 or not re.match(r"\s*(?:[.!,;…)\-–—]|$)", sent[m.end():])):
+                    val = None
                 if val is not None:
                     events.append(_Event(s0 + m.start(), val, "text_then_commit", pre.strip()[-160:]))
             for ev in events[n_before:]:
@@ -474,7 +529,8 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
             idx, how = opts.number(m.group("pv")) if m.group("pv").isdigit() else opts.letter(m.group("pv"))
             before = sent[:m.start()]
             if idx is not None and how == "label" and (opts.quoted(before) == idx or
-                                                       2 * len(_words(before) & opts.distinct[idx]) >= len(opts.distinct[idx])):
+                                                       2 * len(_words(before) & opts.distinct[idx]) >= len(opts.distinct[idx])
+                                                       or _acts_as(before, idx, opts)):
                 events.append(_Event(s0 + m.start(), idx, "text_then_ref", sent.strip()[-160:]))
         if _THIS_IS.match(sent) and k > 0 and not asks:
             prev = sents[k - 1][2]
@@ -490,7 +546,10 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
 
 
 _LINE_LEAD = re.compile(r"^(?:[\W_]*(?i:so|yes|yeah|therefore|thus|hence|always|definitely|sigh|okay|alright|well|"
-                        r"finally|my\s+answer|answer|choice|decision|final\s+answer)\b)*[\W_]*?(?=[\"“(]?(?:[A-H]|\d|(?i:option|choice)))")
+                        r"finally|my\s+answer|answer|choice|decision|final\s+answer|"
+                        # "Without a doubt, A. Accept immediately ...", "Obviously, B."
+                        r"without\s+a\s+doubt|no\s+doubt|obviously|clearly|of\s+course|easy|easily|honestly|"
+                        r"no\s+question|hands\s+down)\b)*[\W_]*?(?=[\"“(]?(?:[A-H]|\d|(?i:option|choice)))")
 _LINE_REF = re.compile(r"[\"“]?(?:(?i:option|choice)\s*(?P<kv>[A-Ha-h]|\d{1,2})\b|\((?i:option|choice)?\s*(?P<pv>[A-H]|\d{1,2})\)"
                        r"|(?P<cv>[A-H]|\d{1,2})[).:]|(?P<lone>[A-H]))(?=\W|$)")
 
@@ -504,7 +563,7 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
     events = []
     for s0, s1, sent in _sentences(text):
         s = sent.strip()
-        if not s or s.endswith("?"):
+        if not s:
             continue
         lead = _LINE_LEAD.match(s)
         m = _LINE_REF.match(s, lead.end() if lead else 0)
@@ -517,17 +576,22 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
         idx, how = opts.number(v) if v.isdigit() else opts.letter(v)
         if idx is None:
             continue
+        if s.endswith("?") and not (opts.texts[idx].rstrip().endswith("?") and opts.quoted(rest) == idx
+                                    and len(_words(rest)) <= len(opts.words[idx]) + 1):
+            continue        # a question, unless the option itself is one ("B) Will you be back soon?")
         bare = not rest
         if rest:
             # the rest must be this option's own text, not a comment on it
             q = opts.quoted(rest)
-            best, score, _ = opts.match_text(rest)
+            best, score, runner_up = opts.match_text(rest)
             own = len(_words(rest) & opts.words[idx])
             short = len(_words(rest)) <= len(opts.words[idx]) + 4
             if q is not None and q != idx or (q is None and short and best is not None and best != idx and score >= 2):
                 events.append(_Event(s0, None, "answer_line", s[:160], "reference_and_text_disagree"))
                 continue
-            commentary = bool(re.search(r"[:?!]\s*\S", rest)) or not short
+            # "Option A, remaining hidden and building a normal life, is a tempting solace.": said of the option
+            commentary = bool(re.search(r"[:?!]\s*\S", rest)) or not short or \
+                bool(re.search(r",\s*(?:is|was|would|seems|sounds|feels|might|could|may)\b", rest, re.I))
             head, _, tail = rest.partition(":")
             if q == idx and (commentary and len(_words(rest) - opts.words[idx]) > 3
                              or (opts.quoted(head) == idx and _words(tail))):
@@ -536,10 +600,17 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
                 events.append(_Event(s0, idx, "review_line", s[:160], review=True))
                 continue
             if q != idx and (commentary or own < max(1, (len(_words(rest)) + 1) // 2)):
-                dotted = s[m.end():m.end() + 1] == "." and not any(_words(rest) & w for w in opts.words)
+                # "Option A. Always the hero": one dot ends the answer (not "D... now that's got my spider-sense
+                # tingling", an ellipsis that goes on to muse)
+                dotted = s[m.end():m.end() + 1] == "." and s[m.end() + 1:m.end() + 2] not in (".", "…") \
+                    and not any(_words(rest) & w for w in opts.words)
                 # "A) I've got to handle this.": the label, then the speaker's own resolve
                 resolve = _RESOLVE.match(rest) and not _HEDGE.search(_norm(rest))
-                if not dotted and not resolve:
+                # "B) I mostly tried to avoid the bullies and stay out of their way.": the label, then the
+                # speaker's own account of that option (its words, more than any other option's)
+                told = not commentary and re.match(r"(?:i|we)\b", rest, re.I) and not _HEDGE.search(_norm(rest)) \
+                    and best == idx and score >= 2 and score > runner_up
+                if not dotted and not resolve and not told:
                     # "Option 3: This is not a common practice." comments on option 3: part of a review
                     if re.match(r"\s*[:\-–—]", s[m.end():]):
                         events.append(_Event(s0, idx, "comment_line", s[:160], review=True))
@@ -647,7 +718,8 @@ def _read(text: str, opts: _Options) -> Reading:
             return Reading(None, "none:only_conditional_decision", events[-1].span)
         elif (st := _stated(text, opts)) is not None:
             reading = Reading(st, "stated_text", _stated_span(text, opts, st))
-        elif not _undecided(text, opts) and (found := _ref_with_text(text, opts) or _paraphrase(text, opts)):
+        elif not _undecided(text, opts) and (found := _ref_with_text(text, opts) or _text_line(text, opts)
+                                             or _paraphrase(text, opts)):
             reading = Reading(*found)
         else:
             return Reading(None, "none:no_decision")
@@ -733,10 +805,35 @@ def _ref_with_text(text: str, opts: _Options) -> tuple[int, str, str] | None:
             found.add(idx)
             if len(sent[:m.start()].split()) < 2:
                 continue        # a line opening with its label is an answer or a review line
-            if sent.rstrip().endswith("?") or _hedged(sent, opts.texts[idx]):
+            # the hedge that counts is in the label's own clause ("So, while anger may have been a flicker ...
+            # the very reason I kept fighting... it was B) Love and belief ...": the "may" is conceded before)
+            clause = sent[max([0] + [c.end() for c in re.finditer(r"[,;:—–]|\.\.\.|…", sent[:m.start()])]):]
+            if sent.rstrip().endswith("?") or _hedged(clause, opts.texts[idx]):
                 return None
             span = sent.strip()[:160]
     return (found.pop(), "ref_with_text", span) if len(found) == 1 and span else None
+
+
+def _text_line(text: str, opts: _Options) -> tuple[int, str, str] | None:
+    """A line that opens with one option's own words as a sentence of their own: its scenario choice or
+    its whole text, two words or more ("Attend to the Rift. It's my duty." for "Duty - Attend to the
+    Rift"), when no other option gets such a sentence and the reply neither asks nor hedges there."""
+    found: dict[int, str] = {}
+    forms = []
+    for i in range(opts.n):
+        parts = {opts.texts[i]} | set(re.split(r"\s[-–—:]\s|:\s", opts.texts[i], maxsplit=1)[1:])
+        if opts.titles[i]:
+            parts.add(opts.titles[i])
+        forms.append({_norm(p) for p in parts if len(_norm(p).split()) >= 2})
+    starts = {0} | {m.end() for m in re.finditer(r"\n", text)}
+    for s0, _, sent in _sentences(text):
+        if s0 not in starts or not re.search(r"[.!]\W*$", sent):
+            continue
+        n = _norm(_LEAD_MARKER.sub("", sent))
+        for i in range(opts.n):
+            if n in forms[i]:
+                found.setdefault(i, sent.strip()[:160])
+    return (next(iter(found)), "text_line", next(iter(found.values()))) if len(found) == 1 else None
 
 
 def _undecided(text: str, opts: _Options) -> bool:
@@ -780,7 +877,9 @@ def _paraphrase(text: str, opts: _Options) -> tuple[int, str, str] | None:
         hits = sorted(((len(w & opts.distinct[i]), i) for i in range(opts.n)), reverse=True)
         (best, i), second = hits[0], hits[1][0] if len(hits) > 1 else 0
         core = len(w & opts.core[i])      # a long option's act before its comma: "Cast a spell to bring her back, showing ..."
-        if best < 2 or (2 * best < len(opts.distinct[i]) and not (core >= 3 and 2 * core >= len(opts.core[i]))) \
+        # or the whole of a short act before its comma ("I will return to the fight" for "Return to the fight, inspired by ...")
+        if best < 2 or (2 * best < len(opts.distinct[i]) and not (core >= 3 and 2 * core >= len(opts.core[i]))
+                        and not (core >= 2 and core == len(opts.core[i]) and opts.core[i] != opts.distinct[i])) \
                 or second * 2 > best:
             continue
         if m.group("ing") and _stem(m.group("ing").lower()) not in opts.distinct[i]:

@@ -140,12 +140,17 @@ def blind2(src: str, corpus: str, out: str, seed: int = BLIND2_SEED, split: str 
 # -- a third blind split ("blind3"), drawn the same way after the blind2 follow-up rules, seed 23 ---------
 BLIND3_SEED = 23
 
+# -- a fourth blind split ("blind4"), drawn the same way before the rules that followed blind3's, seed 24
+BLIND4_SEED = 24
+
 
 if __name__ == "__main__":
-    # sample_bow.py SRC OUT  |  sample_bow.py blind2 SRC CORPUS OUT  |  sample_bow.py blind3 SRC CORPUS OUT
+    # sample_bow.py SRC OUT  |  sample_bow.py blind2|blind3|blind4 SRC CORPUS OUT
     if sys.argv[1] == "blind2":
         blind2(*sys.argv[2:5])
     elif sys.argv[1] == "blind3":
         blind2(*sys.argv[2:5], seed=BLIND3_SEED, split="blind3")
+    elif sys.argv[1] == "blind4":
+        blind2(*sys.argv[2:5], seed=BLIND4_SEED, split="blind4")
     else:
         main(*sys.argv[1:3])

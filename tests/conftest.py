@@ -22,13 +22,17 @@ SHARED = Path(os.environ.get("ROLEBOUND_SHARED") or Path(__file__).resolve().par
 def _isolated_cache(tmp_path_factory):
     os.environ["ROLEBOUND_MODEL_DIR"] = str(model_dir())   # pin before moving the cache
     os.environ["ROLEBOUND_CACHE_DIR"] = str(tmp_path_factory.mktemp("rolebound-cache"))
+    # derived entries (embeddings, similarity tables) are keyed by their inputs: one folder for the
+    # test run, so an embedding model loads once, not in every test that runs charm
+    os.environ["ROLEBOUND_DERIVED_DIR"] = str(tmp_path_factory.mktemp("rolebound-derived"))
     os.environ["HF_HUB_OFFLINE"] = "1"
     yield
 
 
 @pytest.fixture(autouse=True)
 def _fresh_cache(tmp_path, monkeypatch):
-    """Every test starts with an empty response cache."""
+    """Every test starts with an empty response cache (the derived cache is the session's;
+    tests/test_derived_cache.py gives each of its tests an empty one)."""
     monkeypatch.setenv("ROLEBOUND_CACHE_DIR", str(tmp_path / "cache"))
     yield
 

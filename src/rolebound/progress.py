@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import deque
 
-WINDOW_S = 60.0   # the rate is taken over the last minute: resumed items, done at once, skew it no longer
+INSTANT_S = 1.0   # items done this soon after the start were resumed or cached: left out of the rate
 
 
 class _PlainProgress:
@@ -16,15 +15,12 @@ class _PlainProgress:
         self.total, self.label, self.done = total, label, 0
         self.t0 = time.perf_counter()
         self.last_pct, self.last_t = -1, self.t0
-        self.samples: deque[tuple[float, int]] = deque([(self.t0, 0)])
+        self.base = (self.t0, 0)      # the rate counts from here: after the instant items
 
     def rate(self, t: float) -> float:
-        """Items/s over the last WINDOW_S seconds (all of them in the first minute)."""
-        while len(self.samples) > 1 and t - self.samples[1][0] >= WINDOW_S:
-            self.samples.popleft()
-        t0, d0 = self.samples[0]
-        if t - t0 > WINDOW_S:     # the oldest kept sample is older than the window: start the window there
-            t0 = t - WINDOW_S
+        """Items/s since the instant items (a resumed run's recorded ones) were counted; a cumulative
+        rate, so items that finish in batches do not swing it."""
+        t0, d0 = self.base if t - self.t0 > INSTANT_S else (self.t0, 0)
         return (self.done - d0) / (t - t0) if t > t0 else 0.0
 
     def start(self):
@@ -34,7 +30,8 @@ class _PlainProgress:
         self.done += n
         pct = int(100 * self.done / max(1, self.total)) // 10
         t = time.perf_counter()
-        self.samples.append((t, self.done))
+        if t - self.t0 <= INSTANT_S:
+            self.base = (t, self.done)
         if pct != self.last_pct or t - self.last_t > 30 or self.done == self.total:
             el = t - self.t0
             rate = self.rate(t)

@@ -77,7 +77,7 @@ def test_build_counts_what_the_real_model_gets_wrong(bundled, tmp_path, monkeypa
 def test_s2rd_end_to_end_on_the_bundled_model(tmp_path):
     out = tmp_path / "run"
     res = api.run("knowledge-errors", model="bundled", strategies="s2rd", limit=2, out=out, progress=False,
-                  decoding={"max_tokens": 48}, options={"step_max_tokens": 32})
+                  decoding={"max_tokens": 32}, options={"step_max_tokens": 16})
     assert res.manifest.judge == "bundled:smollm2-135m" and not res.errors
     recs = load_records(out)
     assert not [r for r in recs if r.error]

@@ -597,3 +597,14 @@ def test_an_adjective_inside_is_the_only_way_and_im_taking_option_a():
     assert read_choice("Option A is the only thing I fear.", MIT) is None
     assert read_choice("I'll take the blame for it. I'm taking a gap year.", MIT) is None   # "take" needs a label
     assert read_choice("I'll take B) and run with it.", MIT) == 1
+
+
+def test_an_answer_line_that_denies_its_option_reads_nothing():
+    # a negation before the option's own words (the option has none) denies it; after them, it is a reason
+    bully = [("A", "Stand up to the bully"), ("B", "Avoid the bully and stay out of their way"), ("C", "Tell a teacher")]
+    assert read_choice("B) I never tried to avoid the bully and stay out of their way.", bully) is None
+    assert read_choice("B) I did NOT avoid the bully.", bully) is None
+    assert read_choice("B) Avoid the bully, since I am not a fighter.", bully) == 1
+    assert read_choice("B) I mostly tried to avoid the bully and stay out of their way.", bully) == 1
+    never = [("A", "Never give up"), ("B", "Walk away")]
+    assert read_choice("A) Never give up.", never) == 0            # the option's own negation

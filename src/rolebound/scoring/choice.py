@@ -558,6 +558,21 @@ _RESOLVE = re.compile(r"(?:i|we)(?:'ve\s+got\s+to|'ve\s+gotta|'ll|\s+will|\s+mus
                       r"\s+have\s+to|\s+choose\s+to)\s+(?!(?:think|consider|see|wait|decide|weigh|ponder|reflect)\b)[a-z]", re.I)
 
 
+_DENY = re.compile(r"\b(?:not|never|cannot)\b|n't\b", re.I)
+
+
+def _denied(rest: str, option: str, words: set[str]) -> bool:
+    """"B) I never tried to avoid the bully ...": a negation before the first of the option's own
+    words, where the option's text has none, denies the option instead of choosing it."""
+    if _DENY.search(option):
+        return False
+    for m in _WORD.finditer(rest.lower()):
+        w = m.group(0).removesuffix("'s")
+        if _stem(w) in words:
+            return bool(_DENY.search(rest[:m.start()]))
+    return False
+
+
 def _answer_lines(text: str, opts: _Options) -> list[_Event]:
     """Sentences that are nothing but an option: "B) Maintain Distance - ...", "Option B.", "(A) Hero"."""
     events = []
@@ -588,6 +603,8 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
             short = len(_words(rest)) <= len(opts.words[idx]) + 4
             if q is not None and q != idx or (q is None and short and best is not None and best != idx and score >= 2):
                 events.append(_Event(s0, None, "answer_line", s[:160], "reference_and_text_disagree"))
+                continue
+            if _denied(rest, opts.texts[idx], opts.words[idx]):
                 continue
             # "Option A, remaining hidden and building a normal life, is a tempting solace.": said of the option
             commentary = bool(re.search(r"[:?!]\s*\S", rest)) or not short or \

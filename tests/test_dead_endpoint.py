@@ -109,13 +109,16 @@ def test_a_reply_without_an_answer_is_a_failed_call_retried_on_resume(tmp_path, 
     assert len(final) == 12 and not any(r["error"] for r in final.values())
 
 
-def test_sigterm_is_ctrl_c_with_exit_143(tmp_path):
+@pytest.mark.parametrize("sigint", ["default", "ignored"])   # ignored: `cmd &` / nohup, as a job runs
+def test_sigterm_is_ctrl_c_with_exit_143(tmp_path, sigint):
     data = write_mcq(tmp_path / "q.jsonl", 30)
     out = tmp_path / "r"
     with FakeServer(delay=0.2, reply="B") as srv:
         args = api_run(srv.url + "/v1", data, out, "--concurrency", "2")
+        ignore = sigint == "ignored"
         proc = subprocess.Popen([str(SCRIPT), *map(str, args)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+                                stderr=subprocess.PIPE, text=True,
+                                preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore else None)
         end = time.monotonic() + 60
         while len(records(out)) < 3:
             assert proc.poll() is None, proc.communicate()
@@ -132,3 +135,17 @@ def test_sigterm_is_ctrl_c_with_exit_143(tmp_path):
         again = rb(*args)
         assert again.returncode == 0, again.stderr
         assert srv.stats.requests == 30 - done
+
+
+def test_sigterm_outside_the_calls_is_one_line_and_exit_143(tmp_path):
+    """While a command loads or writes its report (no run handler installed), SIGTERM used to kill
+    the process silently; it takes the Ctrl-C path with exit 143."""
+    code = ("import sys, time, rolebound.cli as c\n"
+            "def slow(**kw):\n    print('ready', flush=True); time.sleep(60)\n"
+            "c.app = slow\nsys.argv = ['rolebound', 'report', 'x']\nc.main()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    err = one_error(subprocess.CompletedProcess([], proc.returncode, "", stderr), 143)
+    assert err.startswith("terminated; rerun the same command")

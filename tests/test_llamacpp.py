@@ -258,6 +258,42 @@ def test_a_cap_past_the_context_is_cut_to_the_room_left_and_counted():
 
 
 @needs
+def test_close_waits_for_the_call_in_flight_and_refuses_queued_ones():
+    """Ctrl-C / SIGTERM cancel the awaiting task, not the worker thread: freeing the context under
+    a running llama_decode, or handing it to a call queued on the lock, crashed the run (exit 139)."""
+    import threading
+    import time
+
+    from rolebound.models.llamacpp import LlamaCppEngine
+
+    eng = LlamaCppEngine(smollm2_gguf(), threads=1, n_ctx=1024, max_batch=2)
+    results: dict[str, object] = {}
+
+    def call(name, fn):
+        try:
+            results[name] = fn()
+        except BackendError as exc:
+            results[name] = exc
+
+    long = [GenRequest(messages=chat("Tell me a long story about London."))]
+    running = threading.Thread(target=call, args=("running", lambda: eng.generate(long, Decoding(temperature=0, max_tokens=400))))
+    running.start()
+    while not eng.lock.locked():
+        time.sleep(0.01)
+    queued = threading.Thread(target=call, args=("queued", lambda: eng.score([_options_request(QUESTIONS[0])])))
+    queued.start()
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    eng.close()                                   # returns once the running call let go
+    took = time.monotonic() - t0
+    running.join(30)
+    queued.join(30)
+    for name in ("running", "queued"):            # run_safe turns these into failed calls
+        assert isinstance(results[name], BackendError) and "closing" in str(results[name]), name
+    assert took < 10                              # stopped between decode steps, not after 400 tokens
+
+
+@needs
 def test_the_window_a_dialogue_must_fit_is_n_ctx_less_the_prefix_cells():
     from rolebound.models.llamacpp import LlamaCppBackend
 

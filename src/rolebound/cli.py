@@ -560,7 +560,30 @@ def data_formats():
         print(f"{name:28s} {help_}")
 
 
+TERM = {"hit": False}
+
+
+def _on_term(signum, frame):
+    # SIGTERM outside a run's calls (loading, writing the report): Ctrl-C's path with exit 143;
+    # during the calls api's own handler takes it (loop.sigterm_as_interrupt)
+    TERM["hit"] = True
+    raise KeyboardInterrupt
+
+
+def _interrupted() -> int:
+    # click re-raises a KeyboardInterrupt as Abort, and typer may make it Exit(130): the flag says which
+    if TERM["hit"]:
+        print(f"\nterminated; {INTERRUPTED.split('; ', 1)[1]}", file=sys.stderr)
+        return 143
+    print(f"\n{INTERRUPTED}", file=sys.stderr)
+    return 130
+
+
 def main() -> None:
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:     # an inherited ignore is kept
+        signal.signal(signal.SIGTERM, _on_term)
     try:
         code = _main(sys.argv[1:])
     finally:
@@ -608,12 +631,8 @@ def _main(argv: list[str]) -> int:
                 print(exc.dump, file=sys.stderr)
         print(("" if isinstance(exc, RunStopped) else "error: ") + str(exc), file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"\n{INTERRUPTED}", file=sys.stderr)
-        return 130
-    except click_abort:
-        print(f"\n{INTERRUPTED}", file=sys.stderr)
-        return 130
+    except (KeyboardInterrupt, *click_abort):
+        return _interrupted()
     except click_exc as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":     # bare `rolebound` / `rolebound data`
             exc.show()
@@ -630,7 +649,7 @@ def _main(argv: list[str]) -> int:
         print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     if rc == 130:       # typer turns a KeyboardInterrupt outside a run into Exit(130)
-        print(f"\n{INTERRUPTED}", file=sys.stderr)
+        return _interrupted()
     return rc if isinstance(rc, int) else 0
 
 

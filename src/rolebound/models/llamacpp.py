@@ -21,7 +21,8 @@ import ctypes
 import threading
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
 from ..errors import BackendError
 from ..records import Decoding, Message
@@ -145,6 +146,7 @@ class LlamaCppEngine:
         self.prefill = {"computed": 0, "saved": 0}
         self.clamped: dict[str, int] = {"calls": 0}      # max_tokens cut to the context's room
         self.lock = threading.Lock()
+        self.closing = threading.Event()
         meta = self.model.metadata()
         self.template = ChatTemplate(meta.get("tokenizer.chat_template"), self._special(meta))
         self.load_s = time.perf_counter() - t0
@@ -159,8 +161,12 @@ class LlamaCppEngine:
         return out
 
     def close(self) -> None:
-        for obj in (self.batch, self.ctx, self.model):
-            obj.close()
+        # A cancelled call (Ctrl-C, SIGTERM) leaves its worker thread inside llama_decode: freeing the
+        # context under it crashed the process (exit 139). Ask it to stop, wait for it, then free.
+        self.closing.set()
+        with self.lock:
+            for obj in (self.batch, self.ctx, self.model):
+                obj.close()
 
     # -- text -------------------------------------------------------------------------------
     def render(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> str:
@@ -189,6 +195,8 @@ class LlamaCppEngine:
         on(index in items, logits) for each wanted one (read at once: logits are not kept)."""
         b = self.batch.batch
         for start in range(0, len(items), self.n_batch):
+            if self.closing.is_set():
+                raise BackendError("llamacpp: the engine is closing")
             part = items[start:start + self.n_batch]
             b.n_tokens = len(part)
             for j, (seq, pos, tok, want) in enumerate(part):
@@ -292,6 +300,10 @@ class LlamaCppEngine:
 
     # -- scoring ----------------------------------------------------------------------------
     def score(self, requests: Sequence[ScoreRequest], emit=None) -> list[ScoreResult]:
+        with self._held():      # tokenizing too: a call queued past close() must not reach the model
+            return self._score(requests, emit)
+
+    def _score(self, requests: Sequence[ScoreRequest], emit=None) -> list[ScoreResult]:
         from .local import TransformersEngine
 
         split_context = TransformersEngine._split_context     # the torch engine's rules; uses render/encode
@@ -304,22 +316,20 @@ class LlamaCppEngine:
                 rows.extend((i, k, ctx + c[:-1], len(ctx) - 1, [[t] for t in c]) for k, c in enumerate(conts))
         lps: dict[int, list[float]] = {i: [0.0] * len(conts) for i, (_, conts) in prepared.items()}
         left = {i: sum(1 for r in rows if r[0] == i) for i in prepared}
-        with self.lock:
-            self._tick()
-            for chunk in self._chunks([r[2] for r in rows], [r[3] for r in rows], [0] * len(rows)):
-                for j, vals in zip(chunk, self._score_chunk([rows[j] for j in chunk])):
-                    i, k = rows[j][0], rows[j][1]
-                    if k < 0:
-                        lps[i] = vals
-                    else:
-                        lps[i][k] = sum(vals)
-                    left[i] -= 1
-                    if left[i] == 0:
-                        ctx, conts = prepared[i]
-                        out[i] = ScoreResult(logprobs=lps[i], token_counts=[len(c) for c in conts],
-                                             prompt_tokens=len(ctx))
-                        if emit:
-                            emit(i, out[i])
+        for chunk in self._chunks([r[2] for r in rows], [r[3] for r in rows], [0] * len(rows)):
+            for j, vals in zip(chunk, self._score_chunk([rows[j] for j in chunk])):
+                i, k = rows[j][0], rows[j][1]
+                if k < 0:
+                    lps[i] = vals
+                else:
+                    lps[i][k] = sum(vals)
+                left[i] -= 1
+                if left[i] == 0:
+                    ctx, conts = prepared[i]
+                    out[i] = ScoreResult(logprobs=lps[i], token_counts=[len(c) for c in conts],
+                                         prompt_tokens=len(ctx))
+                    if emit:
+                        emit(i, out[i])
         return out  # type: ignore[return-value]
 
     def _score_chunk(self, rows) -> list[list[float]]:
@@ -346,6 +356,10 @@ class LlamaCppEngine:
 
     # -- generation -------------------------------------------------------------------------
     def generate(self, requests, decoding: Decoding, emit=None) -> list[GenResult]:
+        with self._held():
+            return self._generate(requests, decoding, emit)
+
+    def _generate(self, requests, decoding: Decoding, emit=None) -> list[GenResult]:
         import numpy as np
 
         encoded = [self.encode(self.render(r.messages) if r.messages else (r.prompt or "")) for r in requests]
@@ -353,22 +367,20 @@ class LlamaCppEngine:
         stops = [r.stop if r.stop is not None else (decoding.stop or []) for r in requests]
         out: list[GenResult | None] = [None] * len(requests)
         rng = np.random.default_rng(int(decoding.seed))
-        with self.lock:
-            self._tick()
-            for i in [i for i, e in enumerate(encoded) if not e]:
-                out[i] = GenResult(error="llamacpp: empty prompt")
+        for i in [i for i, e in enumerate(encoded) if not e]:
+            out[i] = GenResult(error="llamacpp: empty prompt")
+            if emit:
+                emit(i, out[i])
+        live = [i for i, e in enumerate(encoded) if e]
+        seqs = [encoded[i] for i in live]
+        for chunk in self._chunks(seqs, [len(s) - 1 for s in seqs], [limits[i] for i in live]):
+            idx = [live[j] for j in chunk]
+            results = self._decode_chunk([encoded[i] for i in idx], [limits[i] for i in idx],
+                                         [stops[i] for i in idx], decoding, rng)
+            for i, res in zip(idx, results):
+                out[i] = res
                 if emit:
-                    emit(i, out[i])
-            live = [i for i, e in enumerate(encoded) if e]
-            seqs = [encoded[i] for i in live]
-            for chunk in self._chunks(seqs, [len(s) - 1 for s in seqs], [limits[i] for i in live]):
-                idx = [live[j] for j in chunk]
-                results = self._decode_chunk([encoded[i] for i in idx], [limits[i] for i in idx],
-                                             [stops[i] for i in idx], decoding, rng)
-                for i, res in zip(idx, results):
-                    out[i] = res
-                    if emit:
-                        emit(i, res)
+                    emit(i, res)
         return out  # type: ignore[return-value]
 
     def _room(self, prompt: int, limit: int) -> int:
@@ -418,6 +430,16 @@ class LlamaCppEngine:
         return [GenResult(text=texts[r] if texts[r] is not None else self.decode(produced[r]),
                           prompt_tokens=len(seqs[r]), completion_tokens=len(produced[r]),
                           finish_reason=finish[r]) for r in range(n)]
+
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        """The engine for one call. Calls queue on the lock in the executor's threads; one that gets
+        it after close() must not touch the freed context."""
+        with self.lock:
+            if self.closing.is_set():
+                raise BackendError("llamacpp: the engine is closing")
+            self._tick()
+            yield
 
     def _tick(self) -> None:
         """Before each call: the thread policy's count (only an adaptive one changes)."""

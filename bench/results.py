@@ -131,10 +131,22 @@ def sections(md: str, wanted: list[str]) -> str:
 
 
 def wall_s(manifest: dict) -> float | None:
+    """Seconds over every invocation where each timed itself; else the last one's items."""
+    c = manifest.get("counts") or {}
+    if c.get("wall_s") and c.get("timed_invocations", 0) == c.get("invocations", 1):
+        return float(c["wall_s"])
     t = manifest.get("timing") or {}
     if "start" in t and "items_done" in t:
         return t["items_done"] - t["start"]
     return None
+
+
+def wall_note(manifest: dict) -> str:
+    c = manifest.get("counts") or {}
+    n, timed = c.get("invocations", 1), c.get("timed_invocations", 0)
+    if n <= 1 or (c.get("wall_s") and timed == n):
+        return f" (over {n} invocations)" if n > 1 else ""
+    return f" (the last of {n} invocations; the earlier ones were not timed)"
 
 
 def starter_size(suite: str) -> int | None:
@@ -218,8 +230,7 @@ def describe(spec: Spec, rd: Path) -> str:
         ("judge verdicts (generated)", answers_read(rd, "judge")),
         ("95% CI half-widths (headline figures)", ci_widths(rd, spec.suite, spec.headline)),
         ("tokens in / out", f"{c.get('prompt_tokens')} / {c.get('completion_tokens')}"),
-        ("wall time", (f"{w / 60:.1f} min" if w is not None else "-")
-         + (f" (last of {c['invocations']} invocations)" if c.get("invocations", 1) > 1 else "")),
+        ("wall time", (f"{w / 60:.1f} min" if w is not None else "-") + wall_note(m)),
         ("threads", str((m.get("model_info") or {}).get("threads", "-"))),
         ("git revision, finished", f"{m.get('git_revision')}, {m.get('finished')}"),
     ]

@@ -167,10 +167,16 @@ def test_debug_keeps_the_traceback(tmp_path):
 def test_resumed_run_adds_up_its_counts(tmp_path, data):
     out = tmp_path / "r"
     assert rb("run", "mcq", "--model", "fake:random", "--data", data, "--out", out, "-q").returncode == 0
+    first = json.loads((out / "manifest.json").read_text())["counts"]
+    first["wall_s"] = 1000                      # as if the first pass had taken a while
+    man = json.loads((out / "manifest.json").read_text())
+    man["counts"] = first
+    (out / "manifest.json").write_text(json.dumps(man))
     (out / "errors.log").write_text("left over from an earlier pass\n")
     assert rb("run", "mcq", "--model", "fake:random", "--data", data, "--out", out, "-q").returncode == 0
     counts = json.loads((out / "manifest.json").read_text())["counts"]
     assert counts["model_calls"] == 6 and counts["resumed"] == 6 and counts["invocations"] == 2
+    assert counts["timed_invocations"] == 2 and 1000 <= counts["wall_s"] < 1100     # wall time adds up too
     assert not (out / "errors.log").exists()
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 

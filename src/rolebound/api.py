@@ -90,7 +90,8 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
         manifest.counts = _add_counts(earlier, {
             "items": len(items), "jobs": jobs, "model_calls": c.calls, "cache_hits": c.cache_hits,
             "resumed": c.resumed, "failed_calls": c.errors, "failed_items": c.items_failed,
-            "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens})
+            "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
+            "wall_s": round(time.time() - timing["start"])})
         manifest.model_info = plan.backend.info() or old_info    # a resumed run may never load the model
         manifest.timing = {k: round(v, 3) for k, v in timing.items()}   # epoch seconds, for benchmarks
         rd.write_manifest(manifest)
@@ -263,7 +264,7 @@ def _empty(path: Path) -> bool:
 
 
 # Summed over every invocation of a run (a resume adds its own); the rest describe the last one.
-_SUMMED = ("model_calls", "cache_hits", "failed_calls", "prompt_tokens", "completion_tokens")
+_SUMMED = ("model_calls", "cache_hits", "failed_calls", "prompt_tokens", "completion_tokens", "wall_s")
 
 
 def _add_counts(earlier: dict[str, int], now_: dict[str, int]) -> dict[str, int]:
@@ -271,6 +272,8 @@ def _add_counts(earlier: dict[str, int], now_: dict[str, int]) -> dict[str, int]
     for k in _SUMMED:
         out[k] = int(earlier.get(k, 0)) + now_[k]
     out["invocations"] = _invocations(earlier) + 1
+    # wall_s sums only the invocations that timed themselves (manifests before 2026-12-02 did not)
+    out["timed_invocations"] = int(earlier.get("timed_invocations", 0)) + 1
     return out
 
 

@@ -54,19 +54,12 @@ class Spec:
 # self-judged, and flagged so in their reports.
 ENGINE = ["--engine", "llamacpp"]
 SPECS = [
-    Spec("charm", "charm",
-         ["--model", QWEN, *ENGINE, "--strategy", "independent,no-role", "--limit", "30"],
-         ["BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Accuracy by question type",
-          "Answer extraction", "Position bias"], headline=("BA acc", "BC acc", "Compliance Gap"),
-         reading="31 questions (13 BA/BC instances) under independent and no-role, 39 answer calls of which 20 were "
-         "cache hits (the same single-turn prompts the dialogue run of docs/dialogue.md had asked on this "
-         "engine), so the 3.2 min cover 19 calls, about 10 s each. 38 of 39 gold-labelled answers are read "
-         "(one no-role reply decides nothing). Qwen answers most out-of-era BC questions instead of abstaining "
-         "(BC 7.7%) and recognises the boundary in 36% of BA questions: the instances split between the "
-         "Compliance Gap (38.5%) and Recognition Failure (53.8%), the two failures the BA-BC matrix exists "
-         "to separate. CIs are +-12 to +-27 points on 13 instances. The +-6 bar needs about 270 instances "
-         "(about 620 questions) per strategy, some 1,300 calls: about 3.5 h at this run's rate, where the "
-         "time is prefill (the bench measured 6.7 s a call, 8 generated tokens a call)."),
+    Spec("charm-1100", "charm",
+         ["--model", QWEN, *ENGINE, "--strategy", "independent,no-role", "--limit", "1100"],
+         ["BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Table 16", "Verified override",
+          "Accuracy by question type", "Answer extraction", "Position bias"],
+         headline=("BA acc", "BC acc", "Compliance Gap", "NR"),
+         reading=""),
     Spec("capability", "capability",
          ["--model", QWEN, *ENGINE, "--strategy", "identity,injection,no-role", "--set", "per_level=1",
           "--max-tokens", "384"],
@@ -278,7 +271,27 @@ def rebuild(rd: Path) -> str:
     return text.splitlines()[0] if text else "report rebuilt"
 
 
-def summary() -> list[str]:
+def kept_from_page(page: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The page as last written: each run's `## name` section and its summary row, so that a run
+    whose folder is not on this machine keeps what its own run wrote (run folders are not in git)."""
+    parts = re.split(r"(?m)^(?=## )", page)
+    secs = {p.split("\n", 1)[0][3:].strip(): p.rstrip() + "\n" for p in parts if p.startswith("## ")}
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"(?m)^\| \[([^\]]+)\]\(#[^)]*\) \|.*$", page)}
+    return secs, rows
+
+
+KEPT = ("*Copied from the page as it was last written: this run's folder is not on the machine that "
+        "wrote this version of the page, so its report was not rebuilt.*")
+
+
+def kept(section: str) -> str:
+    if KEPT in section:
+        return section
+    head, _, rest = section.partition("\n")
+    return f"{head}\n\n{KEPT}\n{rest}"
+
+
+def summary(kept_rows: dict[str, str] | None = None) -> list[str]:
     """One row per run: wall time, what was read, the starter-set estimate."""
     rows = ["| run | wall time | answers read (gold-labelled) | judge verdicts read | widest 95% CI | "
             "whole starter set (estimate) |", "|---|---|---|---|---|---|"]
@@ -286,7 +299,10 @@ def summary() -> list[str]:
     for spec in SPECS:
         rd = RUNS / spec.name
         if not (rd / "manifest.json").exists():
-            rows.append(f"| {spec.name} | not run | | | | |")
+            old = (kept_rows or {}).get(spec.name)
+            rows.append(old or f"| {spec.name} | not run | | | | |")
+            m = re.match(r"\| [^|]+ \| ([\d.]+) min", old or "")
+            total += float(m.group(1)) * 60 if m else 0.0
             continue
         m = json.loads((rd / "manifest.json").read_text())
         w = wall_s(m) or 0.0
@@ -306,9 +322,12 @@ def write(refresh: bool = True) -> Path:
         for spec in SPECS:
             if (RUNS / spec.name / "records.jsonl").exists():
                 print(f"{spec.name}: {rebuild(RUNS / spec.name)}")
+    secs, rows = kept_from_page(PAGE.read_text(encoding="utf-8")) if PAGE.exists() else ({}, {})
     body = [HEAD, f"*Page written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.*", ""]
-    body += summary()
-    body += [describe(spec, RUNS / spec.name) for spec in SPECS]
+    body += summary(rows)
+    for spec in SPECS:
+        here = (RUNS / spec.name / "manifest.json").exists()
+        body.append(describe(spec, RUNS / spec.name) if here or spec.name not in secs else kept(secs[spec.name]))
     PAGE.write_text("\n".join(body).rstrip() + "\n", encoding="utf-8")
     return PAGE
 

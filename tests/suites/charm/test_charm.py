@@ -244,6 +244,11 @@ def test_sequential_and_no_role_tables():
     # candidates bc/2 (KV right, NR right) and bc/3 (KV wrong, NR wrong)
     assert nr["n"] == 2 and nr["kvq"]["rate"] == 50.0 and nr["nr"]["rate"] == 50.0 and nr["both"]["rate"] == 50.0
     assert nr["nr_all"]["rate"] == pytest.approx(200 / 3)
+    from rolebound.suites.charm.report import summary_lines
+
+    line = dict(summary_lines(m))["no-role acc % (cross BC, Table 16)"]     # a headline of the run
+    assert line.startswith("66.7 [") and line.endswith("(n 3)")
+    assert dict(summary_lines({"no_role": nr})) == {"no-role acc % (cross BC, Table 16)": line}  # no-role alone
 
 
 def test_similarity_top_vs_bottom_20_percent():

@@ -276,8 +276,11 @@ def summary_lines(metrics: dict) -> list[tuple[str, str]]:
 
 def single_turn_lines(metrics: dict) -> list[tuple[str, str]]:
     m = metrics.get("matrix", {}).get("all", {})
+    nr = metrics.get("no_role") or {}
+    nr_line = [("no-role acc % (cross BC, Table 16)", f"{fmt_rate(nr['nr_all'])} (n {nr['nr_all'].get('n', '-')})")] \
+        if nr.get("nr_all") else []
     if not m or not m.get("n"):
-        return []
+        return nr_line
     acc = metrics.get("stage_accuracy", {})
     ov = metrics.get("override", {})
     return [("instances (BC paired with BA)", str(m["n"])),
@@ -286,4 +289,4 @@ def single_turn_lines(metrics: dict) -> list[tuple[str, str]]:
             ("Recognition Failure %", fmt_rate(m.get("recognition_failure"))),
             ("verified override %", f"{fmt_rate(ov)} ({ov.get('ba_pos_fc_bc_fc_kv', 0)}/{ov.get('ba_pos_fc_bc', 0)})")] \
         + ([("override, control option order %", fmt_rate(ctl["control_order"]))]
-           if (ctl := metrics.get("override_control")) else [])
+           if (ctl := metrics.get("override_control")) else []) + nr_line

@@ -16,7 +16,7 @@ test: $(STAMP)
 
 # The edit loop: every test that loads no bundled model (marker `model`), 20 slowest listed.
 test-fast: $(STAMP)
-	$(VENV)/bin/python -m pytest -q -m "not model"
+	$(VENV)/bin/python -m pytest -q -m "not model and not slow"
 
 setup: $(STAMP)
 

@@ -96,6 +96,7 @@ def expected_prompt(msgs_body: str) -> None:
     assert msgs_body.endswith(cp.fill(cp.PREFILL, {"role": "kindergarten student"}))
 
 
+@pytest.mark.slow
 def test_injection_over_the_template_the_server_reports(tmp_path):
     with FakeServer(reply=REPLY, chat_template=CHATML) as srv:
         res = run(srv, tmp_path)                   # the default strategies, nothing configured
@@ -110,6 +111,7 @@ def test_injection_over_the_template_the_server_reports(tmp_path):
     assert len(inj) == 6 and all(r.parsed == "B" for r in inj)
 
 
+@pytest.mark.slow
 def test_injection_over_a_local_template_file(tmp_path):
     (tmp_path / "t.jinja").write_text(CHATML)
     with FakeServer(reply=REPLY) as srv:            # a server with no /props (vLLM, OpenAI)
@@ -119,6 +121,7 @@ def test_injection_over_a_local_template_file(tmp_path):
 
 
 # -- (b) vLLM's continue_final_message ------------------------------------------------------------
+@pytest.mark.slow
 def test_injection_through_continue_final_message(tmp_path):
     with FakeServer(reply=REPLY) as srv:
         res = run(srv, tmp_path, strategies="injection", prefill="continue_final_message")
@@ -135,6 +138,7 @@ def test_injection_through_continue_final_message(tmp_path):
     assert res.manifest.model_info["prefill"] == "continue_final_message"
 
 
+@pytest.mark.slow
 def test_the_other_chat_calls_never_get_continue_final_message(tmp_path):
     with FakeServer(reply=REPLY) as srv:
         run(srv, tmp_path, strategies="identity,no-role", prefill="continue_final_message")
@@ -142,6 +146,7 @@ def test_the_other_chat_calls_never_get_continue_final_message(tmp_path):
 
 
 # -- (c) neither: left out of the defaults, or one clear error ------------------------------------
+@pytest.mark.slow
 def test_the_defaults_leave_injection_out_and_the_report_says_so(tmp_path):
     with FakeServer(reply=REPLY) as srv:            # /props: 404
         res = run(srv, tmp_path)
@@ -165,6 +170,7 @@ def test_an_explicit_injection_says_how_to_enable_it(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 @needs_script
 def test_cli_explicit_injection_is_one_line_exit_2(tmp_path):
     with FakeServer(reply=REPLY) as srv:
@@ -177,6 +183,7 @@ def test_cli_explicit_injection_is_one_line_exit_2(tmp_path):
     assert "injection" in err and "prefill=continue_final_message" in err
 
 
+@pytest.mark.slow
 @needs_script
 def test_cli_default_capability_run_finishes_on_an_api_model(tmp_path):
     with FakeServer(reply=REPLY) as srv:

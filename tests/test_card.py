@@ -50,6 +50,7 @@ def metrics_of(section: dict) -> dict:
     return json.loads((Path(section["run_dir"]) / "metrics.json").read_text())
 
 
+@pytest.mark.slow
 def test_every_suite_runs_its_subset_in_the_card_folder(fake_card):
     card = read_card(fake_card.out)
     assert [s["suite"] for s in card["suites"]] == card_suites()
@@ -66,6 +67,7 @@ def test_default_limits_are_the_suites_card_limits():
                                                             "multiverse": 96, "capability": 8}
 
 
+@pytest.mark.slow
 def test_figures_are_the_metrics_json_values(fake_card):
     card = fake_card.card
     m = metrics_of(sec(card, "charm"))
@@ -88,6 +90,7 @@ def test_figures_are_the_metrics_json_values(fake_card):
     assert fig(sec(card, "capability"), "injection/effect/A")["value"] == m["deltas"]["injection"]["A"]
 
 
+@pytest.mark.slow
 def test_page_shows_figures_findings_charts_and_the_demo_warning(fake_card):
     html = (fake_card.out / "card.html").read_text()
     md = (fake_card.out / "card.md").read_text()
@@ -106,6 +109,7 @@ def test_page_shows_figures_findings_charts_and_the_demo_warning(fake_card):
     assert f"Compliance Gap of {gap['value']:.1f}%" in sec(card, "charm")["finding"]
 
 
+@pytest.mark.slow
 def test_rerun_makes_no_model_calls(fake_card):
     before = {s["suite"]: RunDir(s["run_dir"]).read_manifest().counts for s in fake_card.card["suites"]}
     again = make_card("fake:random", out=fake_card.out, limits=TINY, progress=False, say=quiet)
@@ -144,6 +148,7 @@ def test_missing_figures_are_a_dash_with_the_reason_never_zero(tmp_path):
     assert row and row.group(1) == "-"
 
 
+@pytest.mark.slow
 def test_a_metrics_json_without_the_figures_is_a_problem_not_zeros(fake_card, tmp_path):
     run = tmp_path / "capability"
     shutil.copytree(sec(fake_card.card, "capability")["run_dir"], run)
@@ -153,6 +158,7 @@ def test_a_metrics_json_without_the_figures_is_a_problem_not_zeros(fake_card, tm
     assert s["reused"] and s["figures"] == [] and "does not hold this suite's figures" in s["problems"][0]
 
 
+@pytest.mark.slow
 def test_runs_are_reused_and_not_run_again(fake_card, tmp_path):
     charm = api.run("charm", model="fake:random", limit=20, out=tmp_path / "mine", progress=False).run_dir
     calls = RunDir(charm).read_manifest().counts["model_calls"]
@@ -181,6 +187,7 @@ def _reused_card(fake_card, tmp_path, model: str) -> list[Path]:
     return runs
 
 
+@pytest.mark.slow
 def test_model_and_judge_names_are_escaped(fake_card, tmp_path):
     model = f"openai:{BAD}"
     runs = _reused_card(fake_card, tmp_path, model)
@@ -198,6 +205,7 @@ def test_model_and_judge_names_are_escaped(fake_card, tmp_path):
     assert json.loads((res.out / "card.json").read_text())["model"] == model
 
 
+@pytest.mark.slow
 def test_compare_puts_models_side_by_side(fake_card, tmp_path):
     other = make_card("fake:constant", out=tmp_path / "constant", limits=TINY, progress=False, say=quiet)
     paths = compare_cards([fake_card.out, other.out / "card.json"], tmp_path / "cmp")
@@ -228,12 +236,14 @@ def one_error(res, code: int = 2) -> str:
 needs_script = pytest.mark.skipif(not SCRIPT.exists(), reason="the rolebound script is not installed here")
 
 
+@pytest.mark.slow
 @needs_script
 def test_cli_unknown_runs_folder(tmp_path):
     assert "no such run folder" in one_error(rb("card", "--model", "fake:random", "--runs", tmp_path / "nope"))
     assert "no manifest.json" in one_error(rb("card", "--model", "fake:random", "--runs", tmp_path))
 
 
+@pytest.mark.slow
 @needs_script
 def test_cli_run_of_a_suite_the_card_does_not_cover(tmp_path):
     data = write_mcq(tmp_path / "q.jsonl", 2)
@@ -243,6 +253,7 @@ def test_cli_run_of_a_suite_the_card_does_not_cover(tmp_path):
     assert not (tmp_path / "card").exists()
 
 
+@pytest.mark.slow
 @needs_script
 def test_cli_two_runs_of_one_suite(fake_card, tmp_path):
     a = sec(fake_card.card, "charm")["run_dir"]
@@ -252,6 +263,7 @@ def test_cli_two_runs_of_one_suite(fake_card, tmp_path):
     assert "two runs of suite charm" in err
 
 
+@pytest.mark.slow
 @needs_script
 def test_cli_other_errors(fake_card, tmp_path):
     assert "--model" in one_error(rb("card"))
@@ -266,6 +278,7 @@ def test_cli_other_errors(fake_card, tmp_path):
     assert "unknown suite 'mcq'" in one_error(rb("card", "--model", "fake:random", "--limit", "mcq=3"))
 
 
+@pytest.mark.slow
 @needs_script
 def test_cli_writes_the_card_and_prints_its_paths(tmp_path):
     res = rb("card", "--model", "fake:random", "-q", "--out", tmp_path / "c",

@@ -14,6 +14,8 @@ from rolebound.store import RunDir
 
 from cdp import Browser, need_chromium
 
+pytestmark = pytest.mark.slow     # processes, servers or whole pipelines: not in `make test-fast`
+
 TINY = {"charm": 40, "knowledge-errors": 8, "multiverse": 16, "capability": 4}
 BAD = 'x<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 

@@ -53,6 +53,7 @@ def test_corpus_is_what_the_issue_asks_for():
             assert r["label"] in ("Yes", "No", None), r["id"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("split", ["all", "dev", "heldout"])
 def test_recall_wrong_and_false_commits(split):
     rows = ROWS if split == "all" else [r for r in ROWS if r["split"] == split]
@@ -70,6 +71,7 @@ def test_blind_split_reads_nothing_wrongly():
     assert recall >= 0.9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", ["choice", "yes_no"])
 def test_no_wrong_reading_for_either_reader(reader):
     rows = [r for r in ROWS if ("options" in r) == (reader == "choice")]

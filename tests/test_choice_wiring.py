@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from rolebound import api
 from rolebound.records import Record
 from rolebound.scoring import extract
@@ -40,6 +42,7 @@ def test_charm_records_keep_the_rule_and_the_report_counts_rules(tmp_path):
     assert "read by" in (out / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_charm_strict_extraction_is_the_papers(tmp_path):
     out = _charm_run(tmp_path, extraction="strict")
     kinds = {r.meta["extract"]["kind"] for r in load_records(out) if r.role == "model"}
@@ -57,6 +60,7 @@ def _rewrite(out: Path, change) -> None:
     rd.close()
 
 
+@pytest.mark.slow
 def test_report_reads_stored_replies_again_and_says_what_changed(tmp_path):
     out = _charm_run(tmp_path)
     ba = next(r for r in load_records(out) if r.stage == "ba")
@@ -79,6 +83,7 @@ def test_report_reads_stored_replies_again_and_says_what_changed(tmp_path):
     assert ": 0 readings changed" in res.stdout
 
 
+@pytest.mark.slow
 def test_report_rebuilds_readers_for_runs_without_specs(tmp_path):
     out = _charm_run(tmp_path)
 
@@ -96,6 +101,7 @@ def test_report_rebuilds_readers_for_runs_without_specs(tmp_path):
     assert all("extract" in r.meta for r in load_records(out) if r.role == "model")
 
 
+@pytest.mark.slow
 def test_multiverse_answers_read_by_their_options(tmp_path):
     out = tmp_path / "mv"
     api.run("multiverse", model="fake:random", limit=6, scoring="generate", out=out, progress=False,

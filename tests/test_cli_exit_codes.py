@@ -78,6 +78,7 @@ def api_run(url: str, data: Path, out: Path, *extra) -> list:
 
 
 # -- flags and arguments ---------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("flags, says", [
     (["--limit", "nope"], "--limit"),
     (["--limit", "-1"], "--limit"),
@@ -101,6 +102,7 @@ def test_report_without_argument():
     assert "run_dir" in one_error(rb("report"), 2).lower()
 
 
+@pytest.mark.slow
 def test_report_of_a_folder_that_is_no_run(tmp_path):
     assert "manifest.json" in one_error(rb("report", tmp_path), 2)
 
@@ -109,12 +111,14 @@ def test_unknown_suite():
     assert "unknown suite 'nosuch'" in one_error(rb("run", "nosuch"), 2)
 
 
+@pytest.mark.slow
 def test_bare_command_prints_help():
     res = rb()
     assert res.returncode == 0 and "Usage" in res.stdout + res.stderr
 
 
 # -- input files -------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_non_utf8_jsonl_names_file_and_line(tmp_path):
     bad = tmp_path / "latin1.jsonl"
     bad.write_bytes(b'{"id": "a", "question": "q?", "options": ["x", "y"], "answer": "A"}\n'
@@ -123,6 +127,7 @@ def test_non_utf8_jsonl_names_file_and_line(tmp_path):
     assert f"{bad}:2" in err and "UTF-8" in err
 
 
+@pytest.mark.slow
 def test_non_utf8_yaml_names_file_and_line(tmp_path):
     bad = tmp_path / "latin1.yaml"
     bad.write_bytes(b"# a charm file\nconcepts:\n  - name: caf\xe9\n")
@@ -130,11 +135,13 @@ def test_non_utf8_yaml_names_file_and_line(tmp_path):
     assert f"{bad}:3" in err and "UTF-8" in err
 
 
+@pytest.mark.slow
 def test_data_given_a_directory(tmp_path):
     err = one_error(rb("run", "mcq", "--model", "fake:random", "--data", tmp_path, "--out", tmp_path / "r"), 2)
     assert str(tmp_path) in err and "directory" in err
 
 
+@pytest.mark.slow
 def test_unusable_set_value_leaves_no_run_folder(tmp_path):
     out = tmp_path / "r"
     err = one_error(rb("run", "charm", "--model", "fake:random", "--set", "data_seed=abc", "--limit", "3",
@@ -142,6 +149,7 @@ def test_unusable_set_value_leaves_no_run_folder(tmp_path):
     assert "abc" in err and not out.exists()
 
 
+@pytest.mark.slow
 def test_rejected_option_leaves_no_run_to_trip_over(tmp_path):
     out = tmp_path / "r"
     err = one_error(rb("run", "charm", "--model", "fake:random", "--set", "similarity=flase", "--limit", "3",
@@ -151,6 +159,7 @@ def test_rejected_option_leaves_no_run_to_trip_over(tmp_path):
     assert res.returncode == 0, res.stderr
 
 
+@pytest.mark.slow
 def test_run_folder_that_cannot_be_written(tmp_path, data):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
@@ -158,12 +167,14 @@ def test_run_folder_that_cannot_be_written(tmp_path, data):
     assert str(blocker / "run") in err and "cannot write" in err
 
 
+@pytest.mark.slow
 def test_debug_keeps_the_traceback(tmp_path):
     res = rb("--debug", "run", "mcq", "--model", "fake:random", "--data", tmp_path)
     assert res.returncode == 2 and "Traceback" in res.stderr
 
 
 # -- run folders ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_resumed_run_adds_up_its_counts(tmp_path, data):
     out = tmp_path / "r"
     assert rb("run", "mcq", "--model", "fake:random", "--data", data, "--out", out, "-q").returncode == 0
@@ -181,6 +192,7 @@ def test_resumed_run_adds_up_its_counts(tmp_path, data):
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 
 
+@pytest.mark.slow
 def test_a_different_run_in_the_folder_is_refused_untouched(tmp_path, data):
     out = tmp_path / "r"
     assert rb("run", "mcq", "--model", "fake:random", "--data", data, "--out", out, "-q").returncode == 0
@@ -189,6 +201,7 @@ def test_a_different_run_in_the_folder_is_refused_untouched(tmp_path, data):
     assert "holds a different run" in err and (out / "records.jsonl").read_bytes() == before
 
 
+@pytest.mark.slow
 def test_overwrite_of_a_running_run_is_refused_and_it_finishes(tmp_path):
     data = write_mcq(tmp_path / "q.jsonl", 16)
     out = tmp_path / "r"
@@ -208,6 +221,7 @@ def test_overwrite_of_a_running_run_is_refused_and_it_finishes(tmp_path):
     assert not any(r["error"] for r in recs)
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_records_writes_a_report_and_resumes(tmp_path):
     n = 40
     data = write_mcq(tmp_path / "q.jsonl", n)
@@ -235,6 +249,7 @@ def test_ctrl_c_keeps_records_writes_a_report_and_resumes(tmp_path):
 
 
 # -- endpoints ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_unauthorised_endpoint_stops_at_once_with_its_message(tmp_path, data):
     out = tmp_path / "r"
     with FakeServer() as srv:
@@ -245,6 +260,7 @@ def test_unauthorised_endpoint_stops_at_once_with_its_message(tmp_path, data):
     assert (out / "manifest.json").exists() and "run stopped" in (out / "errors.log").read_text()
 
 
+@pytest.mark.slow
 def test_unknown_model_stops_at_once_and_resumes_when_fixed(tmp_path, data):
     out = tmp_path / "r"
     with FakeServer(reply="B") as srv:
@@ -256,6 +272,7 @@ def test_unknown_model_stops_at_once_and_resumes_when_fixed(tmp_path, data):
     assert len([r for r in records(out) if not r["error"]]) == 6
 
 
+@pytest.mark.slow
 def test_closed_port_stops_within_30_s(tmp_path, data):
     for transport in ("sdk", "aiohttp"):
         t0 = time.monotonic()
@@ -265,6 +282,7 @@ def test_closed_port_stops_within_30_s(tmp_path, data):
         assert "cannot connect" in err
 
 
+@pytest.mark.slow
 def test_failed_calls_exit_3(tmp_path, data):
     out = tmp_path / "r"
     with FakeServer(reply="B") as srv:
@@ -274,6 +292,7 @@ def test_failed_calls_exit_3(tmp_path, data):
     assert len(records(out)) == 6
 
 
+@pytest.mark.slow
 def test_consecutive_failures_trip_the_breaker(tmp_path, data):
     with FakeServer(reply="B") as srv:
         srv.fail(status=500, message="overloaded")
@@ -283,6 +302,7 @@ def test_consecutive_failures_trip_the_breaker(tmp_path, data):
     assert "2 calls failed in a row" in err and "overloaded" in err
 
 
+@pytest.mark.slow
 def test_aiohttp_with_credentials_in_the_url(tmp_path, data):
     with FakeServer(reply="B") as srv:
         url = srv.url.replace("http://", "http://user:secret@") + "/v1"

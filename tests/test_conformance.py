@@ -17,6 +17,8 @@ from rolebound.suites import available
 
 from helpers import write_mcq
 
+pytestmark = pytest.mark.slow     # processes, servers or whole pipelines: not in `make test-fast`
+
 # What keeps each built-in suite's fake run small; other suites run with their defaults.
 SMALL = {
     "charm": {"options": {"similarity": False}},

@@ -51,6 +51,7 @@ def data(tmp_path) -> Path:
     return write_mcq(tmp_path / "q.jsonl", 12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["sdk", "aiohttp"])
 def test_a_server_that_never_answers_stops_the_run(tmp_path, data, transport):
     out = tmp_path / "r"
@@ -66,6 +67,7 @@ def test_a_server_that_never_answers_stops_the_run(tmp_path, data, transport):
     assert "run stopped" in (out / "errors.log").read_text()
 
 
+@pytest.mark.slow
 def test_a_server_that_answers_500_to_everything_stops_the_run(tmp_path, data):
     out = tmp_path / "r"
     with FakeServer(reply="B") as srv:
@@ -81,6 +83,7 @@ def test_a_server_that_answers_500_to_everything_stops_the_run(tmp_path, data):
         assert res.returncode == 0, res.stderr
 
 
+@pytest.mark.slow
 def test_the_breaker_says_no_job_was_done(tmp_path, data):
     with FakeServer(reply="B") as srv:
         srv.fail(**MODES["500"])
@@ -89,6 +92,7 @@ def test_the_breaker_says_no_job_was_done(tmp_path, data):
     assert "3 calls failed in a row" in err and "0 of 12 jobs done (2 failed)" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, says", [("no-choices", "the server's reply has no choices"),
                                          ("null-content", "the server's reply has no content")])
 def test_a_reply_without_an_answer_is_a_failed_call_retried_on_resume(tmp_path, data, mode, says):
@@ -109,6 +113,7 @@ def test_a_reply_without_an_answer_is_a_failed_call_retried_on_resume(tmp_path, 
     assert len(final) == 12 and not any(r["error"] for r in final.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigint", ["default", "ignored"])   # ignored: `cmd &` / nohup, as a job runs
 def test_sigterm_is_ctrl_c_with_exit_143(tmp_path, sigint):
     data = write_mcq(tmp_path / "q.jsonl", 30)

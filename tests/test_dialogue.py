@@ -27,6 +27,7 @@ def charm(out, *, limit=6, use_cache=False, **opts):
                    options=options, progress=False, use_cache=use_cache)
 
 
+@pytest.mark.slow
 def test_turns_are_records_and_probes_name_depth_and_dialogue(tmp_path):
     res = charm(tmp_path / "run")
     recs = load_records(tmp_path / "run")
@@ -48,6 +49,7 @@ def test_turns_are_records_and_probes_name_depth_and_dialogue(tmp_path):
     assert res.manifest.n_items <= 6 and len({r.item_id for r in probes}) == res.manifest.n_items
 
 
+@pytest.mark.slow
 def test_depth_zero_equals_the_single_turn_figures(tmp_path):
     """One run, both strategies: the same items and decoding."""
     single = api.run("charm", model="fake:random", strategies="independent,dialogue", limit=12, out=tmp_path / "s",
@@ -61,6 +63,7 @@ def test_depth_zero_equals_the_single_turn_figures(tmp_path):
     assert zero["R-Fail"]["rate"] == single["matrix"]["all"]["recognition_failure"]["rate"]
 
 
+@pytest.mark.slow
 def test_resume_inside_a_dialogue_generates_no_turn_twice(tmp_path):
     out = tmp_path / "run"
     charm(out, depths="0,3")
@@ -77,6 +80,7 @@ def test_resume_inside_a_dialogue_generates_no_turn_twice(tmp_path):
     assert len(ids) == len(set(ids))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SCRIPT.exists(), reason="the rolebound script is not installed here")
 def test_kill_minus_9_inside_a_dialogue_then_resume(tmp_path):
     out = tmp_path / "run"
@@ -104,6 +108,7 @@ def test_kill_minus_9_inside_a_dialogue_then_resume(tmp_path):
     assert "dialogue" in json.loads((out / "metrics.json").read_text())
 
 
+@pytest.mark.slow
 def test_simulated_user_turns_are_their_own_records(tmp_path):
     res = charm(tmp_path / "run", limit=3, warmup="simulated", user_model="fake:echo", goal="pressure")
     recs = load_records(tmp_path / "run")
@@ -116,6 +121,7 @@ def test_simulated_user_turns_are_their_own_records(tmp_path):
     assert res.metrics["dialogue"]["turns"]["user_calls"] == len(users)
 
 
+@pytest.mark.slow
 def test_items_warmup_and_report_figure(tmp_path):
     res = charm(tmp_path / "run", limit=4, warmup="scripted,items")
     d = res.metrics["dialogue"]
@@ -151,6 +157,7 @@ def test_options_are_checked():
         validate_options(s, {"warmup": "chat"})
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SCRIPT.exists(), reason="the rolebound script is not installed here")
 @pytest.mark.parametrize("args, words", [
     (["--set", "depths=0,-4"], "depths"),
@@ -168,6 +175,7 @@ def test_bad_input_is_one_line_exit_2_before_any_call(tmp_path, args, words):
     assert not (out / "records.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_an_engine_window_tighter_than_the_models_is_the_one_checked(tmp_path, monkeypatch):
     # the llamacpp engine keeps prefix_max of its n_ctx cells for the resident prefix: its
     # context_window() is what a dialogue must fit, whatever the model's config says
@@ -182,6 +190,7 @@ def test_an_engine_window_tighter_than_the_models_is_the_one_checked(tmp_path, m
     assert charm(tmp_path / "ok", limit=2, depths="0,8").counts.errors == 0
 
 
+@pytest.mark.slow
 def test_card_shows_the_drift_line(tmp_path):
     from rolebound.card.build import section
     from rolebound.card.render import write_card

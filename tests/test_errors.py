@@ -23,6 +23,7 @@ def cli(*args, env=None):
                           cwd=ROOT, env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow
 def test_bad_jsonl_field_names_file_line_field(tmp_path):
     data = write_mcq(tmp_path / "q.jsonl", 5, bad_line=3)
     with pytest.raises(InputError) as exc:
@@ -35,6 +36,7 @@ def test_bad_jsonl_field_names_file_line_field(tmp_path):
     assert not (tmp_path / "r" / "records.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_invalid_json_line(tmp_path):
     p = tmp_path / "q.jsonl"
     p.write_text('{"id": "a", "question": "q", "options": ["x", "y"], "answer": "A"}\n{"id": oops}\n')
@@ -42,6 +44,7 @@ def test_invalid_json_line(tmp_path):
     assert res.returncode == 2 and f"{p}:2" in res.stderr and "invalid JSON" in res.stderr
 
 
+@pytest.mark.slow
 def test_debug_shows_traceback(tmp_path):
     data = write_mcq(tmp_path / "q.jsonl", 2, bad_line=1)
     res = cli("--debug", "run", "mcq", "--model", "fake:random", "--data", str(data))
@@ -55,6 +58,7 @@ def test_config_yaml_unknown_key_has_line(tmp_path):
     assert res.returncode == 2 and f"{cfg}:4" in res.stderr and "temprature" in res.stderr
 
 
+@pytest.mark.slow
 def test_config_yaml_bad_value_has_line(tmp_path):
     cfg = tmp_path / "run.yaml"
     cfg.write_text("suite: mcq\nmodel: fake:random\ndecoding:\n  temperature: 0.0\n  top_p: 7\n")
@@ -62,6 +66,7 @@ def test_config_yaml_bad_value_has_line(tmp_path):
     assert res.returncode == 2 and f"{cfg}:5" in res.stderr and "decoding.top_p" in res.stderr
 
 
+@pytest.mark.slow
 def test_config_grid_runs_every_combination(tmp_path):
     data = write_mcq(tmp_path / "q.jsonl", 3)
     cfg = tmp_path / "grid.yaml"
@@ -72,6 +77,7 @@ def test_config_grid_runs_every_combination(tmp_path):
         "mcq__fake-echo__default", "mcq__fake-random__default"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,needle", [
     (["run", "mcq", "--model", "nosuch:x"], "available backends: bundled, hf, openai, llamacpp, vllm, fake"),
     (["run", "nosuchsuite"], "available:"),
@@ -84,17 +90,20 @@ def test_unknown_names_list_what_exists(args, needle):
     assert res.returncode == 2 and needle in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.slow
 def test_missing_data_file(tmp_path):
     res = cli("run", "mcq", "--model", "fake:random", "--data", str(tmp_path / "nope.jsonl"))
     assert res.returncode == 2 and "file not found" in res.stderr
 
 
+@pytest.mark.slow
 def test_api_key_missing_is_clear(monkeypatch):
     res = cli("run", "mcq", "--model", "openai:gpt-4o-mini", "--data", "x.jsonl",
               env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
     assert res.returncode == 2 and "OPENAI_API_KEY" in res.stderr
 
 
+@pytest.mark.slow
 def test_vllm_missing_says_what_to_install():
     try:
         import vllm  # noqa: F401
@@ -105,6 +114,7 @@ def test_vllm_missing_says_what_to_install():
     assert res.returncode == 2 and "pip install vllm" in res.stderr
 
 
+@pytest.mark.slow
 def test_unknown_backend_option_lists_the_known_ones(tmp_path):
     data = write_mcq(tmp_path / "q.jsonl", 2)
     res = cli("run", "mcq", "--model", "fake:random", "--data", str(data), "--backend-opt", "dealy=0.1")
@@ -122,6 +132,7 @@ def test_backend_options_reach_the_backend(tmp_path):
     assert set(api.load_run(res.run_dir)["response"]) == {"C"}
 
 
+@pytest.mark.slow
 def test_misspelt_yes_no_option_is_an_error_not_false(tmp_path):
     from rolebound.suites.base import flag
 

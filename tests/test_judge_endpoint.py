@@ -73,6 +73,7 @@ def capability(msrv: FakeServer, jsrv: FakeServer, out: Path, **kw):
     return api.run("capability", **opts)
 
 
+@pytest.mark.slow
 def test_the_judge_calls_go_to_the_judge_server_with_its_own_key(servers, keys, tmp_path):
     model, judge = servers
     res = capability(model, judge, tmp_path / "run")
@@ -89,6 +90,7 @@ def test_the_judge_calls_go_to_the_judge_server_with_its_own_key(servers, keys, 
     no_secret_in(res.run_dir, MODEL_KEY, JUDGE_KEY)
 
 
+@pytest.mark.slow
 def test_credentials_in_the_judge_url_stay_out_of_the_run_files(servers, keys, tmp_path):
     model, judge = servers
     url = judge.url.replace("http://", "http://judgeuser:hunter2pw@") + "/v1"
@@ -122,6 +124,7 @@ def test_a_typo_in_a_judge_option_names_the_flag(servers, keys, tmp_path):
     assert model.stats.requests == 0 and judge.stats.requests == 0
 
 
+@pytest.mark.slow
 def test_the_same_model_name_on_another_server_is_another_judge(servers, keys, tmp_path):
     model, judge = servers
     res = capability(model, judge, tmp_path / "run", judge="openai:test-model")
@@ -141,6 +144,7 @@ def test_yaml_judge_backend_and_extractor_backend_reach_api_run():
     assert RunConfig.model_validate({"suite": "charm"}).expand()[0].judge_options.given() == {}
 
 
+@pytest.mark.slow
 def test_the_extractor_on_its_own_endpoint(keys, tmp_path):
     """charm's generate protocol: the answers the rules read as none go to the extractor's server."""
     with FakeServer(reply="I cannot say.") as model, FakeServer(reply="2") as ex:
@@ -154,6 +158,7 @@ def test_the_extractor_on_its_own_endpoint(keys, tmp_path):
 
 
 # -- through the installed script ---------------------------------------------------------------
+@pytest.mark.slow
 @needs_script
 def test_cli_run_and_rejudge_on_the_judge_server(servers, tmp_path):
     model, judge = servers
@@ -181,6 +186,7 @@ def test_cli_run_and_rejudge_on_the_judge_server(servers, tmp_path):
     no_secret_in(out, MODEL_KEY, JUDGE_KEY)
 
 
+@pytest.mark.slow
 @needs_script
 def test_cli_judge_option_errors_are_one_line(servers, tmp_path):
     model, _ = servers
@@ -193,6 +199,7 @@ def test_cli_judge_option_errors_are_one_line(servers, tmp_path):
     assert model.stats.requests == 0
 
 
+@pytest.mark.slow
 @needs_script
 def test_cli_card_finishes_on_an_api_model_with_its_judge_on_another_server(servers, keys, tmp_path):
     """The documented card command on an API model: every suite runs (capability without

@@ -205,6 +205,7 @@ def rb(*args, cwd=None):
                           env={**os.environ})
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SCRIPT.exists(), reason="the rolebound script is not installed here")
 def test_cli_end_to_end_and_one_line_errors(tmp_path):
     data = write_rows(tmp_path / "labels.jsonl", [mv_row(i) for i in range(6)])

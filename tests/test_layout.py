@@ -103,10 +103,12 @@ def package_of(name: str) -> str:
     return ".".join(parts[:2])
 
 
+@pytest.mark.slow
 def test_no_import_cycles():
     assert find_cycle(module_graph()) is None
 
 
+@pytest.mark.slow
 def test_no_package_cycles():
     """Imports inside functions count: a lazy import hides a cycle from Python, not from the design."""
     graph: dict[str, set[str]] = {}
@@ -175,6 +177,7 @@ def test_the_same_names_in_every_suite():
         assert not consts, f"{d.name}/suite.py defines prompt text; it belongs in prompts.py"
 
 
+@pytest.mark.slow
 def test_every_module_imports_on_its_own():
     names = sorted(MODULES)
     code = ("import importlib, sys\n"
@@ -211,6 +214,7 @@ def test_atomic_dir_replaces_its_target_only_when_the_block_finishes(tmp_path):
 LONG_ALLOWED: set[tuple[str, str]] = set()      # none: api.run takes one RunRequest now
 
 
+@pytest.mark.slow
 def test_no_function_over_80_lines():
     long = []
     for name, path in MODULES.items():

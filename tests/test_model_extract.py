@@ -85,6 +85,7 @@ def _rule_figures(metrics: dict) -> dict:
     return {k: v for k, v in metrics.items() if k != "model_extraction"}
 
 
+@pytest.mark.slow
 def test_only_none_readings_go_to_the_extractor_and_rule_figures_stay(tmp_path, scripted):
     plain = _run(tmp_path / "plain")
     res = _run(tmp_path / "ext", extractor="fake:constant")
@@ -116,6 +117,7 @@ def test_only_none_readings_go_to_the_extractor_and_rule_figures_stay(tmp_path, 
     assert json.loads((res.run_dir / "manifest.json").read_text())["extractor"] == "fake:constant"
 
 
+@pytest.mark.slow
 def test_extraction_resumes_without_calls_and_report_reextract_keeps_it(tmp_path, scripted):
     first = _run(tmp_path / "r", extractor="fake:constant")
     n = len(scripted)
@@ -167,6 +169,7 @@ def test_a_suite_that_does_not_opt_in_refuses_an_extractor(tmp_path):
                 extractor="fake:constant")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SCRIPT.exists(), reason="the rolebound script is not installed here")
 @pytest.mark.parametrize("spec,words", [("nosuch:x", "unknown backend 'nosuch'"),
                                         ("fake:nosuch", "unknown fake model")])

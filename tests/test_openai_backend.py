@@ -150,6 +150,7 @@ async def test_max_tokens_and_stop_reach_the_server(transport):
             await b.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [3, 20])   # 20 > POOL_SIZE: requests spread over two HTTP pools
 async def test_concurrency_is_bounded_and_reached(limit, transport):
     with FakeServer(delay=0.2, reply="B") as srv:     # long enough for every slot to fill
@@ -164,6 +165,7 @@ async def test_concurrency_is_bounded_and_reached(limit, transport):
 
 
 # -- retries ------------------------------------------------------------------------------------
+@pytest.mark.slow
 async def test_429_is_retried_after_the_retry_after_wait(server, transport):
     server.fail(status=429, retry_after=1, times=2)
     b = backend(server)
@@ -187,6 +189,7 @@ async def test_retry_after_is_capped_by_backoff_max(server, transport):
         await b.close()
 
 
+@pytest.mark.slow
 async def test_500_and_timeouts_are_retried_with_growing_backoff(server, monkeypatch, transport):
     monkeypatch.setattr(oa.random, "uniform", lambda lo, hi: hi)   # jitter at its ceiling
     server.fail(status=500, times=2)
@@ -306,6 +309,7 @@ def _run(srv, tmp_path, out="run", **kw):
     return api.run(opts.pop("suite"), **opts)
 
 
+@pytest.mark.slow
 def test_mcq_run_end_to_end_generate(tmp_path, key, transport):
     with FakeServer(reply="B", delay=0.2) as srv:
         res = _run(srv, tmp_path)
@@ -319,6 +323,7 @@ def test_mcq_run_end_to_end_generate(tmp_path, key, transport):
     assert res.manifest.model_info["requests_sent"] == 12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chat", [True, False])
 def test_mcq_run_end_to_end_logprob(tmp_path, key, chat):
     with FakeServer(reply="C") as srv:
@@ -347,6 +352,7 @@ def fast_cli_retries(monkeypatch):
 
 
 
+@pytest.mark.slow
 def test_failed_calls_are_recorded_and_only_they_rerun(tmp_path, key, fast_cli_retries):
     """Through the CLI: the first run ends with 2 failed calls (exit 3), the same command again
     sends exactly those 2 requests and succeeds."""
@@ -386,6 +392,7 @@ def test_failed_calls_are_recorded_and_only_they_rerun(tmp_path, key, fast_cli_r
     assert json.loads((out / "metrics.json").read_text())["by_strategy"]["direct"]["n"] == 12
 
 
+@pytest.mark.slow
 def test_api_key_never_reaches_the_run_files(tmp_path, key, transport):
     with FakeServer(reply="B") as srv:
         # a server that echoes the key in its error message (some do, partly masked)
@@ -420,6 +427,7 @@ def test_credentials_in_the_url_stay_out_of_the_manifest(key):
     assert b.info()["base_url"] == "https://llm.example.com/v1"
 
 
+@pytest.mark.slow
 async def test_gc_is_frozen_only_while_the_backend_runs(server):
     b = backend(server)
     await b.prepare()

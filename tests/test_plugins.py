@@ -42,6 +42,7 @@ def rb(plugin_path, cwd, *args):
     return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, cwd=cwd, env=env)
 
 
+@pytest.mark.slow
 def test_the_installed_example_is_found_run_reported_and_compared(plugin_path, tmp_path):
     res = rb(plugin_path, tmp_path, "suites")
     assert res.returncode == 0 and "echo" in res.stdout
@@ -87,6 +88,7 @@ def test_the_installed_example_is_found_run_reported_and_compared(plugin_path, t
 CARD_TINY = {"charm": 4, "knowledge-errors": 2, "multiverse": 2, "capability": 1}
 
 
+@pytest.mark.slow
 def test_the_example_reaches_card_compare_and_build_with_no_core_change(plugin_path, tmp_path):
     """The plugin declares on_card, card_figures and build_commands: `rolebound card` runs it with
     the built-in suites, `card --compare` puts it side by side, `rolebound build echo` writes data."""

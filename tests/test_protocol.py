@@ -117,6 +117,7 @@ def test_local_engines_other_than_the_demo_generate(tmp_path):
 
 
 # -- runs against the fake server -----------------------------------------------------------------
+@pytest.mark.slow
 def test_paper_decoding_reaches_the_server_and_the_manifest(tmp_path, suites):
     with FakeServer(reply="B") as srv:
         res = _run(srv, tmp_path)
@@ -130,6 +131,7 @@ def test_paper_decoding_reaches_the_server_and_the_manifest(tmp_path, suites):
     assert "Test paper, Appendix H (the paper's protocol)" in report
 
 
+@pytest.mark.slow
 def test_a_departure_is_listed_in_manifest_and_report(tmp_path, suites):
     with FakeServer(reply="B") as srv:
         res = _run(srv, tmp_path, decoding={"top_p": 1.0}, scoring="logprob")
@@ -138,6 +140,7 @@ def test_a_departure_is_listed_in_manifest_and_report(tmp_path, suites):
     assert "not the paper&#39;s protocol: top_p 1.0 instead of 0.95" in (res.run_dir / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_judged_suite_on_a_real_model_needs_judge(tmp_path, suites):
     with FakeServer(reply="B") as srv:
         with pytest.raises(InputError, match="--judge"):
@@ -154,6 +157,7 @@ def test_a_judged_suite_on_a_real_model_needs_judge(tmp_path, suites):
     assert "self-judged" in (res.run_dir / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_separate_judge_is_not_flagged(tmp_path, suites):
     with FakeServer(reply="B") as srv:
         res = _run(srv, tmp_path, suite="judged-mcq", judge="fake:random")
@@ -166,6 +170,7 @@ def test_a_separate_judge_is_not_flagged(tmp_path, suites):
     assert "self-judged" not in (res.run_dir / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_repeats_send_their_own_seeds(tmp_path, suites):
     with FakeServer(reply="B") as srv:
         res = _run(srv, tmp_path, repeats=3, decoding={"temperature": 0.7})
@@ -178,6 +183,7 @@ def test_repeats_send_their_own_seeds(tmp_path, suites):
     assert "Mean +- SEM over 3 repeats" in (res.run_dir / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_greedy_repeats_are_refused_unless_asked_for(tmp_path, suites):
     with FakeServer(reply="B") as srv:
         with pytest.raises(InputError, match="--allow-greedy-repeats"):
@@ -208,6 +214,7 @@ def _cli(*args):
     return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
 
 
+@pytest.mark.slow
 def test_cli_refuses_greedy_repeats_with_one_line(tmp_path):
     data = write_mcq(tmp_path / "q.jsonl", 2)
     res = _cli("run", "mcq", "--model", "fake:random", "--data", str(data), "--repeats", "3",
@@ -226,6 +233,7 @@ def test_cli_bad_decoding_value_is_one_line(tmp_path):
     assert res.returncode == 2 and "--top-p" in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.slow
 def test_cli_suites_protocol_lists_every_suite():
     res = _cli("suites", "--protocol")
     assert res.returncode == 0
@@ -248,6 +256,7 @@ def api_key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-test")
 
 
+@pytest.mark.slow
 def test_charm_protocol_on_a_real_model(tmp_path, api_key):
     with FakeServer(reply="First, the role cannot know this.\nAnswer: 2") as srv:
         res = _suite_cli(srv, tmp_path, "charm")
@@ -259,6 +268,7 @@ def test_charm_protocol_on_a_real_model(tmp_path, api_key):
     assert bodies and all((b["temperature"], b["top_p"], b["max_tokens"]) == (0.0, 0.95, 256) for b in bodies)
 
 
+@pytest.mark.slow
 def test_multiverse_protocol_needs_a_judge_and_uses_its_decoding(tmp_path, api_key):
     with FakeServer(reply="<thinking>I weigh it.</thinking><acting>I save them.</acting> Answer: A") as srv:
         refused = _suite_cli(srv, tmp_path, "multiverse")
@@ -279,6 +289,7 @@ def test_multiverse_protocol_needs_a_judge_and_uses_its_decoding(tmp_path, api_k
     assert all("<thinking>" in r.prompt[-1]["content"] for r in judged)
 
 
+@pytest.mark.slow
 def test_capability_protocol_gives_reasoning_room(tmp_path, api_key):
     with FakeServer(reply="I think so. \\boxed{B}") as srv:
         res = _suite_cli(srv, tmp_path, "capability", "--strategy", "identity", "--judge", "self")
@@ -291,6 +302,7 @@ def test_capability_protocol_gives_reasoning_room(tmp_path, api_key):
     assert answers and judged and all(b["temperature"] == 0.0 for b in judged)
 
 
+@pytest.mark.slow
 def test_knowledge_errors_needs_a_judge(tmp_path, api_key):
     with FakeServer(reply="explanation: fine. judgment: yes") as srv:
         res = _suite_cli(srv, tmp_path, "knowledge-errors")

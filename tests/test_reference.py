@@ -156,6 +156,7 @@ def charm_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_report_and_card_set_the_paper_beside_the_run(charm_run, tmp_path):
     from rolebound.card.build import run_metrics, section
     from rolebound.card.render import card_md, figure_rows
@@ -174,6 +175,7 @@ def test_report_and_card_set_the_paper_beside_the_run(charm_run, tmp_path):
     assert "**Against the paper:**" in text and "**Warning:** bc: the picks follow position" in text
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not SCRIPT.exists(), reason="the rolebound script is not installed here")
 def test_compare_paper_prints_the_run_as_one_more_row(charm_run, tmp_path):
     import subprocess
@@ -189,6 +191,7 @@ def test_compare_paper_prints_the_run_as_one_more_row(charm_run, tmp_path):
     assert (tmp_path / "cmp" / "compare.html").exists()
 
 
+@pytest.mark.slow
 def test_a_paper_protocol_run_lists_only_its_real_departures(tmp_path):
     from rolebound import api
 

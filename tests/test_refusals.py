@@ -64,6 +64,7 @@ BAD = [  # (flags, the request fields they set, what the line says)
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags, fields, says", BAD, ids=[" ".join(b[0]) or "empty" for b in BAD])
 def test_flag_is_refused_in_one_line(tmp_path, data, flags, fields, says):
     args = ["run", "mcq", "--model", "fake:random", "--data", data, "--out", tmp_path / "r", *flags]
@@ -79,6 +80,7 @@ def test_api_run_refuses_the_same(tmp_path, data, flags, fields, says):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("yaml_text, says", [
     ("backend: {timeout: 0}", "backend.timeout"),
     ("backend: {max_retries: -1}", "backend.max_retries"),
@@ -106,6 +108,7 @@ def test_the_request_is_one_typed_object(tmp_path, data):
         api.run(req, limit=2)
 
 
+@pytest.mark.slow
 def test_good_specs_still_run(tmp_path, data):
     res = rb("run", "mcq", "--model", "fake:echo", "--data", data, "--out", tmp_path / "r", "-q",
              "--strategy", "direct")
@@ -113,6 +116,7 @@ def test_good_specs_still_run(tmp_path, data):
 
 
 # -- empty inputs --------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_empty_data_file(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
@@ -120,6 +124,7 @@ def test_empty_data_file(tmp_path):
     assert f"no items in {empty}" in err
 
 
+@pytest.mark.slow
 def test_report_on_empty_records(tmp_path, run_dir):
     import shutil
 
@@ -131,6 +136,7 @@ def test_report_on_empty_records(tmp_path, run_dir):
 
 
 # -- compare --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_compare_needs_two_different_runs(run_dir):
     assert "two or more" in one_line(rb("compare", run_dir))
     assert "given twice" in one_line(rb("compare", run_dir, run_dir))
@@ -140,6 +146,7 @@ def test_compare_needs_two_different_runs(run_dir):
 MANIFESTS = [("{}", "field 'suite'"), ("[1, 2]", "expected a JSON object"), (None, "field 'counts'")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text, says", MANIFESTS, ids=["empty-object", "list", "counts-lots"])
 @pytest.mark.parametrize("command", ["report", "compare", "card"])
 def test_broken_manifest_is_one_line(tmp_path, run_dir, command, text, says):
@@ -158,6 +165,7 @@ def test_broken_manifest_is_one_line(tmp_path, run_dir, command, text, says):
     assert str(run / "manifest.json") in err and says in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line, says", [
     ('{"foo": 1}', "field 'call_id': Field required"),
     (None, "field 'repeat'"),
@@ -181,6 +189,7 @@ def test_broken_record_is_one_line_naming_file_line_field(tmp_path, run_dir, lin
 
 
 # -- view -------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_view_on_a_file(tmp_path, run_dir):
     other = tmp_path / "notes.txt"
     other.write_text("x")

@@ -54,6 +54,7 @@ class _FlatEmbedder:
         return np.ones((len(a), len(b)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(JUDGED))
 def test_report_judge_rejudges_every_judged_suite_from_the_cli(name, tmp_path, monkeypatch):
     import json

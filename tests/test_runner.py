@@ -145,6 +145,7 @@ def test_torn_last_line_is_repaired(tmp_path):
     assert len(recs) == 6 and len({r.call_id for r in recs}) == 6
 
 
+@pytest.mark.slow
 def test_kill_minus_9_mid_run_then_resume(tmp_path):
     """A real process killed with SIGKILL: nothing recorded is lost or duplicated on resume."""
     data = write_mcq(tmp_path / "q.jsonl", 60)

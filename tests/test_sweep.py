@@ -70,6 +70,7 @@ def assert_same_runs(a: Path, b: Path) -> None:
 
 
 # -- local executor ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_local_sweep_writes_runs_index_and_compare_card_and_skips_finished_runs(tmp_path):
     cfg = grid(tmp_path / "g.yaml")
     out = tmp_path / "sw"
@@ -91,6 +92,7 @@ def test_local_sweep_writes_runs_index_and_compare_card_and_skips_finished_runs(
     assert {k: (out / k / "records.jsonl").read_bytes() for k in runs_of(out)} == before
 
 
+@pytest.mark.slow
 def test_local_parallel_equals_sequential(tmp_path):
     cfg = grid(tmp_path / "g.yaml")
     assert rb("sweep", cfg, "--out", tmp_path / "seq", "-q").returncode == 0
@@ -112,11 +114,13 @@ def test_index_escapes_what_it_shows(tmp_path):
     assert "<script>" not in md
 
 
+@pytest.mark.slow
 def test_unknown_executor_is_one_line_exit_2(tmp_path):
     line = one_error(rb("sweep", grid(tmp_path / "g.yaml"), "--executor", "slurm"), 2)
     assert "unknown executor 'slurm'" in line
 
 
+@pytest.mark.slow
 def test_bad_grid_names_the_file_before_anything_runs(tmp_path):
     cfg = grid(tmp_path / "g.yaml", strategy="nosuch")
     line = one_error(rb("sweep", cfg, "--out", tmp_path / "sw"), 2)
@@ -141,6 +145,7 @@ def test_plan_resources_come_from_the_backend(tmp_path):
     assert (h.gpus, h.gpu_bundles) == (1, False)
 
 
+@pytest.mark.slow
 def test_reports_rebuild_metrics_and_make_a_run_whose_report_fails_an_error(tmp_path):
     # what the Ray executor does on the driver as each task returns (rolebound.sweep.reports)
     from rolebound.sweep.plan import plan
@@ -228,6 +233,7 @@ def test_ray_sweep_equals_local_sweep(cluster, tmp_path):
     assert (tmp_path / "ray" / "compare" / "compare.html").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_killed_worker_node_loses_and_duplicates_nothing(cluster, tmp_path):
     cfg = grid(tmp_path / "g.yaml", limit=6)
@@ -255,6 +261,7 @@ def test_killed_worker_node_loses_and_duplicates_nothing(cluster, tmp_path):
     assert_same_runs(tmp_path / "ref", out)
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_runs_on_one_endpoint_share_its_cap_across_the_cluster(cluster, tmp_path):
     from rolebound.testing.fake_server import FakeServer
@@ -268,6 +275,7 @@ def test_runs_on_one_endpoint_share_its_cap_across_the_cluster(cluster, tmp_path
         assert srv.stats.max_in_flight <= 8
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_unreachable_address_is_one_line_exit_2(tmp_path):
     pytest.importorskip("ray")
@@ -276,6 +284,7 @@ def test_unreachable_address_is_one_line_exit_2(tmp_path):
     assert "127.0.0.1:9" in line and "--address" in line
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_gpu_runs_on_a_cluster_without_gpus_say_so(cluster, tmp_path):
     import yaml
@@ -287,6 +296,7 @@ def test_gpu_runs_on_a_cluster_without_gpus_say_so(cluster, tmp_path):
     assert "needs 2 GPU(s)" in line and "no GPU" in line
 
 
+@pytest.mark.slow
 def test_without_ray_the_ray_executor_gives_the_install_hint(tmp_path):
     shadow = tmp_path / "shadow" / "ray"
     shadow.mkdir(parents=True)
@@ -296,6 +306,7 @@ def test_without_ray_the_ray_executor_gives_the_install_hint(tmp_path):
     assert "pip install 'rolebound[ray]'" in line
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_ray_tasks_run_with_the_drivers_rolebound_variables(cluster, tmp_path):
     # the worker nodes were started without it: only the driver's environment can carry it

@@ -153,6 +153,7 @@ def _spin_count(code: str) -> str:
     return lines[0].split("=")[1].strip().strip("'")
 
 
+@pytest.mark.slow
 def test_wait_policy_is_passive_before_torch_loads():
     pytest.importorskip("torch")
     # the CLI entry (what `rolebound run` imports first), then torch as the engine does
@@ -168,6 +169,7 @@ def test_a_wait_policy_the_user_set_is_kept():
     assert res.stdout.strip() == "ACTIVE"
 
 
+@pytest.mark.slow
 def test_bad_rolebound_threads_is_one_clear_line(tmp_path):
     env = {**os.environ, "ROLEBOUND_THREADS": "lots"}
     res = subprocess.run([str(Path(sys.executable).parent / "rolebound"), "run", "charm", "--limit", "2",

@@ -140,6 +140,7 @@ def _cli(*args, cwd=None, env=None, timeout=120):
     return subprocess.run([str(BIN), *args], capture_output=True, text=True, cwd=cwd, env=e, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_summary_prints_whole_paths_once(tmp_path):
     out = tmp_path / ("a-run-folder-with-a-name-much-longer-than-eighty-columns-" + "x" * 40)
     data = write_mcq(tmp_path / "q.jsonl", 3)
@@ -153,6 +154,7 @@ def test_summary_prints_whole_paths_once(tmp_path):
     assert sum(str(out) in x for x in lines) == 4
 
 
+@pytest.mark.slow
 def test_view_a_run_prints_its_report(tmp_path):
     data = write_mcq(tmp_path / "q.jsonl", 3)
     run = tmp_path / "runs" / "one"
@@ -169,6 +171,7 @@ def test_view_a_run_prints_its_report(tmp_path):
     assert bad.returncode == 2 and "neither a run folder" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
 def test_view_serves_an_index_of_runs_newest_first(tmp_path):
     root = tmp_path / "runs"
     for name in ("older", "newer"):

@@ -82,6 +82,7 @@ def _check_bc(b: Browser, run_dir: Path, shot: str | None = None) -> None:
         b.screenshot(out / shot)
 
 
+@pytest.mark.slow
 def test_charm_bc_row_opens_its_exchange(browser, tmp_path):
     res = api.run("charm", model="fake:random", limit=3, out=tmp_path / "run", progress=False)
     _check_bc(browser, res.run_dir)
@@ -101,6 +102,7 @@ def test_bundled_charm_report_in_chromium(browser, tmp_path):
     _check_bc(browser, res.run_dir, shot="viewer.png")
 
 
+@pytest.mark.slow
 def test_judged_answer_shows_the_judges_verdict(browser, tmp_path):
     res = api.run("knowledge-errors", model="fake:random", strategies="vanilla", limit=2, out=tmp_path / "run",
                   progress=False)
@@ -116,6 +118,7 @@ def test_judged_answer_shows_the_judges_verdict(browser, tmp_path):
     assert judge.prompt[0]["content"] in pane["pres"]             # and what the judge was asked
 
 
+@pytest.mark.slow
 def test_twenty_thousand_records_scroll_to_the_last_row(browser, tmp_path):
     n = 20_000
     data = write_mcq(tmp_path / "q.jsonl", 2)

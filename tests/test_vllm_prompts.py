@@ -89,6 +89,7 @@ def test_chat_prompts_go_as_the_templates_token_ids(backend, tok):
     assert StubLLM.made[0]["distributed_executor_backend"] == "ray"
 
 
+@pytest.mark.slow
 def test_a_template_that_writes_bos_gets_exactly_one(backend, tok):
     from rolebound.models.base import GenRequest
 

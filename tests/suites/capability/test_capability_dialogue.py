@@ -10,6 +10,7 @@ from rolebound.dialogue import metrics as dm
 from rolebound.store import load_records
 
 
+@pytest.mark.slow
 def test_capability_depth_zero_is_the_identity_figure(tmp_path):
     res = api.run("capability", model="fake:random", strategies="identity,dialogue", limit=4, out=tmp_path / "r",
                   options={"depths": "0,2", "warmup": "scripted,items", "roles": "kindergarten,primary,college"},
@@ -30,6 +31,7 @@ def test_capability_depth_zero_is_the_identity_figure(tmp_path):
     assert {r.meta["depth"] for r in dm.probe_records(recs)} == {0, 2}
 
 
+@pytest.mark.slow
 def test_a_dialogue_only_report_lists_its_probes_without_empty_single_turn_tables(tmp_path):
     api.run("capability", model="fake:random", strategies="dialogue", limit=2, out=tmp_path / "r",
             options={"depths": "0,2", "roles": "kindergarten,teacher"}, progress=False, use_cache=False)

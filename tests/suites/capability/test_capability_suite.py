@@ -33,6 +33,7 @@ def item(i: int, level: str = "elementary", **kw) -> dict:
 
 
 # -- runs with the fake backend ----------------------------------------------------------------
+@pytest.mark.slow
 def test_fake_run_covers_every_variant_role_and_question(tmp_path):
     res = api.run("capability", model="fake:random", strategies=ALL, limit=8, out=tmp_path / "run",
                   options={"roles": "kindergarten,primary,college", "judge": True}, progress=False)
@@ -66,6 +67,7 @@ def test_fake_run_covers_every_variant_role_and_question(tmp_path):
     assert "Table 3" in md and "figures/heatmap.png" in md and "Answer extraction" in md
 
 
+@pytest.mark.slow
 def test_metrics_are_a_pure_function_of_the_records(tmp_path):
     res = api.run("capability", model="fake:random", strategies="identity,injection", limit=4,
                   out=tmp_path / "run", options={"roles": "primary,teacher"}, progress=False)
@@ -74,6 +76,7 @@ def test_metrics_are_a_pure_function_of_the_records(tmp_path):
     assert (res.run_dir / "metrics.json").read_text() == before
 
 
+@pytest.mark.slow
 def test_resume_makes_no_new_calls(tmp_path):
     kw = dict(model="fake:random", strategies="identity,no-role", limit=4, out=tmp_path / "run",
               options={"roles": "primary"}, progress=False)
@@ -82,6 +85,7 @@ def test_resume_makes_no_new_calls(tmp_path):
     assert first.counts.calls == 4 + 4 and again.counts.calls == 0 and again.counts.resumed == 8
 
 
+@pytest.mark.slow
 def test_a_failed_role_call_is_recorded_and_retried_on_resume(tmp_path, monkeypatch):
     monkeypatch.setenv("ROLEBOUND_FAKE_FAIL", "You are a college student")
     kw = dict(model="fake:random", strategies="identity", limit=2, out=tmp_path / "run",
@@ -119,6 +123,7 @@ def test_default_run_is_a_small_balanced_sample():
     assert not any(k.startswith(("cfg", "roles", "per_level")) for k in vars(s))
 
 
+@pytest.mark.slow
 def test_rejudge_scores_an_existing_run_without_touching_answers(tmp_path, monkeypatch):
     from rolebound.models import fake
 
@@ -156,6 +161,7 @@ def test_rejudge_scores_an_existing_run_without_touching_answers(tmp_path, monke
     assert [r["round"] for r in api.load_manifest(res.run_dir).rejudges] == [0, 1, 1]
 
 
+@pytest.mark.slow
 def test_the_manifest_names_a_judge_only_when_answers_are_judged(tmp_path):
     def run(name, judge_model=None, **options):
         res = api.run("capability", model="fake:random", strategies="identity", limit=2, out=tmp_path / name,
@@ -184,6 +190,7 @@ def test_suites_with_a_judge_keep_it_on():
 
 
 # -- backends that cannot ----------------------------------------------------------------------
+@pytest.mark.slow
 def test_injection_needs_a_chat_template_and_fails_before_any_call(tmp_path):
     out = tmp_path / "run"
     with pytest.raises(CapabilityError, match="chat_template"):
@@ -192,6 +199,7 @@ def test_injection_needs_a_chat_template_and_fails_before_any_call(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_openai_with_a_local_tokenizer_passes_the_check():
     from rolebound.models import create_backend
 
@@ -374,6 +382,7 @@ def test_the_think_tag_backend_option_reaches_the_injection_prompt(tmp_path):
                        for r in inj)
 
 
+@pytest.mark.slow
 def test_permutations_ask_shifted_options_apart_from_the_paper_figures(tmp_path):
     kw = dict(model="fake:random", strategies="identity", limit=4, options={"roles": "primary"}, progress=False)
     plain = api.run("capability", out=tmp_path / "plain", **kw)

@@ -276,6 +276,7 @@ def test_parse_incorrect_answers():
     assert parse_incorrect("nothing useful", range(5, 9)) == []
 
 
+@pytest.mark.slow
 def test_pick_distractors_drops_near_duplicates():
     from rolebound.scoring.embeddings import get_embedder
 

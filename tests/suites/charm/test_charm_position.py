@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rolebound import api
 from rolebound.store import load_records
+
+pytestmark = pytest.mark.slow     # processes, servers or whole pipelines: not in `make test-fast`
 
 FIRST = {"text": "No.\nAnswer: 1"}      # BA "No" (boundary recognised), every MCQ option 1
 

@@ -301,6 +301,7 @@ def fake_run(tmp_path_factory):
                    allow_greedy_repeats=True, progress=False)
 
 
+@pytest.mark.slow
 def test_every_method_makes_its_calls(fake_run):
     from rolebound.store import load_records
 
@@ -336,6 +337,7 @@ def test_every_method_makes_its_calls(fake_run):
     assert judge.parsed in ("yes", "no") and judge.gold == "yes"
 
 
+@pytest.mark.slow
 def test_fake_run_report_and_hidden_states(fake_run):
     d = Path(fake_run.run_dir)
     md = (d / "report.md").read_text()
@@ -390,6 +392,7 @@ def test_no_hidden_states_option(tmp_path):
     assert "No hidden states in this run" in (out / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_compare_two_runs(tmp_path, fake_run):
     from rolebound.compare import compare_runs
 

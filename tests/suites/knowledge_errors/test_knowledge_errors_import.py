@@ -47,6 +47,7 @@ def test_importers_are_registered():
     assert "roleke-bench" in imps and "character-llm-profiles" in imps
 
 
+@pytest.mark.slow
 def test_whole_roleke_file_counts(roleke_file, tmp_path):
     out = tmp_path / "roleke.jsonl"
     summary = import_roleke(str(roleke_file), str(out))
@@ -68,6 +69,7 @@ def test_whole_roleke_file_counts(roleke_file, tmp_path):
                                                        first["memory_chunk"])
 
 
+@pytest.mark.slow
 def test_stats_print_the_counts(roleke_file):
     s = get_suite("knowledge-errors")
     ds = s.load(str(roleke_file), RunSettings(strategies=["vanilla"]))      # the raw JSON loads too
@@ -79,6 +81,7 @@ def test_stats_print_the_counts(roleke_file):
     assert (tot["Eve."], tot["Rel."], tot["Att."], tot["Ide."], tot["total"]) == (300, 56, 70, 69, 495)
 
 
+@pytest.mark.slow
 def test_profiles_become_corpora_that_hold_the_chunks(roleke_file, profiles_dir, tmp_path):
     out = tmp_path / "roleke.corpus.yaml"
     assert "9 character corpora" in import_profiles(str(profiles_dir), str(out))

@@ -107,6 +107,7 @@ def test_bad_user_data_names_file_line_and_field(tmp_path):
     assert e.value.field == "dilemmas[0].canonical"
 
 
+@pytest.mark.slow
 def test_select_spreads_a_small_limit_over_versions():
     suite = MultiverseSuite()
     ds = suite.load(None, RunSettings(strategies=["direct"]))
@@ -271,6 +272,7 @@ def test_dilemmas_without_gold_count_in_choice_shares_only():
     assert b["first_pole_share"]["duty-vs-desire"]["rate"] == 50.0
 
 
+@pytest.mark.slow
 def test_cot_minus_direct_is_paired_and_signed():
     recs = []
     for i in range(10):
@@ -408,6 +410,7 @@ def test_importer_reports_broken_items_and_never_crashes(tmp_path):
         convert(tmp_path / "nowhere")
 
 
+@pytest.mark.slow
 def test_importer_loads_the_full_public_release(tmp_path):
     src = shared_path("data", "external", "Beyond_One_World")
     from rolebound.suites.multiverse.importers import import_beyond_one_world
@@ -436,6 +439,7 @@ def test_importer_loads_the_full_public_release(tmp_path):
 
 
 # -- a run through the fake backend ---------------------------------------------------------------
+@pytest.mark.slow
 def test_fake_run_writes_every_stage_with_grouping_meta(tmp_path):
     data = write(tmp_path, MINI)
     res = api.run("multiverse", model="fake:random", data=str(data), out=tmp_path / "run", progress=False,
@@ -454,6 +458,7 @@ def test_fake_run_writes_every_stage_with_grouping_meta(tmp_path):
     assert (tmp_path / "run" / "report.html").exists()
 
 
+@pytest.mark.slow
 def test_logprob_cot_reads_the_letter_after_the_reasoning(tmp_path):
     data = write(tmp_path, MINI)
     api.run("multiverse", model="fake:random", data=str(data), out=tmp_path / "run", progress=False,
@@ -583,6 +588,7 @@ class _FlatEmbedder:
         return np.ones((len(a), len(b)))
 
 
+@pytest.mark.slow
 def test_rejudge_replaces_the_judge_not_the_segmenter(tmp_path, monkeypatch):
     """`rolebound report RUN --judge MODEL` works on multiverse: round 1 is judge@1 (read by the new
     judge's default rule), the metrics read it, the segmenter's records stay, and the same judge
@@ -616,6 +622,7 @@ def test_rejudge_replaces_the_judge_not_the_segmenter(tmp_path, monkeypatch):
     assert [r["round"] for r in api.load_manifest(out).rejudges] == [1, 1]
 
 
+@pytest.mark.slow
 def test_permutations_shift_canon_options_and_swap_dilemma_poles_with_their_choices(tmp_path):
     data = write(tmp_path, MINI)
     res = api.run("multiverse", model="fake:random", data=str(data), out=tmp_path / "run", progress=False,

@@ -3,9 +3,13 @@ equal to the suite's single-turn figure on the same items."""
 
 from __future__ import annotations
 
+import pytest
+
 from rolebound import api
 from rolebound.dialogue import metrics as dm
 from rolebound.store import load_records
+
+pytestmark = pytest.mark.slow     # processes, servers or whole pipelines: not in `make test-fast`
 
 
 def test_multiverse_depth_zero_is_the_direct_figure(tmp_path):

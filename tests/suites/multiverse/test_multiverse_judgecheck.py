@@ -16,6 +16,7 @@ def rows():
     return read_release(shared_path("data", "external", "Beyond_One_World", "annotated_results"))
 
 
+@pytest.mark.slow
 def test_every_reply_of_five_models_with_both_annotators(rows):
     assert Counter(r.group for r in rows) == {m: 624 for m in MODELS}
     assert all(set(r.labels) == {"anno1", "anno2"} for r in rows)     # every row pairs, r1's other order too
@@ -24,6 +25,7 @@ def test_every_reply_of_five_models_with_both_annotators(rows):
     assert tasks == {"canon": 288, "dilemma": 224, "knowledge": 56, "quote": 56}
 
 
+@pytest.mark.slow
 def test_scores_where_the_release_has_them(rows):
     for r in rows:
         for a in ("anno1", "anno2"):

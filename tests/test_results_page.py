@@ -50,3 +50,30 @@ def test_every_spec_names_a_registered_suite_and_strategy():
         strategies = spec.args[spec.args.index("--strategy") + 1].split(",")
         assert set(strategies) <= set(suite.strategies), spec.name
         assert spec.reading, spec.name
+
+
+def test_a_run_whose_folder_is_absent_keeps_its_section_and_row(tmp_path, monkeypatch):
+    r = _results()
+    old = ("# Results\n\n| run | wall time | a | b | c | d |\n|---|---|---|---|---|---|\n"
+           "| [capability](#capability) | 6.7 min | 21/52 read | - | +-0.5 | 5.2 h |\n| all | 6.7 min | | | | |\n\n"
+           "## capability\n\n| | |\n|---|---|\n| wall time | 6.7 min |\n\n**Reading** (written after the run): small.\n")
+    page = tmp_path / "results.md"
+    page.write_text(old)
+    monkeypatch.setattr(r, "PAGE", page)
+    monkeypatch.setattr(r, "RUNS", tmp_path / "runs")              # no run folders at all
+    monkeypatch.setattr(r, "SPECS", [r.BY_NAME["capability"]])
+    r.write(refresh=False)
+    new = page.read_text()
+    assert "| [capability](#capability) | 6.7 min | 21/52 read |" in new and "| all | 6.7 min |" in new
+    assert "**Reading** (written after the run): small." in new and new.count(r.KEPT) == 1
+    r.write(refresh=False)                                          # kept again, marked once
+    assert page.read_text().count(r.KEPT) == 1
+
+
+def test_wall_time_sums_the_invocations_only_when_each_was_timed():
+    r = _results()
+    timing = {"start": 100.0, "items_done": 160.0}
+    assert r.wall_s({"counts": {"invocations": 3, "timed_invocations": 3, "wall_s": 900}, "timing": timing}) == 900
+    assert r.wall_s({"counts": {"invocations": 3, "timed_invocations": 1, "wall_s": 70}, "timing": timing}) == 60
+    assert "not timed" in r.wall_note({"counts": {"invocations": 3, "timed_invocations": 1, "wall_s": 70}})
+    assert r.wall_note({"counts": {"invocations": 2, "timed_invocations": 2, "wall_s": 70}}) == " (over 2 invocations)"

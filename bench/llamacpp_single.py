@@ -32,25 +32,11 @@ QUESTIONS = ["Who is your closest friend?", "What do you make of a smartphone?",
              "What is your opinion of Scotland Yard?", "Name a case that puzzled you."]
 
 
-def engine_variant(gguf: Path, threads: int, **patch):
-    """A LlamaCppEngine at one sequence and no prefix reuse; `patch` overrides context params."""
-    from rolebound.models import llamacpp as L
+def engine_variant(gguf: Path, threads: int, **opts):
+    """A LlamaCppEngine at one sequence and no prefix reuse, with engine options `opts`."""
+    from rolebound.models.llamacpp import LlamaCppEngine
 
-    lc, _ = L.import_llama_cpp()
-    real = lc.llama_context_default_params
-
-    def patched():
-        p = real()
-        for k, v in patch.items():
-            setattr(p, k, v)
-        return p
-
-    lc.llama_context_default_params = patched
-    try:
-        opts = {"n_ctx": patch.pop("n_ctx")} if "n_ctx" in patch else {}
-        return L.LlamaCppEngine(gguf, threads=threads, max_batch=1, prefix_min=0, **opts)
-    finally:
-        lc.llama_context_default_params = real
+    return LlamaCppEngine(gguf, threads=threads, max_batch=1, prefix_min=0, **opts)
 
 
 def main() -> None:
@@ -71,10 +57,9 @@ def main() -> None:
     bare = llama_cpp.Llama(str(a.gguf), n_ctx=4096, n_threads=a.threads, n_threads_batch=a.threads,
                            n_batch=512, verbose=False)
     variants = {
-        "engine (as shipped: n_ctx 8192, unified KV, flash-attn auto)": engine_variant(a.gguf, a.threads),
-        "engine, flash-attn off": engine_variant(a.gguf, a.threads, flash_attn_type=0),
-        "engine, n_ctx 4096, KV not unified, flash-attn off": engine_variant(
-            a.gguf, a.threads, n_ctx=4096, kv_unified=False, flash_attn_type=0),
+        "engine (as shipped: n_ctx 8192, unified KV, flash attention auto = on)": engine_variant(a.gguf, a.threads),
+        "engine, flash_attn=false": engine_variant(a.gguf, a.threads, flash_attn=False),
+        "engine, flash_attn=false, n_ctx 4096": engine_variant(a.gguf, a.threads, flash_attn=False, n_ctx=4096),
     }
     first = next(iter(variants.values()))
     chats = [[Message(role="system", content=PERSONA), Message(role="user", content=q)]

@@ -294,6 +294,17 @@ def test_close_waits_for_the_call_in_flight_and_refuses_queued_ones():
     assert took < 10                              # stopped between decode steps, not after 400 tokens
 
 
+@_skip
+def test_flash_attn_option_is_in_the_cache_key_and_checked_at_once():
+    from rolebound.models.llamacpp import LlamaCppBackend
+
+    gguf = str(smollm2_gguf())
+    keys = {LlamaCppBackend(gguf, **o).identity()["engine"] for o in ({}, {"flash_attn": "false"}, {"flash_attn": True})}
+    assert keys == {"llamacpp-1", "llamacpp-1-fa-off", "llamacpp-1-fa-on"}    # auto keeps the old key
+    with pytest.raises(BackendError, match="flash_attn must be true, false or auto"):
+        LlamaCppBackend(gguf, flash_attn="sometimes")
+
+
 @needs
 def test_the_window_a_dialogue_must_fit_is_n_ctx_less_the_prefix_cells():
     from rolebound.models.llamacpp import LlamaCppBackend

@@ -46,6 +46,20 @@ def import_llama_cpp():
     return llama_cpp, _internals
 
 
+def flash_attn_setting(value) -> bool | None:
+    """--backend-opt flash_attn=true/false (text) or a bool; None: llama.cpp decides (auto)."""
+    if value is None or isinstance(value, bool):
+        return value
+    v = str(value).strip().lower()
+    if v in ("auto", ""):
+        return None
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    raise BackendError(f"llamacpp: flash_attn must be true, false or auto, not {value!r}")
+
+
 def available() -> bool:
     import importlib.util
 
@@ -113,7 +127,8 @@ class LlamaCppEngine:
     """One model and one context; every method is synchronous and runs under one lock."""
 
     def __init__(self, path: str | Path, *, threads: int | None = None, n_ctx: int = N_CTX,
-                 max_batch: int = 8, prefix_min: int = 32, prefix_max: int = PREFIX_MAX, n_batch: int = 512):
+                 max_batch: int = 8, prefix_min: int = 32, prefix_max: int = PREFIX_MAX, n_batch: int = 512,
+                 flash_attn: bool | str | None = None):
         t0 = time.perf_counter()
         lc, internals = import_llama_cpp()
         self.lc = lc
@@ -133,6 +148,12 @@ class LlamaCppEngine:
         cp.n_batch = cp.n_ubatch = self.n_batch
         cp.n_seq_max = self.max_batch + 1
         cp.kv_unified = True          # one cell pool: the prefix's cells are shared by every row
+        # Flash attention: llama.cpp's auto (on, on CPU) keeps a row's logits the same in any batch;
+        # off decodes one sequence 1.4x faster here but batched greedy text then differs from
+        # one-by-one (docs/engines.md, "Single stream"). So auto by default, off on request.
+        self.flash_attn = flash_attn_setting(flash_attn)
+        cp.flash_attn_type = {None: lc.LLAMA_FLASH_ATTN_TYPE_AUTO, True: lc.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+                              False: lc.LLAMA_FLASH_ATTN_TYPE_DISABLED}[self.flash_attn]
         cp.n_threads = cp.n_threads_batch = self.threads
         cp.no_perf = True
         self.ctx = internals.LlamaContext(model=self.model, params=cp, verbose=False)
@@ -468,8 +489,8 @@ class LlamaCppBackend(EngineCalls, Backend):
     capabilities = frozenset({CHAT, COMPLETE, LOGPROB, CHAT_TEMPLATE})
     batching = True
     streams = True
-    option_names = frozenset({"threads", "n_ctx", "max_batch", "prefix_min", "prefix_max", "think_tag"})
-    ENGINE_OPTS = ("threads", "n_ctx", "max_batch", "prefix_min", "prefix_max")
+    option_names = frozenset({"threads", "n_ctx", "max_batch", "prefix_min", "prefix_max", "flash_attn", "think_tag"})
+    ENGINE_OPTS = ("threads", "n_ctx", "max_batch", "prefix_min", "prefix_max", "flash_attn")
 
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
         import_llama_cpp()                     # missing extra: one line, before any work
@@ -477,6 +498,7 @@ class LlamaCppBackend(EngineCalls, Backend):
         self._engine: LlamaCppEngine | None = None
         self._closed_info: dict[str, Any] = {}
         self._engine_lock = threading.Lock()
+        flash_attn_setting(self.options.get("flash_attn"))     # a bad value: one line, before any work
         resolve_override(self.options.get("threads"))
         thread_policy().register()
 
@@ -500,7 +522,10 @@ class LlamaCppBackend(EngineCalls, Backend):
             return self._engine
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": self.backend, "model": self.name, "engine": f"llamacpp-{ENGINE_REV}"}
+        fa = flash_attn_setting(self.options.get("flash_attn"))
+        # a set flash_attn may change answers (batch-dependent kernels when off): part of the cache key
+        return {"backend": self.backend, "model": self.name,
+                "engine": f"llamacpp-{ENGINE_REV}" + ("" if fa is None else f"-fa-{'on' if fa else 'off'}")}
 
     def info(self) -> dict[str, Any]:
         e = self._engine
@@ -510,6 +535,7 @@ class LlamaCppBackend(EngineCalls, Backend):
 
         return {"engine": "llamacpp", "path": e.path, "llama_cpp_python": llama_cpp.__version__,
                 "n_ctx": e.n_ctx, "max_batch": e.max_batch, "threads": e.threads,
+                "flash_attn": {None: "auto", True: "on", False: "off"}[e.flash_attn],
                 "load_s": round(e.load_s, 2),
                 "prefix": {"min": e.prefix_min, "max": e.prefix_max},
                 "prefill_tokens": dict(e.prefill), "max_tokens_cut_to_context": dict(e.clamped),

@@ -58,8 +58,24 @@ SPECS = [
          ["--model", QWEN, *ENGINE, "--strategy", "independent,no-role", "--limit", "1100"],
          ["BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Table 16", "Verified override",
           "Accuracy by question type", "Answer extraction", "Position bias"],
-         headline=("BA acc", "BC acc", "Compliance Gap", "NR"),
-         reading=""),
+         headline=("BA acc", "BC acc", "Compliance Gap", "no-role acc"),
+         reading="1,100 questions (535 BA/BC instances, 268 cross-universe BC questions asked again with no role), "
+         "every headline CI within the +-6 bar: BA 73.7 (+-4.8), BC 7.3 (+-2.2), Compliance Gap 72.7 (+-3.8), "
+         "no-role accuracy over all cross BC 19.0 (+-4.9). 782 calls and 662 cache hits (the 620 questions of an "
+         "earlier independent run on the same engine and protocol). The 123.7 min wall time includes about 25 min "
+         "with the process paused (SIGSTOP) while the test suite and a bench ran idle, and the rest shared the "
+         "2 cores with other work: about 100 min of calls, some 8 s a call, prefill- and CoT-bound (227k prompt "
+         "tokens, 84k generated; the paper's prompt asks for a brief explanation before the answer). 115 of "
+         "1,444 gold-labelled answers are invalid (8%), 60 of them no-role replies that explain without "
+         "naming an option. What the numbers show: Qwen recognises most boundaries when asked (BA 73.7) yet "
+         "answers the out-of-scope question anyway (BC 7.3), so almost three in four instances fall in the "
+         "Compliance Gap, the failure CHARM's matrix separates from Recognition Failure (20.0). No position "
+         "bias reaches the warning (chi-square p 0.22, 0.3 and 0.078 for BC, KV and no-role). What they "
+         "cannot show: anything about role-play ability (a 1.5B coder model, one seed, greedy), or a "
+         "comparison with the paper's models beyond order of magnitude: this is a balanced subset of 1,100 "
+         "of the 2,816 starter questions, and the no-role accuracy (30.3% on Table 16's override "
+         "candidates, 19.0% on all 268 cross BC questions, 60 of them invalid) is far below every model in the paper's Table 16, which says "
+         "the model lacks much of the cross-universe knowledge the override figures assume."),
     Spec("capability", "capability",
          ["--model", QWEN, *ENGINE, "--strategy", "identity,injection,no-role", "--set", "per_level=1",
           "--max-tokens", "384"],
@@ -252,12 +268,14 @@ flagged so. These runs test the tool on a model that writes the papers' answer f
 coder model says nothing about role-play ability.
 
 Issue 21 asks each headline figure's 95% CI to be at most +-6 points (+-0.06 for capability's
-0-1 scores). **None of the four runs below reaches it**: they are the sizes that fitted in one
-session beside the engine bench and the test suite on 2 cores; each run's reading says how long a
-run at the bar would take and where its time goes. Written by `python bench/results.py write` from
-the run folders under `runs/results/` (run them with `python bench/results.py run`, or both with
-`make results`). Figures are copied from each run's report.md; the wall times are those of runs
-that shared the 2 cores with other work (tests), so they are upper bounds.
+0-1 scores). Only the CHARM run is at that size: 1,100 questions under independent and no-role on
+2 cores, resumed from a 620-question run's response cache. The other three are the small runs of
+the first round (their sections are kept from that page: their run folders were not on the machine
+that wrote this one), far from the bar; each run's reading says how long a run at the bar would
+take and where its time goes. Written by `python bench/results.py write` from the run folders
+under `runs/results/` (run them with `python bench/results.py run`, or both with `make results`).
+Figures are copied from each run's report.md; wall times of runs that shared the 2 cores with
+other work (tests, benches) are upper bounds.
 """
 
 

@@ -573,7 +573,7 @@ def _on_term(signum, frame):
 def _interrupted() -> int:
     # click re-raises a KeyboardInterrupt as Abort, and typer may make it Exit(130): the flag says which
     if TERM["hit"]:
-        print(f"\nterminated; {INTERRUPTED.split('; ', 1)[1]}", file=sys.stderr)
+        print(f"\nterminated; {RESUME}", file=sys.stderr)
         return 143
     print(f"\n{INTERRUPTED}", file=sys.stderr)
     return 130
@@ -613,7 +613,8 @@ def _debug(argv: list[str]) -> bool:
     return DEBUG["on"] or "--debug" in argv or bool(os.environ.get("ROLEBOUND_DEBUG"))
 
 
-INTERRUPTED = "interrupted; rerun the same command to resume where it stopped"
+RESUME = "rerun the same command to resume where it stopped"
+INTERRUPTED = f"interrupted; {RESUME}"
 
 
 def _main(argv: list[str]) -> int:

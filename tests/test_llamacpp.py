@@ -303,6 +303,11 @@ def test_flash_attn_option_is_in_the_cache_key_and_checked_at_once():
     assert keys == {"llamacpp-1", "llamacpp-1-fa-off", "llamacpp-1-fa-on"}    # auto keeps the old key
     with pytest.raises(BackendError, match="flash_attn must be true, false or auto"):
         LlamaCppBackend(gguf, flash_attn="sometimes")
+    # the bundled model on this engine takes it too (its option list once left it out): one line, exit 2
+    res = subprocess.run([str(ROLEBOUND), "run", "charm", "--model", "bundled", "--engine", "llamacpp",
+                          "--backend-opt", "flash_attn=sometimes", "--limit", "1", "--out", str(gguf) + ".none"],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and res.stderr.strip() == "error: llamacpp: flash_attn must be true, false or auto, not 'sometimes'"
 
 
 @needs

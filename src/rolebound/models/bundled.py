@@ -100,7 +100,7 @@ def default_engine(name: str) -> str:
         return DEFAULT_ENGINE           # not built here, or an install from before the GGUF was kept
     return faster
 _TORCH_ONLY = frozenset({"dtype", "device", "batch_tokens"})
-_LLAMACPP_ONLY = frozenset({"n_ctx", "prefix_max"})
+_LLAMACPP_ONLY = frozenset({"n_ctx", "prefix_max", "flash_attn"})
 
 
 def bundled_gguf(name: str) -> Path:

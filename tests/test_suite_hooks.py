@@ -76,3 +76,21 @@ def test_a_class_outside_a_suite_module_is_not_wired():
 
     assert Loose.strategies == {} and Loose().summary({}) == [] and not Loose.on_card
     assert "charm" in available()
+
+
+def test_a_judging_protocol_decides_uses_judge_unless_the_class_says():
+    from rolebound.protocol import Protocol
+
+    class Judged(Suite):
+        protocol = Protocol(source="t", judge_separate=True)
+
+    class Told(Suite):
+        uses_judge = False
+        protocol = Protocol(source="t", judge_decoding={"temperature": 0.0})
+
+    class Plain(Suite):
+        protocol = Protocol(source="t")
+
+    assert (Judged.uses_judge, Told.uses_judge, Plain.uses_judge) == (True, False, False)
+    assert [n for n in ("charm", "knowledge-errors", "multiverse", "capability") if get_suite(n).uses_judge] \
+        == ["knowledge-errors", "multiverse", "capability"]

@@ -169,7 +169,7 @@ class Suite:
     description: str = ""
     strategies: dict[str, str] = {}          # name -> one-line description
     default_strategies: list[str] = []
-    uses_judge: bool = False
+    uses_judge: bool = False                 # derived from `protocol` unless the class sets it
     offers_scoring: bool = False             # generate vs logprob choice
     options_model: type[Options] = Options   # its `--set` options, validated before a run (none by default)
     protocol: Protocol | None = None         # the paper's decoding, scoring and judge (protocol.py)
@@ -179,7 +179,8 @@ class Suite:
 
     def __init_subclass__(cls, **kwargs):
         """Wire the hooks of PACKAGE_HOOKS from the suite's own modules (a class in a `suite.py`),
-        and put a suite that declares a card_limit on the card."""
+        put a suite that declares a card_limit on the card, and let a protocol with a judge (the
+        paper judged, or gives the judge's decoding) decide `uses_judge`, so it is said once."""
         super().__init_subclass__(**kwargs)
         package, _, module = cls.__module__.rpartition(".")
         if package and module == "suite":
@@ -190,6 +191,9 @@ class Suite:
                 setattr(cls, hook, staticmethod(value) if callable(value) else value)
         if cls.card_limit is not None and "on_card" not in cls.__dict__:
             cls.on_card = True
+        p = cls.protocol
+        if "uses_judge" not in cls.__dict__ and p is not None:
+            cls.uses_judge = bool(p.judge_required or p.judge_separate or p.judge_decoding)
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:

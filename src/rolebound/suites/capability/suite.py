@@ -38,7 +38,6 @@ from ...dialogue import STRATEGY as DIALOGUE, budget
 class CapabilitySuite(Suite):
     description = "role-capability leakage: educational roles vs curriculum levels (RoleCapBench)"
     default_strategies = ["identity", "injection", "no-role"]
-    uses_judge = True
     options_model = CapabilityOptions
     card_limit = 8
     # Section F, Table 7: a maximum generation length of 32,768 tokens, top_p 0.95, temperature 1.0

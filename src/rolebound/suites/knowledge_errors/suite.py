@@ -36,7 +36,6 @@ from .strategies import USES_RETRIEVAL, Methods, judge_scoring_mode
 class KnowledgeErrorsSuite(Suite):
     description = "known/unknown character knowledge errors over four memory types; judge-scored (KKE/UKE)"
     default_strategies = ["vanilla"]
-    uses_judge = True
     options_model = KnowledgeErrorsOptions
     card_limit = 24
     # Section 6.1: a separate evaluator (DeepSeek-v2, not GPT-4o, to avoid self-bias; Appendix C) writes

@@ -52,7 +52,6 @@ def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None 
 class MultiverseSuite(Suite):
     description = "superhero versions: canon events by life phase, moral dilemmas, cross-version (Beyond One World)"
     default_strategies = ["direct", "cot", "cross-direct"]
-    uses_judge = True
     offers_scoring = True
     options_model = MultiverseOptions
     card_limit = 96

@@ -11,8 +11,12 @@ LOCK   := requirements.lock
 demo: $(STAMP)
 	$(VENV)/bin/rolebound run charm
 
+# One pytest worker per core (pytest-xdist); a test file stays on one worker, so its module
+# fixtures (a Ray cluster, a llama.cpp server, a loaded model) start once.
+XDIST := -n auto --dist loadfile
+
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q $(XDIST)
 
 # The edit loop: every test that loads no bundled model (marker `model`), 20 slowest listed.
 test-fast: $(STAMP)

@@ -77,7 +77,7 @@ SPECS = [
          "candidates, 19.0% on all 268 cross BC questions, 60 of them invalid) is far below every model in the paper's Table 16, which says "
          "the model lacks much of the cross-universe knowledge the override figures assume."),
     Spec("capability", "capability",
-         ["--model", QWEN, *ENGINE, "--strategy", "identity,injection,no-role", "--set", "per_level=all",
+         ["--model", QWEN, *ENGINE, "--strategy", "identity,injection,no-role", "--set", "per_level=20",
           "--max-tokens", "384"],
          ["Table 3", "Answer extraction", "No-role baseline", "Figure 5 data"],
          reading="One question per level (4) for each of the six roles, 52 calls in 6.7 min (prefix reuse saved "

@@ -105,7 +105,7 @@ def test_rule_fallback_and_logprob_judge_when_the_segmenter_writes_no_tags(tmp_p
 
 def test_bundled_model_end_to_end(tmp_path):
     """The default strategies (direct, cot, cross-direct) on a small balanced slice of the starter set."""
-    res = api.run("multiverse", model="bundled", limit=4, out=tmp_path / "run", progress=False)
+    res = api.run("multiverse", model="bundled", limit=2, out=tmp_path / "run", progress=False)
     assert res.manifest.strategies == ["direct", "cot", "cross-direct"] and res.manifest.scoring == "logprob"
     assert res.counts.errors == 0 and res.counts.items_failed == 0
     recs = load_records(tmp_path / "run")

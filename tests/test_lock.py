@@ -52,7 +52,11 @@ def test_lock_pins_every_direct_dependency_inside_its_range():
 @pytest.mark.skipif(Path(sys.prefix).resolve() != (ROOT / ".venv").resolve(),
                     reason="only the project venv is installed from the lock")
 def test_project_venv_matches_the_lock():
-    installed = {norm(d.metadata["Name"]): d.version for d in metadata.distributions()}
+    import sysconfig
+
+    # the venv's own folders only: an imported ray puts its vendored packages (colorama) on sys.path
+    venv = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    installed = {norm(d.metadata["Name"]): d.version for d in metadata.distributions(path=venv)}
     installed.pop("rolebound", None)        # the editable checkout itself
     installed.pop("pip", None)              # the venv's own
     want = locked()

@@ -37,11 +37,28 @@ def _fresh_cache(tmp_path, monkeypatch):
     yield
 
 
+# Files in the order their heaviest test suggests (Ray, then a model, then other slow work), each
+# file's tests kept together and in order: `make test` hands whole files to its workers
+# (pytest-xdist --dist loadfile) in this order, so the longest start first and none is left alone
+# at the end.
+WEIGHT = ("ray", "model", "slow")
+
+
+def _weight(item) -> int:
+    return next((k for k, m in enumerate(WEIGHT) if item.get_closest_marker(m)), len(WEIGHT))
+
+
 def pytest_collection_modifyitems(config, items):
-    """A test that takes the `bundled` fixture is a model test (`make test-fast` leaves it out)."""
+    """A test that takes the `bundled` fixture is a model test (`make test-fast` leaves it out);
+    then the files are ordered by WEIGHT."""
     for item in items:
         if "bundled" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("model"):
             item.add_marker(pytest.mark.model)
+    rank: dict[str, int] = {}
+    for item in items:
+        rank[item.fspath.strpath] = min(rank.get(item.fspath.strpath, len(WEIGHT)), _weight(item))
+    first = {f: k for k, f in enumerate(dict.fromkeys(i.fspath.strpath for i in items))}
+    items.sort(key=lambda i: (rank[i.fspath.strpath], first[i.fspath.strpath]))
 
 
 @pytest.fixture(autouse=True)

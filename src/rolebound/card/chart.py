@@ -12,17 +12,14 @@ COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
 
 
 def draw(spec: dict[str, Any]) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..report.figures import subplots
     import numpy as np
 
     groups, series = spec["groups"], spec["series"]
     k = max(1, len(series))
     width = 0.8 / k
     x = np.arange(len(groups))
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(groups) + 2.5), 3.2))
+    fig, ax = subplots(figsize=(max(5.0, 1.3 * len(groups) + 2.5), 3.2))
     top = {PCT: 100.0, SCALE01: 1.0}.get(spec.get("unit"))
     for i, s in enumerate(series):
         pos = x - 0.4 + width * (i + 0.5)
@@ -57,5 +54,4 @@ def draw(spec: dict[str, Any]) -> bytes:
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
     return buf.getvalue()

@@ -37,13 +37,10 @@ def table_rows(m: dict) -> list[list[Any]]:
 
 def figure(m: dict):
     """Each headline metric against depth, one line per warm-up kind, 95% CI as error bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..report.figures import subplots
 
     names = [n for n in m.get("names", []) if m["metrics"].get(n)]
-    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(3.2 * max(1, len(names)) + 0.8, 3.0), squeeze=False)
+    fig, axes = subplots(1, max(1, len(names)), figsize=(3.2 * max(1, len(names)) + 0.8, 3.0), squeeze=False)
     for ax, name in zip(axes[0], names):
         for i, (kind, s) in enumerate(m["metrics"][name].items()):
             rows = [r for r in s["rows"] if r.get("rate") is not None]
@@ -67,12 +64,9 @@ def figure(m: dict):
 def png(m: dict) -> bytes:
     import io
 
-    import matplotlib.pyplot as plt
-
     fig = figure(m)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
     return buf.getvalue()
 
 

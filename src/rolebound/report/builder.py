@@ -126,9 +126,6 @@ class Report:
     def figure(self, title: str, fig, name: str, note: str = "") -> None:
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
         self.sections.append(Section("figure", title, buf.getvalue(), note, {"name": name}))
 
     def samples(self, title: str, columns: Sequence[str], rows: Sequence[dict], filters: Sequence[str],

@@ -34,7 +34,7 @@ class Reports:
     on an error or Ctrl-C, for the one being built and drops the rest: rerunning builds them)."""
 
     def __init__(self) -> None:
-        # one thread: the reports never compete with each other, and pyplot stays single-threaded
+        # one thread: the reports never compete with each other, and matplotlib draws in one thread
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rolebound-report")
         self.futures: list[Future] = []
 

@@ -147,10 +147,7 @@ def color(strategy: str):
 
 def heatmap_figure(m: dict[str, Any], strategies: list[str]):
     """Figure 6: accuracy by level (rows) and role (columns), above-ceiling cells outlined."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ...report.figures import subplots
     from matplotlib.patches import Rectangle
 
     roles, levels = m["roles"], m["levels"]
@@ -158,7 +155,7 @@ def heatmap_figure(m: dict[str, Any], strategies: list[str]):
     ncols = min(4, len(strats))
     nrows = -(-len(strats) // ncols)
     size = (ncols * (0.8 * len(roles) + 1.4), nrows * (0.55 * len(levels) + 1.6))
-    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=False, layout="constrained")
+    fig, axes = subplots(nrows, ncols, figsize=size, squeeze=False, layout="constrained")
     flat = [ax for row in axes for ax in row]
     for ax in flat[len(strats):]:
         ax.axis("off")
@@ -186,13 +183,10 @@ def heatmap_figure(m: dict[str, Any], strategies: list[str]):
 
 def accuracy_by_role_figure(m: dict[str, Any], strategies: list[str]):
     """Figure 3: TA by assigned role per variant; dashed line: the no-role baseline."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ...report.figures import subplots
 
     roles = m["roles"]
-    fig, ax = plt.subplots(figsize=(1.1 * len(roles) + 2.5, 3.6))
+    fig, ax = subplots(figsize=(1.1 * len(roles) + 2.5, 3.6))
     x = list(range(len(roles)))
     for strat in strategies:
         sm = m["by_strategy"].get(strat)
@@ -211,12 +205,9 @@ def accuracy_by_role_figure(m: dict[str, Any], strategies: list[str]):
 
 def delta_figure(m: dict[str, Any]):
     """Figure 5: change in IA (x) and A (y) of each variant relative to Identity."""
-    import matplotlib
+    from ...report.figures import subplots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4.8, 3.8))
+    fig, ax = subplots(figsize=(4.8, 3.8))
     ax.scatter([0], [0], marker="s", color=color("identity"), label="identity")
     for strat, d in m["deltas"].items():
         if d.get("IA") is None or d.get("A") is None:

@@ -21,12 +21,9 @@ def _r(d: dict | None) -> float | None:
 
 
 def _stacked(labels: list[str], mats: list[dict], title: str):
-    import matplotlib
+    from ...report.figures import subplots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(labels) + 2), 3.6))
+    fig, ax = subplots(figsize=(max(5, 1.3 * len(labels) + 2), 3.6))
     bottom = [0.0] * len(labels)
     for c in CELLS:
         vals = [(_r(m.get(c)) or 0.0) for m in mats]
@@ -41,10 +38,7 @@ def _stacked(labels: list[str], mats: list[dict], title: str):
 
 
 def _region_bars(by_region: dict, title: str):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ...report.figures import subplots
     import numpy as np
 
     regions = list(by_region)
@@ -61,7 +55,7 @@ def _region_bars(by_region: dict, title: str):
 
     gap, gap_err = bars("c_gap")
     ov, ov_err = bars("override")
-    fig, ax = plt.subplots(figsize=(max(5, 1.2 * len(regions) + 2), 3.4))
+    fig, ax = subplots(figsize=(max(5, 1.2 * len(regions) + 2), 3.4))
     ax.bar(x - 0.2, gap, 0.4, yerr=gap_err, capsize=3, label="Compliance Gap (both types)", color="#e07b39")
     ax.bar(x + 0.2, ov, 0.4, yerr=ov_err, capsize=3, label="Verified override (cross)", color="#6c5ce7")
     ax.set_xticks(x, regions)

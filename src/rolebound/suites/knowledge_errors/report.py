@@ -142,10 +142,7 @@ def _hidden_section(rep: Report, run_dir: Path) -> None:
 
 
 def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ...report.figures import subplots
     import numpy as np
 
     names = [c for c in dict.fromkeys(chars) if chars.count(c) >= 3]
@@ -153,7 +150,7 @@ def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
         return None
     ncol = min(3, len(names))
     nrow = -(-len(names) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.8 * nrow), squeeze=False)
+    fig, axes = subplots(nrow, ncol, figsize=(4.2 * ncol, 3.8 * nrow), squeeze=False)
     style = {"correct": ("tab:green", "o"), "KKE": ("tab:red", "^"), "UKE": ("tab:blue", "s")}
     for ax, name in zip(axes.flat, names):
         idx = [i for i, c in enumerate(chars) if c == name]

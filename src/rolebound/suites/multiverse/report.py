@@ -193,12 +193,9 @@ def _think_act_figure(rep, strat: dict) -> None:
                 pts.append((f"{s}/{t} (n={a['judge_thinking']['n']})", th, ac))
     if not pts:
         return
-    import matplotlib
+    from ...report.figures import subplots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4.5, 4))
+    fig, ax = subplots(figsize=(4.5, 4))
     for label, th, ac in pts:
         ax.scatter([th], [ac])
         ax.annotate(label, (th, ac), fontsize=8, xytext=(4, 4), textcoords="offset points")

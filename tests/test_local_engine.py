@@ -219,3 +219,79 @@ def test_the_score_plan_is_the_cheaper_one(cost, rescored, alone):
     assert TransformersEngine._fp32_alone(eng) is alone
     eng.score_plan = "two-pass"
     assert TransformersEngine._fp32_alone(eng) is False
+
+
+# -- prefix KV kept across calls (models/prefix_kv.py) ---------------------------------------------
+def test_prefix_kv_finds_the_longest_shared_entry_slices_it_and_keeps_its_budget():
+    torch = pytest.importorskip("torch")
+    from rolebound.models.prefix_kv import PrefixKV, nbytes
+
+    def kv(n):                                   # 2 layers, (1, heads, tokens, dim); value = position
+        t = torch.arange(n, dtype=torch.float32).view(1, 1, n, 1).expand(1, 2, n, 4).contiguous()
+        return [(t, t + 100)] * 2
+
+    owner, other = object(), object()
+    cache = PrefixKV(budget_mb=1)
+    cache.put(owner, [1, 2, 3, 4, 5], kv(5))
+    cache.put(other, [1, 2, 3, 4, 5, 6], kv(6))
+    key, n = cache.best(owner, [1, 2, 3, 9, 9])
+    assert key == (id(owner), (1, 2, 3, 4, 5)) and n == 3            # another model's entry is not used
+    assert cache.best(owner, [1, 2, 3, 4, 5, 6], limit=4)[1] == 4    # never past the first read position
+    assert cache.best(owner, [7, 8])[0] is None
+    k, v = cache.take(key, 3)[0]
+    assert k.shape == (1, 2, 3, 4) and k[0, 0, :, 0].tolist() == [0, 1, 2] and v[0, 0, 2, 0] == 102
+    cache.put(owner, [1, 2, 3, 4, 5, 6, 7], kv(7))                   # extends the first: it goes
+    assert [e[1] for e in cache.entries] == [(1, 2, 3, 4, 5, 6), (1, 2, 3, 4, 5, 6, 7)]
+    assert cache.size == nbytes(kv(6)) + nbytes(kv(7))
+    per_token = nbytes(kv(1))
+    small = PrefixKV(budget_mb=per_token * 10 / (1 << 20))           # room for 10 tokens
+    small.put(owner, [1] * 6, kv(6))
+    small.put(owner, [2] * 3, kv(3))
+    small.put(owner, [3] * 4, kv(4))                                 # the oldest is dropped
+    assert [e[1][0] for e in small.entries] == [2, 3] and small.size <= small.budget
+    small.put(owner, [4] * 11, kv(11))                               # over the whole budget: not kept
+    assert [e[1][0] for e in small.entries] == [2, 3]
+
+
+@pytest.mark.model
+def test_a_prefix_kept_from_an_earlier_call_gives_the_answers_of_no_reuse(fp32_engine):
+    """Two calls under one persona: the second computes none of it (counted as saved), a lone
+    request on the persona reuses it too, and scores and greedy text equal those of no reuse."""
+    eng = fp32_engine
+    eng.kv.clear()
+    qs = ["Who is your father?", "Which company do you run?", "Where did you study?", "Name your AI."]
+    reqs = [ScoreRequest(messages=persona(q), assistant_prefix="Answer: ", continuations=["1", "2", "3"]) for q in qs]
+    from rolebound.models.prefix_kv import lcp
+
+    ctx = [eng._split_context(r)[0] for r in reqs]
+    plen = lcp(ctx[0], ctx[1], len(ctx[0]))            # the persona the first call's pair shares
+    assert plen >= eng.prefix_min
+    before = dict(eng.prefill)
+    first = eng.score(reqs[:2])
+    mid = dict(eng.prefill)
+    second = eng.score(reqs[2:3])                        # alone in its call: from the kept prefix
+    third = eng.score(reqs[3:])
+    after = dict(eng.prefill)
+    assert after["saved"] - mid["saved"] >= 2 * plen and mid["saved"] - before["saved"] >= plen
+    assert after["computed"] - mid["computed"] < 2 * 30             # the questions' tails only
+    old, eng.prefix_min = eng.prefix_min, 0
+    try:
+        plain = eng.score(reqs)
+        gplain = eng.generate([GenRequest(messages=persona(q), max_tokens=8) for q in qs], Decoding(max_tokens=8))
+    finally:
+        eng.prefix_min = old
+    for f, p in zip(first + second + third, plain):
+        assert f.logprobs == pytest.approx(p.logprobs, abs=1e-3)
+    gens = [eng.generate([GenRequest(messages=persona(q), max_tokens=8)], Decoding(max_tokens=8))[0] for q in qs]
+    assert [g.text for g in gens] == [p.text for p in gplain]
+    assert eng.kv.size <= eng.kv.budget and eng.kv.entries
+
+
+@pytest.mark.model
+def test_the_backend_reports_prefill_tokens_and_takes_the_budget_option():
+    from rolebound.models import create_backend
+
+    b = create_backend("bundled", prefix_cache_mb=0)
+    info_engine = b.engine
+    assert info_engine.kv is None and b.info()["prefix"]["cache_mb"] == 0
+    assert set(b.info()["prefill_tokens"]) == {"computed", "saved"}

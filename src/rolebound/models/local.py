@@ -24,6 +24,7 @@ from ..records import Decoding, Message
 from ..threads import policy as thread_policy
 from ..threads import resolve_override
 from .engine_calls import EngineCalls, split_all
+from .prefix_kv import PrefixKV
 from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, HIDDEN, LOGPROB, Backend, GenRequest, GenResult,
                    ScoreRequest, ScoreResult)
 
@@ -92,8 +93,9 @@ def auto_batch(model, device: str, dtype) -> tuple[int, int]:
 # Part of every cache key of this engine. bf16 results depend slightly on batch make-up and on
 # prefix reuse, so when those change, bump this: otherwise a run would mix cached answers of the
 # old engine with new ones and differ from a fresh run of the same command.
-ENGINE_REV = 5       # 3: option log-likelihoods in float32; 4: bf16 pass, float32 re-score of close calls;
-                     # 5: float32 alone where it costs no more than the two passes
+ENGINE_REV = 6       # 3: option log-likelihoods in float32; 4: bf16 pass, float32 re-score of close calls;
+                     # 5: float32 alone where it costs no more than the two passes; 6: prefix KV kept
+                     # across calls (models/prefix_kv.py)
 # A request whose best two options lie within this many nats (summed, or per token) is scored
 # again by the float32 copy. bf16 trunk noise moved log-likelihoods by about 0.05 between batch
 # make-ups (0.13 on one Xeon); four times that leaves every answer the bf16 pass keeps decided
@@ -119,7 +121,7 @@ class TransformersEngine:
 
     def __init__(self, path: str | Path, *, dtype: str = "auto", device: str | None = None,
                  threads: int | None = None, max_batch: int | None = None,
-                 batch_tokens: int | None = None, prefix_min: int = 64):
+                 batch_tokens: int | None = None, prefix_min: int = 64, prefix_cache_mb: float = 256):
         t0 = time.perf_counter()
         try:
             import torch
@@ -156,6 +158,10 @@ class TransformersEngine:
         self.max_batch = int(max_batch or rows)
         self.batch_tokens = int(batch_tokens or tokens)
         self.prefix_min = int(prefix_min) if self._prefix_ok() else 0
+        # shared prefixes' KV across calls (0: within one call only); prefill tokens counted
+        self.prefix_cache_mb = float(prefix_cache_mb)
+        self.kv = PrefixKV(self.prefix_cache_mb) if self.prefix_min and self.prefix_cache_mb > 0 else None
+        self.prefill = {"computed": 0, "saved": 0}
         self.lock = threading.Lock()
         self.load_s = time.perf_counter() - t0
         eos = set()
@@ -387,9 +393,10 @@ class TransformersEngine:
         """
         out: list[list[float] | None] = [None] * len(seqs)
         firsts = [min(p for p, _ in w) for w in wants]
-        groups, rest = self._prefix_groups(seqs, firsts)
+        groups, rest = self._with_cached(seqs, firsts, *self._prefix_groups(seqs, firsts), self._scoring_model())
         for members, plen in groups:
             self._score_shared(seqs, wants, firsts, members, plen, out, done)
+        self.prefill["computed"] += sum(len(seqs[j]) for j in rest)
         for b in self._batches([len(seqs[j]) for j in rest]):
             idx = [rest[j] for j in b]
             ids, mask, pos = self._pad([seqs[j] for j in idx])
@@ -488,15 +495,47 @@ class TransformersEngine:
         return groups, rest
 
     def _prefix_cache(self, prefix: list[int], model=None):
-        """Per-layer (keys, values) of one prefix, computed once (by `model`, default the engine's)."""
+        """Per-layer (keys, values) of one prefix (by `model`, default the engine's): from the
+        kept KV where an entry shares it, computing only what no entry holds."""
         from transformers import DynamicCache
 
+        model = model or self.model
+        key, keep = self.kv.best(model, prefix) if self.kv and self.prefix_min else (None, 0)
+        if keep < self.prefix_min:
+            key, keep = None, 0
+        if keep == len(prefix):
+            self.prefill["saved"] += keep
+            return self.kv.take(key, keep)
         self.tick()
         cache = DynamicCache()
-        ids = self.torch.tensor([prefix], dtype=self.torch.long, device=self.device)
-        pos = self.torch.arange(len(prefix), device=self.device).view(1, -1)
-        (model or self.model)(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1, **{self.cache_kw: cache})
-        return [(kv[0], kv[1]) for kv in cache]
+        for layer, (k, v) in enumerate(self.kv.take(key, keep) if keep else []):
+            cache.update(k, v, layer)
+        ids = self.torch.tensor([prefix[keep:]], dtype=self.torch.long, device=self.device)
+        pos = self.torch.arange(keep, len(prefix), device=self.device).view(1, -1)
+        model(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1, **{self.cache_kw: cache})
+        kv = [(layer[0], layer[1]) for layer in cache]
+        self.prefill["computed"] += len(prefix) - keep
+        self.prefill["saved"] += keep
+        if self.kv:
+            self.kv.put(model, prefix, kv)
+        return kv
+
+    def _with_cached(self, seqs, firsts, groups, rest, model):
+        """Sequences left alone by _prefix_groups that share >= prefix_min tokens with a kept
+        prefix become groups on it (by the entry they share most with); the others stay."""
+        if not self.kv or not self.prefix_min or not rest:         # prefix_min 0: no reuse at all
+            return groups, rest
+        by_entry: dict[tuple, list[tuple[int, int]]] = {}
+        alone = []
+        for j in rest:
+            key, n = self.kv.best(model, seqs[j], firsts[j])
+            if key is not None and n >= self.prefix_min:
+                by_entry.setdefault(key, []).append((j, n))
+            else:
+                alone.append(j)
+        for hits in by_entry.values():
+            groups.append(([j for j, _ in hits], min(n for _, n in hits)))
+        return groups, alone
 
     def _expand(self, kv, rows: int):
         from transformers import DynamicCache
@@ -510,6 +549,8 @@ class TransformersEngine:
         torch = self.torch
         kv = self._prefix_cache(seqs[members[0]][:plen], self._scoring_model())
         tails = [seqs[j][plen:] for j in members]
+        self.prefill["saved"] += (len(members) - 1) * plen
+        self.prefill["computed"] += sum(len(t) for t in tails)
         for b in self._batches([len(t) for t in tails]):
             idx = [members[j] for j in b]
             ids, mask, pos = self._pad([tails[j] for j in b])
@@ -534,10 +575,13 @@ class TransformersEngine:
                 gen.manual_seed(int(decoding.seed))
             # Prompts sharing a long prefix decode from one copy of its KV cache; the last
             # prompt token stays in the tail, since its logits start the decoding.
-            groups, rest = self._prefix_groups(encoded, [len(e) - 1 for e in encoded])
+            firsts = [len(e) - 1 for e in encoded]
+            groups, rest = self._with_cached(encoded, firsts, *self._prefix_groups(encoded, firsts), self.model)
             for members, plen in groups + [(rest, 0)]:
                 kv = self._prefix_cache(encoded[members[0]][:plen]) if plen else None
                 tails = [encoded[i][plen:] for i in members]
+                self.prefill["saved"] += max(0, len(members) - 1) * plen
+                self.prefill["computed"] += sum(len(t) for t in tails)
                 for b in self._batches([len(t) for t in tails], extra=extra):
                     idx = [members[j] for j in b]
                     results = self._decode_batch([tails[j] for j in b], [limits[i] for i in idx],
@@ -659,6 +703,9 @@ def shared_engine(path: Path | str, **opts: Any) -> tuple["TransformersEngine", 
         return _ENGINES[key], True
 
 
+ENGINE_OPTIONS = ("dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min", "prefix_cache_mb")
+
+
 class LocalBackend(EngineCalls, Backend):
     """Async face of a TransformersEngine: work runs in a worker thread, one batch at a time."""
 
@@ -666,7 +713,7 @@ class LocalBackend(EngineCalls, Backend):
     batching = True
     streams = True          # generate/score take emit(i, result): results reach the runner per batch
     option_names = frozenset({"dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min",
-                              "think_tag"})
+                              "prefix_cache_mb", "think_tag"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
         super().__init__(name, decoding, **options)
@@ -674,6 +721,7 @@ class LocalBackend(EngineCalls, Backend):
         self._engine_lock = threading.Lock()
         self._loaded_here = False
         self._rescored0 = (0, 0, 0)       # the shared engine's counters when this backend took it
+        self._prefill0 = {"computed": 0, "saved": 0}
         self._folder: str | None = None
         resolve_override(self.options.get("threads"))    # a bad ROLEBOUND_THREADS fails here, before any work
         thread_policy().register()                       # other rolebound engines share the cores with us
@@ -686,10 +734,10 @@ class LocalBackend(EngineCalls, Backend):
         with self._engine_lock:
             if self._engine is None:
                 opts = {k: v for k, v in self.options.items()
-                        if k in ("dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min")
-                        and v is not None}
+                        if k in ENGINE_OPTIONS and v is not None}
                 self._engine, self._loaded_here = shared_engine(self.model_path(), **opts)
                 self._rescored0 = tuple(self._engine.rescored)
+                self._prefill0 = dict(self._engine.prefill)
             return self._engine
 
     def identity(self) -> dict[str, Any]:
@@ -715,6 +763,8 @@ class LocalBackend(EngineCalls, Backend):
                              "float32_alone": e.rescored[2] - self._rescored0[2],
                              "fp32_cost": None if e._fp32_cost is None else round(e._fp32_cost, 2)},
                 "device": e.device,
+                "prefix": {"min": e.prefix_min, "cache_mb": e.prefix_cache_mb if e.kv else 0},
+                "prefill_tokens": {k: e.prefill[k] - self._prefill0.get(k, 0) for k in e.prefill},
                 "load_s": round(e.load_s, 2) if self._loaded_here else 0.0, "torch": torch.__version__,
                 "transformers": transformers.__version__, "threads": tp.get("threads") or torch.get_num_threads(),
                 "thread_policy": tp}

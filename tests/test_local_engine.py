@@ -295,3 +295,13 @@ def test_the_backend_reports_prefill_tokens_and_takes_the_budget_option():
     info_engine = b.engine
     assert info_engine.kv is None and b.info()["prefix"]["cache_mb"] == 0
     assert set(b.info()["prefill_tokens"]) == {"computed", "saved"}
+
+
+@pytest.mark.parametrize("engine,option", [("llamacpp", "prefix_cache_mb"), ("llamacpp", "dtype"),
+                                           ("torch", "n_ctx"), ("torch", "flash_attn")])
+def test_an_option_of_the_other_engine_is_refused_by_name(engine, option):
+    from rolebound.errors import BackendError
+    from rolebound.models import create_backend
+
+    with pytest.raises(BackendError, match=f"option '{option}' does not apply to --engine {engine}"):
+        create_backend("bundled", engine=engine, **{option: 1})

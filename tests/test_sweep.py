@@ -221,14 +221,15 @@ def ray_sweep(cluster, *args, **kw):
 @pytest.mark.ray
 @pytest.mark.model
 def test_ray_sweep_equals_local_sweep(cluster, tmp_path):
-    fake = grid(tmp_path / "fake.yaml")
+    # knowledge-errors on Ray: test_killed_worker_node_loses_and_duplicates_nothing compares it too
+    fake = grid(tmp_path / "fake.yaml", suite="charm")
     bundled = grid(tmp_path / "bundled.yaml", suite="charm", model="bundled", limit=2)
     env = {"ROLEBOUND_THREADS": "1"}        # the same thread count both ways: bf16 sums depend on it
     loc = rb("sweep", fake, bundled, "--out", tmp_path / "local", "-q", env=env)
     assert loc.returncode == 0, loc.stderr
     res = ray_sweep(cluster, fake, bundled, "--out", tmp_path / "ray", env=env)
     assert res.returncode == 0, res.stderr
-    assert len(runs_of(tmp_path / "ray")) == 5
+    assert len(runs_of(tmp_path / "ray")) == 3
     assert_same_runs(tmp_path / "local", tmp_path / "ray")
     assert (tmp_path / "ray" / "compare" / "compare.html").exists()
 
@@ -267,11 +268,12 @@ def test_runs_on_one_endpoint_share_its_cap_across_the_cluster(cluster, tmp_path
     from rolebound.testing.fake_server import FakeServer
 
     with FakeServer(delay=0.1, reply="Answer: 1") as srv:
-        cfg = grid(tmp_path / "g.yaml", model=["openai:m1", "openai:m2"], limit=12, judge="self",
+        # two runs at once (one a worker) on one endpoint, each allowed 8 in flight: 16 wanted, 8 allowed
+        cfg = grid(tmp_path / "g.yaml", model="openai:m1", limit=12, judge="self",
                    backend={"base_url": srv.url + "/v1", "concurrency": 8})
         res = ray_sweep(cluster, cfg, "--out", tmp_path / "sw")
         assert res.returncode == 0, res.stdout
-        assert srv.stats.requests > 8 * 4
+        assert srv.stats.requests > 8 * 4, srv.stats.requests
         assert srv.stats.max_in_flight <= 8
 
 

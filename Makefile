@@ -11,9 +11,10 @@ LOCK   := requirements.lock
 demo: $(STAMP)
 	$(VENV)/bin/rolebound run charm
 
-# One pytest worker per core (pytest-xdist); a test file stays on one worker, so its module
-# fixtures (a Ray cluster, a llama.cpp server, a loaded model) start once.
-XDIST := -n auto --dist loadfile
+# One pytest worker per core (pytest-xdist); tests on a module-scoped fixture (a Ray cluster, a
+# llama.cpp server, a loaded model) stay on one worker with their file (tests/conftest.py), so the
+# fixture starts once; the other tests go to whichever worker is free.
+XDIST := -n auto --dist loadgroup
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q $(XDIST)

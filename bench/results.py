@@ -79,16 +79,26 @@ SPECS = [
     Spec("capability", "capability",
          ["--model", QWEN, *ENGINE, "--strategy", "identity,injection,no-role", "--set", "per_level=20",
           "--max-tokens", "384"],
-         ["Table 3", "Answer extraction", "No-role baseline", "Figure 5 data"],
-         reading="One question per level (4) for each of the six roles, 52 calls in 6.7 min (prefix reuse saved "
-         "4,293 of 10,467 prompt tokens: each role's prompt is shared by its questions). At the paper's "
-         "temperature 1.0 (max_tokens capped at 384, listed as a departure) 16 of 24 Identity answers hold a "
-         "valid boxed letter; the rest open with a bare letter (\"D.\"), which Appendix D counts as wrong. "
-         "Injection's prefilled turn drives the model into refusals (\" not capable of answering this.\", "
-         "\" to respond with the answer 'I don't know'.\"): 2 of 24 boxed, TA 0.000. Identity's macro TA "
-         "0.500 has a CI of +-0.125, IA +-0.10, A +-0.17 and no-role +-0.50 (4 answers): far from +-0.06. "
-         "The whole 186-question bank with these three variants is 2,418 calls, about 5 h at this run's "
-         "rate; the time is prefill (6,174 prompt tokens computed against 868 generated)."),
+         ["Table 3", "Per role", "Answer extraction", "No-role baseline", "Figure 5 data", "Position bias"],
+         reading="80 questions (20 per level, the bank's own order) for each of the six roles under identity and "
+         "injection, and with no role: 1,040 calls, 965 made and 75 from the response cache of a whole-bank run "
+         "stopped early, none failed. Wall 97.4 min, of which about 11 min paused (SIGSTOP) while the test suite "
+         "and a bench ran idle, the rest beside other work; at about 14 calls a minute idle. Prefix reuse saved "
+         "112,032 of 204,007 prompt tokens (each role's prompt is shared by its questions); 22,878 tokens "
+         "generated at the paper's temperature 1.0 (max_tokens capped at 384, the one departure). CI half-widths: "
+         "injection TA +-0.027, IA +-0.042, A +-0.051 (within the +-0.06 bar); identity TA +-0.063, IA +-0.073, "
+         "A +-0.11 and no-role TA +-0.10 (80 answers) miss it. The whole 186-question bank (2,418 calls, about "
+         "3 h idle) would bring identity TA to about +-0.04, but no-role to only +-0.07 at this accuracy: that "
+         "figure needs some 260 questions, more than the bank has. What the numbers show: under a role the model "
+         "boxes fewer answers (162 of 480 identity answers have no \\boxed{}, which Appendix D counts as wrong) and "
+         "scores TA 0.460 against 0.575 with no role; above its role's ceiling it answers almost as well as within "
+         "it (A 0.417 against IA 0.470), the capability leakage the paper measures. The prefilled Injection turn "
+         "suppresses answering everywhere rather than above the ceiling: 139 of 480 answers box an abstention and "
+         "275 box nothing, so IA falls as much as A (-0.387 and -0.346; the paper's Gemma and Qwen3.5 lose "
+         "0.04-0.06 IA, OLMo-3 0.37). Answers lean to A (31% against 28% of gold, chi-square p 0.0085 over four "
+         "positions), short of the report's warning rule. What they cannot show: role-play ability (a 1.5B coder "
+         "model, one seed at temperature 1.0), the paper's leakage for reasoning models (replies cut at 384 "
+         "tokens), or the RV/C/RC judge scores (not judged)."),
     Spec("knowledge-errors", "knowledge-errors",
          ["--model", QWEN, *ENGINE, "--judge", "self", "--strategy", "vanilla,cot,s2rd", "--limit", "8"],
          ["Table 3 layout", "Judge outputs", "S2RD self-recollection"],
@@ -268,11 +278,13 @@ flagged so. These runs test the tool on a model that writes the papers' answer f
 coder model says nothing about role-play ability.
 
 Issue 21 asks each headline figure's 95% CI to be at most +-6 points (+-0.06 for capability's
-0-1 scores). Only the CHARM run is at that size: 1,100 questions under independent and no-role on
-2 cores, resumed from a 620-question run's response cache. The other three are the small runs of
-the first round (their sections are kept from that page: their run folders were not on the machine
-that wrote this one), far from the bar; each run's reading says how long a run at the bar would
-take and where its time goes. Written by `python bench/results.py write` from the run folders
+0-1 scores). The CHARM run meets it: 1,100 questions under independent and no-role on 2 cores,
+resumed from a 620-question run's response cache. The capability run (80 of the bank's 186
+questions, all six roles, identity, injection and no-role) meets it for injection's three figures
+and misses it for identity (TA +-0.063) and no-role (+-0.10; the whole bank would give +-0.07).
+knowledge-errors and multiverse are still the small runs of the first round (their sections are
+kept from that page: their run folders were not on the machine that wrote this one), far from the
+bar; each reading says how long a run at the bar would take and where its time goes. Written by `python bench/results.py write` from the run folders
 under `runs/results/` (run them with `python bench/results.py run`, or both with `make results`).
 Figures are copied from each run's report.md; wall times of runs that shared the 2 cores with
 other work (tests, benches) are upper bounds.

@@ -38,9 +38,8 @@ def _fresh_cache(tmp_path, monkeypatch):
 
 
 # Files in the order their heaviest test suggests (Ray, then a model, then other slow work), each
-# file's tests kept together and in order: `make test` hands whole files to its workers
-# (pytest-xdist --dist loadfile) in this order, so the longest start first and none is left alone
-# at the end.
+# file's tests kept together and in order: `make test` hands the tests to its workers in this order
+# (pytest-xdist --dist loadgroup), so the longest start first and none is left alone at the end.
 WEIGHT = ("ray", "model", "slow")
 
 
@@ -54,6 +53,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "bundled" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("model"):
             item.add_marker(pytest.mark.model)
+        # a test on a module-scoped fixture (a Ray cluster, a server, a loaded engine) stays on one
+        # worker with the rest of its file (pytest-xdist --dist loadgroup); the others go anywhere
+        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
+        if any(d.scope == "module" for ds in defs.values() for d in ds):
+            item.add_marker(pytest.mark.xdist_group(item.fspath.basename))
     rank: dict[str, int] = {}
     for item in items:
         rank[item.fspath.strpath] = min(rank.get(item.fspath.strpath, len(WEIGHT)), _weight(item))

@@ -82,7 +82,7 @@ SPECS = [
          ["Table 3", "Per role", "Answer extraction", "No-role baseline", "Figure 5 data", "Position bias"],
          reading="80 questions (20 per level, the bank's own order) for each of the six roles under identity and "
          "injection, and with no role: 1,040 calls, 965 made and 75 from the response cache of a whole-bank run "
-         "stopped early, none failed. Wall 97.4 min, of which about 11 min paused (SIGSTOP) while the test suite "
+         "stopped early, none failed. Wall 97.3 min, of which about 11 min paused (SIGSTOP) while the test suite "
          "and a bench ran idle, the rest beside other work; at about 14 calls a minute idle. Prefix reuse saved "
          "112,032 of 204,007 prompt tokens (each role's prompt is shared by its questions); 22,878 tokens "
          "generated at the paper's temperature 1.0 (max_tokens capped at 384, the one departure). CI half-widths: "

@@ -53,6 +53,8 @@ BAD = [  # (flags, the request fields they set, what the line says)
     (["--timeout", "0"], {"backend_options": {"timeout": 0}}, "greater than 0"),
     (["--backend-opt", "max_retries=-1"], {"backend_options": {"max_retries": -1}}, "max_retries"),
     (["--backend-opt", "concurrency=0"], {"backend_options": {"concurrency": 0}}, "concurrency"),
+    (["--backend-opt", "prefix_cache_mb=abc"], {"backend_options": {"prefix_cache_mb": "abc"}}, "prefix_cache_mb"),
+    (["--backend-opt", "prefix_cache_mb=-5"], {"backend_options": {"prefix_cache_mb": -5}}, "prefix_cache_mb"),
     (["--model", ""], {"model": ""}, "empty"),
     (["--model", "fake"], {"model": "fake"}, "fake:NAME"),
     (["--model", "fake:"], {"model": "fake:"}, "no model name after the colon"),

@@ -115,6 +115,7 @@ class BackendOptions(BaseModel):
     engine: str | None = None              # bundled models: torch (default) or llamacpp
     n_ctx: int | None = Field(None, ge=256)      # llamacpp: KV cells shared by the rows of a batch
     prefix_max: int | None = Field(None, ge=0)   # llamacpp: longest resident prefix kept across calls
+    prefix_cache_mb: float | None = Field(None, ge=0)   # torch engine: KV of shared prefixes kept across calls (0: within a call)
     think_tag: str | None = None           # reasoning opener for Capability Injection (default: from the chat template)
     chat_template: str | None = None       # openai: tokenizer folder, tokenizer_config.json, Jinja file, or server
     prefill: str | None = None             # openai: continue_final_message (vLLM) for Capability Injection

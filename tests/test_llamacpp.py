@@ -216,6 +216,31 @@ def test_batched_greedy_equals_one_by_one_and_reuse_off(engine):
 
 
 @needs
+def test_a_finished_row_hands_its_slot_to_the_next_prompt(engine):
+    """Continuous batching: with two slots, one long reply and five short ones, the short ones
+    take turns in the second slot while the long one decodes (in fixed batches the long one's
+    batch-mate would wait for it, and the rest after it)."""
+    from rolebound.models.llamacpp import LlamaCppEngine
+
+    qs = QUESTIONS[:6]
+    first = min(qs, key=lambda q: engine.encode(engine.render(chat(q))))     # the engine's order
+    reqs = [GenRequest(messages=chat(q), max_tokens=40 if q == first else 2) for q in qs]
+    dec = Decoding(temperature=0, max_tokens=40)
+    two = LlamaCppEngine(smollm2_gguf(), threads=1, n_ctx=4096, max_batch=2)
+    order: list[int] = []
+    try:
+        got = two.generate(reqs, dec, emit=lambda i, res: order.append(i))
+    finally:
+        two.close()
+    long = qs.index(first)
+    assert got[long].completion_tokens > 8, got[long]          # long enough for the others to pass it
+    assert order[-1] == long and sorted(order) == list(range(6))
+    assert [r.completion_tokens for r in got].count(2) == 5
+    alone = engine.generate([r for i, r in enumerate(reqs) if i != long], dec)
+    assert [r.text for i, r in enumerate(got) if i != long] == [r.text for r in alone]
+
+
+@needs
 def test_prefix_reuse_across_calls_saves_prefill(engine):
     dec = Decoding(temperature=0, max_tokens=4)
     engine.generate([GenRequest(messages=chat(QUESTIONS[0]))], dec)
@@ -296,11 +321,13 @@ def test_close_waits_for_the_call_in_flight_and_refuses_queued_ones():
 
 @_skip
 def test_flash_attn_option_is_in_the_cache_key_and_checked_at_once():
+    from rolebound.models import llamacpp
     from rolebound.models.llamacpp import LlamaCppBackend
 
     gguf = str(smollm2_gguf())
     keys = {LlamaCppBackend(gguf, **o).identity()["engine"] for o in ({}, {"flash_attn": "false"}, {"flash_attn": True})}
-    assert keys == {"llamacpp-1", "llamacpp-1-fa-off", "llamacpp-1-fa-on"}    # auto keeps the old key
+    rev = f"llamacpp-{llamacpp.ENGINE_REV}"
+    assert keys == {rev, f"{rev}-fa-off", f"{rev}-fa-on"}    # auto: no suffix
     with pytest.raises(BackendError, match="flash_attn must be true, false or auto"):
         LlamaCppBackend(gguf, flash_attn="sometimes")
     # the bundled model on this engine takes it too (its option list once left it out): one line, exit 2

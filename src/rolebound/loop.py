@@ -44,13 +44,14 @@ def sigterm_as_interrupt() -> Iterator[SimpleNamespace]:
 
 
 async def bounded(jobs: Sequence[Any], fn: Callable[[Any], Awaitable[Any]], *, concurrency: int,
-                  label: str = "", progress: bool = False) -> list[Any]:
+                  label: str = "", progress: bool = False, unit: str = "items",
+                  note: str = "") -> list[Any]:
     """`await fn(job)` for every job, in order of the results as the jobs were given. An exception
     out of `fn` (fn handles the ones it expects) or Ctrl-C cancels the jobs still waiting."""
     from .progress import make_progress
 
     sem = asyncio.Semaphore(max(1, concurrency))
-    prog, task = make_progress(len(jobs), label, enabled=progress)
+    prog, task = make_progress(len(jobs), label, enabled=progress, unit=unit, note=note)
 
     async def one(job):
         async with sem:

@@ -11,8 +11,8 @@ INSTANT_S = 1.0   # items done this soon after the start were resumed or cached:
 class _PlainProgress:
     """For logs and CI: a line every 10% (or 30 s), with rate and ETA."""
 
-    def __init__(self, total: int, label: str):
-        self.total, self.label, self.done = total, label, 0
+    def __init__(self, total: int, label: str, unit: str = "items", note: str = ""):
+        self.total, self.label, self.done, self.unit, self.note = total, label, 0, unit, note
         self.t0 = time.perf_counter()
         self.last_pct, self.last_t = -1, self.t0
         self.base = (self.t0, 0)      # the rate counts from here: after the instant items
@@ -24,7 +24,7 @@ class _PlainProgress:
         return (self.done - d0) / (t - t0) if t > t0 else 0.0
 
     def start(self):
-        print(f"{self.label}: {self.total} items", file=sys.stderr, flush=True)
+        print(f"{self.label}: {self.total} {self.unit}{self.note}", file=sys.stderr, flush=True)
 
     def advance(self, _task=None, n: int = 1):
         self.done += n
@@ -36,7 +36,7 @@ class _PlainProgress:
             el = t - self.t0
             rate = self.rate(t)
             eta = (self.total - self.done) / rate if rate > 0 else float("nan")
-            print(f"{self.label}: {self.done}/{self.total} items, {rate:.2f} items/s, "
+            print(f"{self.label}: {self.done}/{self.total} {self.unit}, {rate:.2f} {self.unit}/s, "
                   f"elapsed {el:.0f}s, ETA {eta:.0f}s", file=sys.stderr, flush=True)
             self.last_pct, self.last_t = pct, t
 
@@ -44,11 +44,13 @@ class _PlainProgress:
         pass
 
 
-def make_progress(total: int, label: str, enabled: bool = True):
+def make_progress(total: int, label: str, enabled: bool = True, unit: str = "items", note: str = ""):
+    """unit: what is counted ("items", or "jobs" where each item runs under several strategies);
+    note: said once after the total (what a job is)."""
     if not enabled or total == 0:
         return None, None
     if not sys.stderr.isatty():
-        p = _PlainProgress(total, label)
+        p = _PlainProgress(total, label, unit, note)
         return p, None
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
@@ -59,10 +61,10 @@ def make_progress(total: int, label: str, enabled: bool = True):
             speed = task.finished_speed or task.speed
             from rich.text import Text
 
-            return Text(f"{speed:.2f} items/s" if speed else "- items/s")
+            return Text(f"{speed:.2f} {unit}/s" if speed else f"- {unit}/s")
 
     prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TaskProgressColumn(), RateColumn(""), TimeElapsedColumn(), TextColumn("ETA"),
                     TimeRemainingColumn(), console=Console(stderr=True), transient=False)
-    task = prog.add_task(label, total=total)
+    task = prog.add_task(label + note, total=total)
     return prog, task

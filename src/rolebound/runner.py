@@ -430,4 +430,8 @@ async def execute(suite, dataset, items: list, settings, session: Session, *, co
             session.errors.append(f"{item.id}/{strategy}: {type(exc).__name__}: {exc}")
             session.jobs_done += 1
 
-    await bounded(jobs, one, concurrency=concurrency, label=suite.name, progress=progress)
+    # several strategies or repeats: the bar counts item x strategy x repeat jobs, and says so
+    per = [f"{len(settings.strategies)} strategies"] if len(settings.strategies) > 1 else []
+    per += [f"{settings.repeats} repeats"] if settings.repeats > 1 else []
+    unit, note = ("jobs", f" ({len(items)} items x {' x '.join(per)})") if per else ("items", "")
+    await bounded(jobs, one, concurrency=concurrency, label=suite.name, progress=progress, unit=unit, note=note)

@@ -23,8 +23,12 @@ def _isolated_cache(tmp_path_factory):
     os.environ["ROLEBOUND_MODEL_DIR"] = str(model_dir())   # pin before moving the cache
     os.environ["ROLEBOUND_CACHE_DIR"] = str(tmp_path_factory.mktemp("rolebound-cache"))
     # derived entries (embeddings, similarity tables) are keyed by their inputs: one folder for the
-    # test run, so an embedding model loads once, not in every test that runs charm
-    os.environ["ROLEBOUND_DERIVED_DIR"] = str(tmp_path_factory.mktemp("rolebound-derived"))
+    # test run, shared by its xdist workers, so an embedding model loads about once, not in every
+    # test that runs charm
+    base = tmp_path_factory.getbasetemp()
+    derived = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "rolebound-derived"
+    derived.mkdir(parents=True, exist_ok=True)
+    os.environ["ROLEBOUND_DERIVED_DIR"] = str(derived)
     os.environ["HF_HUB_OFFLINE"] = "1"
     yield
 

@@ -58,16 +58,26 @@ def test_corrupt_entries_are_recomputed_and_rewritten():
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]   # no temporaries left
 
 
-def test_array_entry_hit_miss_and_corruption():
-    arr = np.arange(6, dtype=np.float32).reshape(3, 2)
-    compute, calls = counter(arr)
-    assert np.array_equal(C.cached_array("v", ["t"], compute, rows=3), arr)
-    assert np.array_equal(C.cached_array("v", ["t"], compute, rows=3), arr) and len(calls) == 1
-    path = C.entry_path("v", C.key_of("v", ["t"]), ".npy")
-    path.write_bytes(b"not numpy")
-    assert np.array_equal(C.cached_array("v", ["t"], compute, rows=3), arr) and len(calls) == 2
-    C.cached_array("v", ["t"], compute, rows=4)                 # wrong number of rows: recomputed
-    assert len(calls) == 3
+def test_rows_are_kept_text_by_text_and_a_torn_store_is_rebuilt():
+    seen = []
+
+    def compute(missing):
+        seen.append(list(missing))
+        return np.array([[len(t), 1.0] for t in missing], dtype=np.float32)
+
+    a = C.cached_rows("v", "m1", ["aa", "b", "aa"], compute)
+    assert a.shape == (3, 2) and a[0].tolist() == [2.0, 1.0] and np.array_equal(a[0], a[2])
+    assert seen == [["aa", "b"]]                                # each text once
+    assert np.array_equal(C.cached_rows("v", "m1", ["b", "aa"], compute), a[[1, 0]]) and len(seen) == 1
+    C.cached_rows("v", "m1", ["b", "ccc"], compute)             # a superset: only the new text
+    assert seen[-1] == ["ccc"]
+    C.cached_rows("v", "m2", ["b"], compute)                    # another model: another key
+    assert seen[-1] == ["b"]
+    store = C.derived_dir() / "v" / "rows.sqlite"
+    store.write_bytes(b"not a database" * 100)
+    assert np.array_equal(C.cached_rows("v", "m1", ["aa"], compute), a[:1]) and seen[-1] == ["aa"]
+    C.cached_rows("v", "m1", ["aa"], compute)                   # rebuilt: a hit again
+    assert seen[-1] == ["aa"] and len(seen) == 4
 
 
 # -- embeddings ----------------------------------------------------------------------------------
@@ -101,8 +111,9 @@ def test_encode_cached_loads_no_model_on_a_hit(fake_model):
     a = E.encode_cached(["banana", "kiwi"])
     b = E.encode_cached(["banana", "kiwi"])
     assert np.array_equal(a, b) and len(fake.seen) == 1
-    E.encode_cached(["kiwi", "banana"])                         # order is part of the key
-    assert len(fake.seen) == 2
+    assert np.array_equal(E.encode_cached(["kiwi"]), a[1:])      # a subset or another order: no load
+    E.encode_cached(["kiwi", "fig", "banana"])                  # a larger run embeds its new text only
+    assert fake.seen == [["banana", "kiwi"], ["fig"]]
 
 
 def test_a_changed_embedder_is_another_key(fake_model):

@@ -4,17 +4,21 @@ An entry is one file under <cache_dir>/derived/<kind>/ (or $ROLEBOUND_DERIVED_DI
 value depends on (the inputs and the identity of the model that computed it). Files are
 written to a temporary name and renamed, so a reader never sees half a file and two processes
 computing the same entry both end with a whole one. A file that cannot be read is recomputed.
+Vectors of single texts (embeddings) are rows of one SQLite file per kind instead (`cached_rows`),
+so a run over more or fewer items reuses every text it shares with an earlier one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
+import sqlite3
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .paths import derived_dir
 
@@ -59,23 +63,57 @@ def cached_json(kind: str, parts: Any, compute: Callable[[], Any]):
     return value
 
 
-def cached_array(kind: str, parts: Any, compute: Callable[[], Any], rows: int | None = None):
-    """compute()'s numpy array, from disk if an entry for `parts` exists (and has `rows` rows)."""
+def cached_rows(kind: str, ident: Any, texts: Sequence[str], compute: Callable[[list[str]], Any]):
+    """One float32 vector per text, each kept on its own under (kind, ident, text) in one SQLite file
+    per kind: a later call with any subset, reordering or superset of the texts computes only those
+    never stored (compute(missing) returns their rows in order). Rows follow `texts`. A text's vector
+    is the one first computed for it, whatever batch it came in (batching moves float32 sentence
+    embeddings by about 1e-7). An unreadable store is only a miss; a read-only one only costs the
+    recomputation."""
     import numpy as np
 
-    path = entry_path(kind, key_of(kind, parts), ".npy")
+    texts = list(texts)
+    keys = {t: key_of(kind, ident, t) for t in dict.fromkeys(texts)}
+    found: dict[str, Any] = {}
+    path = derived_dir() / kind / "rows.sqlite"
     try:
-        arr = np.load(path, allow_pickle=False)
-        if rows is None or (arr.ndim >= 1 and arr.shape[0] == rows):
-            return arr
-    except (OSError, ValueError, EOFError):
-        pass
-    arr = np.asarray(compute())
+        with _rows_db(path) as db:
+            names = list(keys.values())
+            for i in range(0, len(names), 500):
+                chunk = names[i:i + 500]
+                q = f"SELECT key, dim, vec FROM rows WHERE key IN ({','.join('?' * len(chunk))})"
+                for key, dim, blob in db.execute(q, chunk):
+                    found[key] = np.frombuffer(blob, dtype=np.float32).reshape(dim)
+    except (sqlite3.Error, OSError, ValueError) as exc:
+        found = {}
+        if type(exc) is sqlite3.DatabaseError:      # not a database (torn, overwritten): start it again
+            path.unlink(missing_ok=True)
+    missing = [t for t, k in keys.items() if k not in found]
+    if missing:
+        new = np.asarray(compute(missing), dtype=np.float32).reshape(len(missing), -1)
+        for t, v in zip(missing, new):
+            found[keys[t]] = v
+        try:
+            with _rows_db(path) as db:
+                db.executemany("INSERT OR REPLACE INTO rows VALUES (?, ?, ?)",
+                               [(keys[t], int(v.shape[0]), v.tobytes()) for t, v in zip(missing, new)])
+        except (sqlite3.Error, OSError):
+            pass
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.stack([found[keys[t]] for t in texts])
+
+
+@contextlib.contextmanager
+def _rows_db(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=60)      # several processes (xdist, Ray workers) share it
     try:
-        _write_atomic(path, lambda fh: np.save(fh, arr, allow_pickle=False), binary=True)
-    except OSError:
-        pass
-    return arr
+        with db:
+            db.execute("CREATE TABLE IF NOT EXISTS rows (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)")
+            yield db
+    finally:
+        db.close()
 
 
 @functools.lru_cache(maxsize=32)

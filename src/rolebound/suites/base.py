@@ -294,6 +294,11 @@ class Suite:
 
         raise InputError(f"suite {self.name} has no judge to replace", field="--judge")
 
+    def option_departures(self, options: dict[str, Any]) -> list[str]:
+        """Where a run's `--set` options (as its manifest holds them) leave out or change part of
+        the paper's protocol, in words for the report's comparison with the paper. Default: none."""
+        return []
+
     def card_figures(self, metrics: dict[str, Any]) -> dict[str, Any] | None:
         """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card_figures
         builds them); None: the suite has no card section."""

@@ -134,6 +134,17 @@ class MultiverseSuite(Suite):
             judge.require(LOGPROB, "judge_scoring=logprob; use --set judge_scoring=generate or another --judge")
         return mode
 
+    def option_departures(self, options: dict[str, Any]) -> list[str]:
+        out = []
+        tasks = options.get("tasks")
+        if tasks:
+            wanted = {t.strip() for t in (tasks if isinstance(tasks, list) else str(tasks).split(","))}
+            if wanted != {"canon", "dilemma"}:
+                out.append(f"tasks={','.join(sorted(wanted))} only (the paper asks canon events and moral dilemmas)")
+        if options.get("analysis") is False:
+            out.append("analysis=false: no thinking/acting analysis (no segmenter, judge scores or TAM)")
+        return out
+
     def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
         return self.analysis_on(settings)    # the segmenter and the judge only run for the analysis
 

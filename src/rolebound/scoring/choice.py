@@ -797,7 +797,9 @@ def _stated(text: str, opts: _Options) -> int | None:
     words = _WORD.findall(opts.texts[q].lower())
     if not words:
         return None
-    pat = re.compile(r"(?<![\w\"“'])" + r"\W+".join(re.escape(w) for w in words) + r"(?!\w)\W*?(?=[.,;:!)\]]|\s*$)", re.I)
+    # no quotation mark inside either: 'about a "spider in a jar,"' mentions option D's text, it does not state it
+    pat = re.compile(r"(?<![\w\"“'])" + r"[^\w\"“”]+".join(re.escape(w) for w in words)
+                     + r"(?!\w)\W*?(?=[.,;:!)\]]|\s*$)", re.I)
     if not any(pat.search(sent) for sent in holding):
         return None
     return q

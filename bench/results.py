@@ -100,31 +100,52 @@ SPECS = [
          "model, one seed at temperature 1.0), the paper's leakage for reasoning models (replies cut at 384 "
          "tokens), or the RV/C/RC judge scores (not judged)."),
     Spec("knowledge-errors", "knowledge-errors",
-         ["--model", QWEN, *ENGINE, "--judge", "self", "--strategy", "vanilla,cot,s2rd", "--limit", "8"],
+         ["--model", QWEN, *ENGINE, "--judge", "self", "--strategy", "vanilla,cot,s2rd", "--limit", "16"],
          ["Table 3 layout", "Judge outputs", "S2RD self-recollection"],
-         reading="The multi-call flows run end to end on the llamacpp engine (67 calls, none failed; prefix reuse "
-         "saved 10,353 of 27,349 prompt tokens, 38%, mostly the profile and corpus shared by one item's "
-         "methods). Every judge verdict is read (24/24 `judgment:` lines). The figures are not a finding: "
-         "4 KKE and 4 UKE answers per method give CIs of +-19 to +-50 points, and Qwen judging its own "
-         "answers marks 19 of 24 as having caught the error, far above what the paper's DeepSeek-v2 judge "
-         "gave frontier models (vanilla 24-44% KKE), so this self-judge is lenient, as it was on SmolLM2's "
-         "answers in the previous round. The +-6 bar needs about 270 judged answers per figure; the whole "
-         "120-item starter set gives 60 per error type and method (+-11 at best), and at this run's rate "
-         "(37 min for 8 items, under a load average of 3-4) it would take 9 h. Time goes "
-         "to prefill: 17,000 prompt tokens computed at about 30 tokens/s idle, against 5,000 generated."),
+         reading="16 items (8 KKE, 8 UKE; the balanced --limit drew no attitude item), vanilla, cot and s2rd, "
+         "self-judged, stopped by hand after 58.6 min to leave time for this page: vanilla and cot are whole (16 "
+         "judged answers each), s2rd has 8 of 16 judged (its narrative step was still running for the rest; "
+         "rerunning the command resumes them). 128 calls, 0 failed; prefix reuse saved 23,170 of 56,066 prompt "
+         "tokens (41%). Time goes to s2rd: its three model calls per item (recollection, doubt, narrative) plus "
+         "the judge, each reading the profile; vanilla and cot with their judges were done in about 25 minutes. "
+         "Every judge reply but one is read (`judgment:` lines; vanilla 1 invalid). The figures are not a "
+         "finding: Qwen judging its own answers says \"yes\" (the error was caught) to 14 of 16 vanilla "
+         "answers, far above the 24-44% the paper's DeepSeek-v2 judge gave frontier models for vanilla KKE, so "
+         "this self-judge is lenient, as in the earlier rounds; with 8 answers per error type and method the "
+         "CIs reach +-31 to +-37.5 points (+-0 where all 8 agree, which says nothing about the figure). The +-6 bar needs about 270 judged answers per figure, more than the "
+         "whole 120-item starter set gives (60 per error type and method, +-11 at best), and at this run's rate "
+         "the whole set with all three methods would take more than the table's 7.3 h on 2 cores (s2rd was half done). What it cannot show: any "
+         "error-detection ability (self-judged, tiny), the Att. memory type, or s2rd's effect."),
     Spec("multiverse", "multiverse",
-         ["--model", QWEN, *ENGINE, "--judge", "self", "--strategy", "direct,cot,cross-direct", "--limit", "3"],
-         ["Canon events", "Moral dilemmas", "CoT minus direct", "Cross-version (Tables", "Answer extraction"],
+         ["--model", QWEN, *ENGINE, "--strategy", "direct,cot,cross-direct", "--set", "tasks=canon",
+          "--set", "analysis=false", "--limit", "120"],
+         ["The paper's figures", "Position bias", "Canon events", "CoT minus direct", "Cross-version (Tables",
+          "Answer extraction"],
          headline=("accuracy",),
-         reading="Three canon items (the balanced --limit 3 took no dilemma), 22 calls in 6.1 min; CoT replies are "
-         "decode-bound (2,058 tokens generated). Only 3 of 12 gold-labelled answers are read: the rest are "
-         "in-character refusals (\"I'm sorry, but I can't assist with that.\", \"it is not appropriate to "
-         "engage in discussions about the personal lives of characters\") and replies that name an option "
-         "without its label (\"you are referring to Mary Jane Watson\"), the paraphrase family "
-         "docs/extraction.md leaves as none on purpose. Every cross-direct answer (6) is such a reply, so "
-         "its accuracy 0.0 and drop +0.0 measure refusal, not version knowledge. The self-judged analysis "
-         "reads 4 of 4 judge replies. CIs of +-50 on 3 items; the +-6 bar needs about 270 answers per "
-         "figure, and at this run's 2 min per item that is 9 h or more."),
+         reading="120 of the starter set's 180 canon items (balanced over the 12 versions and their phases), "
+         "direct, cot and cross-direct (each item asked while playing the two other versions of its hero: 240 "
+         "answers), in the paper's decoding (temperature 0.6, 1,024 tokens). Dilemmas and the thinking/acting "
+         "analysis (segmenter, 0-5 judge, TAM) were left out to fit the time, so nothing here is self-judged and "
+         "the report lists both as departures. 480 calls, 0 failed. The work ran in three invocations: this "
+         "folder's 43.6 min took 221 replies from the response cache of two runs I stopped (34.0 min over 120 "
+         "items, then 9.9 min over all 180 canon items, which I cut back to 120 when CoT's rate showed the whole "
+         "canon would not fit); about 87 min in all, some of it beside a niced test run, so an upper bound. "
+         "Generated text is the cost: 46,747 tokens, CoT 178 a reply against 69 for cross-direct and 74 for direct. **CI bar**: direct (+-5.4) and "
+         "cross-direct (+-5.0, 240 answers) meet +-6; CoT (+-7.9) misses it, and at 27.5% accuracy +-6 needs "
+         "about 210 items, more than the 180 canon items hold (the whole canon would give about +-6.5). What the "
+         "numbers show is mostly answer format: 67 of 120 direct answers are invalid (56%), in-character prose "
+         "that paraphrases an option without its letter (\"As Clark Kent, I was born on Krypton...\"), refusals "
+         "(37 refusal-like replies over the three strategies) and replies about the films rather than in role; "
+         "of the 53 direct answers read, 13 are right (24.5%, chance is 25%). CoT ends in an answer line more "
+         "often (29 invalid), which is most of its +16.7 [+9.1, +25.0] paired gain over direct; of its 91 read "
+         "answers 36% are right. Cross-direct reads 108 of 240 and 42% of those are right, so its negative drop "
+         "(-7.9 [-15.0, -0.8]: cross-version above in-version) says that playing another version changes how "
+         "the model words its answer, not that it knows the asked version better. Answers follow the gold "
+         "positions (chi-square p 0.74). One answer was read wrongly for the tool's reason: a refusal that "
+         "quotes option D's text (\"a spider in a jar\") was read as D; the rule is fixed (docs/extraction.md) "
+         "and the figures here are re-read with it (cross-direct invalid 131 -> 132, accuracy unchanged). Frontier models in the paper score 62-70% "
+         "direct; a 1.5B coder model says nothing about that comparison. What this run cannot show: dilemmas, "
+         "the Judge think/act scores and TAM, and role-play ability."),
 ]
 BY_NAME = {s.name: s for s in SPECS}
 
@@ -230,6 +251,16 @@ def ci_widths(rd: Path, suite: str, headline: tuple[str, ...] = ("",)) -> str:
     return f"widest +-{widest[1]:.3g} ({widest[0]}); " + ", ".join(f"{k} +-{w:.3g}" for k, w in parts)
 
 
+def departures(suite: str, rd: Path) -> str:
+    """The report's own comparison with the paper's protocol (decoding, options, subset, judge)."""
+    from rolebound.api import load_manifest
+    from rolebound.reference import protocol_comparison
+    from rolebound.suites import get_suite
+
+    _, out = protocol_comparison(get_suite(suite), load_manifest(rd))
+    return "; ".join(out) or "none"
+
+
 def describe(spec: Spec, rd: Path) -> str:
     if not (rd / "manifest.json").exists():
         return f"## {spec.name}\n\nNot run yet: `{shlex.join(spec.command())}`\n"
@@ -241,7 +272,7 @@ def describe(spec: Spec, rd: Path) -> str:
     facts = [
         ("model", m["model"]), ("judge", (m.get("judge") or "-") + (" (self-judged)" if proto.get("self_judged") else "")),
         ("protocol", proto.get("label", "-")),
-        ("departures from the paper", "; ".join(proto.get("departures") or []) or "none"),
+        ("departures from the paper", departures(spec.suite, rd)),
         ("scoring", m.get("scoring") or "-"),
         ("items / model calls / cache hits / failed",
          f"{c.get('items')} / {c.get('model_calls')} / {c.get('cache_hits')} / {c.get('failed_calls')}"),
@@ -255,8 +286,11 @@ def describe(spec: Spec, rd: Path) -> str:
     ]
     n_full = starter_size(spec.suite)
     if w is not None and n_full and m.get("n_items"):
+        hits = c.get("cache_hits") or 0
+        low = (f"; low: {hits} of {hits + (c.get('model_calls') or 0)} calls came from the response cache"
+               if hits else "")
         facts.append(("whole starter set, same strategies and options (linear estimate)",
-                      f"{n_full} items, about {w * n_full / m['n_items'] / 3600:.1f} h at this run's rate"))
+                      f"{n_full} items, about {w * n_full / m['n_items'] / 3600:.1f} h at this run's rate{low}"))
     lines += ["| | |", "|---|---|"] + [f"| {k} | {str(v).replace('|', '/')} |" for k, v in facts] + [""]
     report = rd / "report.md"
     if report.exists():
@@ -282,9 +316,13 @@ Issue 21 asks each headline figure's 95% CI to be at most +-6 points (+-0.06 for
 resumed from a 620-question run's response cache. The capability run (80 of the bank's 186
 questions, all six roles, identity, injection and no-role) meets it for injection's three figures
 and misses it for identity (TA +-0.063) and no-role (+-0.10; the whole bank would give +-0.07).
-knowledge-errors and multiverse are still the small runs of the first round (their sections are
-kept from that page: their run folders were not on the machine that wrote this one), far from the
-bar; each reading says how long a run at the bar would take and where its time goes. Written by `python bench/results.py write` from the run folders
+The multiverse run (120 of the 180 canon items under direct, cot and cross-direct; no dilemmas and
+no thinking/acting analysis, listed as departures) meets it for direct (+-5.4) and cross-direct
+(+-5.0) and misses it for CoT (+-7.9; at its accuracy even the whole canon would give about +-6.5).
+knowledge-errors is a 16-item run (vanilla, cot and s2rd, self-judged; s2rd half judged when I stopped
+it), far from the bar, which even its whole 120-item starter set cannot reach. The CHARM and capability sections are kept from the page as an earlier machine wrote
+them (their run folders are not on this one). Each reading says what a run at the bar would take
+and where its time goes. Written by `python bench/results.py write` from the run folders
 under `runs/results/` (run them with `python bench/results.py run`, or both with `make results`).
 Figures are copied from each run's report.md; wall times of runs that shared the 2 cores with
 other work (tests, benches) are upper bounds.
@@ -339,6 +377,8 @@ def summary(kept_rows: dict[str, str] | None = None) -> list[str]:
         total += w
         n_full = starter_size(spec.suite)
         est = f"about {w * n_full / m['n_items'] / 3600:.1f} h" if w and n_full and m.get("n_items") else "-"
+        if est != "-" and (m.get("counts") or {}).get("cache_hits"):
+            est += f" (low: {m['counts']['cache_hits']} cache hits)"
         widest = ci_widths(rd, spec.suite, spec.headline).split(";")[0]
         rows.append(f"| [{spec.name}](#{spec.name}) | {w / 60:.1f} min | {answers_read(rd)} | "
                     f"{answers_read(rd, 'judge')} | {widest} | {est} |")

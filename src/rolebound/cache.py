@@ -67,8 +67,8 @@ def cached_rows(kind: str, ident: Any, texts: Sequence[str], compute: Callable[[
     """One float32 vector per text, each kept on its own under (kind, ident, text) in one SQLite file
     per kind: a later call with any subset, reordering or superset of the texts computes only those
     never stored (compute(missing) returns their rows in order). Rows follow `texts`. A text's vector
-    is the one first computed for it, whatever batch it came in (batching moves float32 sentence
-    embeddings by about 1e-7). An unreadable store is only a miss; a read-only one only costs the
+    is the one first computed for it, whatever batch it came in (batching can move float32 sentence
+    embeddings in their last bits). An unreadable store is only a miss; a read-only one only costs the
     recomputation."""
     import numpy as np
 

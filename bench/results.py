@@ -103,19 +103,20 @@ SPECS = [
          ["--model", QWEN, *ENGINE, "--judge", "self", "--strategy", "vanilla,cot,s2rd", "--limit", "16"],
          ["Table 3 layout", "Judge outputs", "S2RD self-recollection"],
          reading="16 items (8 KKE, 8 UKE; the balanced --limit drew no attitude item), vanilla, cot and s2rd, "
-         "self-judged, stopped by hand after 58.6 min to leave time for this page: vanilla and cot are whole (16 "
-         "judged answers each), s2rd has 8 of 16 judged (its narrative step was still running for the rest; "
-         "rerunning the command resumes them). 128 calls, 0 failed; prefix reuse saved 23,170 of 56,066 prompt "
-         "tokens (41%). Time goes to s2rd: its three model calls per item (recollection, doubt, narrative) plus "
-         "the judge, each reading the profile; vanilla and cot with their judges were done in about 25 minutes. "
-         "Every judge reply but one is read (`judgment:` lines; vanilla 1 invalid). The figures are not a "
-         "finding: Qwen judging its own answers says \"yes\" (the error was caught) to 14 of 16 vanilla "
-         "answers, far above the 24-44% the paper's DeepSeek-v2 judge gave frontier models for vanilla KKE, so "
-         "this self-judge is lenient, as in the earlier rounds; with 8 answers per error type and method the "
-         "CIs reach +-31 to +-37.5 points (+-0 where all 8 agree, which says nothing about the figure). The +-6 bar needs about 270 judged answers per figure, more than the "
-         "whole 120-item starter set gives (60 per error type and method, +-11 at best), and at this run's rate "
-         "the whole set with all three methods would take more than the table's 7.3 h on 2 cores (s2rd was half done). What it cannot show: any "
-         "error-detection ability (self-judged, tiny), the Att. memory type, or s2rd's effect."),
+         "self-judged. 61.4 min over two invocations: I stopped the first after 58.6 min with s2rd half judged "
+         "(its narrative step still running) and the same command resumed it in 2.9 min. 136 calls, 0 failed; "
+         "in the first invocation prefix reuse saved 23,170 of 56,066 prompt tokens (41%). Time goes to s2rd: "
+         "three model calls per item (recollection, doubt, narrative) plus the judge, each reading the profile; "
+         "vanilla and cot with their judges were done in roughly the first 25 minutes. Every judge reply but "
+         "one is read (`judgment:` lines; vanilla 1 invalid). The figures are not a finding: Qwen judging its "
+         "own answers says \"yes\" (the error was caught) to 14 of 16 vanilla answers, far above the 24-44% "
+         "the paper's DeepSeek-v2 judge gave frontier models for vanilla KKE, so this self-judge is lenient, as "
+         "in the earlier rounds; with 8 answers per error type and method the CIs reach +-31 to +-37.5 points "
+         "(+-0 where all 8 agree, which says nothing about the figure), and s2rd (68.75) is no better than cot "
+         "(68.75) or vanilla (87.5) at this size. The +-6 bar needs about 270 judged answers per figure, more "
+         "than the whole 120-item starter set gives (60 per error type and method, +-11 at best); at this "
+         "run's rate the whole set with all three methods would take about 7.7 h on 2 cores. What it cannot "
+         "show: any error-detection ability (self-judged, tiny), the Att. memory type, or s2rd's effect."),
     Spec("multiverse", "multiverse",
          ["--model", QWEN, *ENGINE, "--strategy", "direct,cot,cross-direct", "--set", "tasks=canon",
           "--set", "analysis=false", "--limit", "120"],
@@ -319,8 +320,7 @@ and misses it for identity (TA +-0.063) and no-role (+-0.10; the whole bank woul
 The multiverse run (120 of the 180 canon items under direct, cot and cross-direct; no dilemmas and
 no thinking/acting analysis, listed as departures) meets it for direct (+-5.4) and cross-direct
 (+-5.0) and misses it for CoT (+-7.9; at its accuracy even the whole canon would give about +-6.5).
-knowledge-errors is a 16-item run (vanilla, cot and s2rd, self-judged; s2rd half judged when I stopped
-it), far from the bar, which even its whole 120-item starter set cannot reach. The CHARM and capability sections are kept from the page as an earlier machine wrote
+knowledge-errors is a 16-item run (vanilla, cot and s2rd, self-judged), far from the bar, which even its whole 120-item starter set cannot reach. The CHARM and capability sections are kept from the page as an earlier machine wrote
 them (their run folders are not on this one). Each reading says what a run at the bar would take
 and where its time goes. Written by `python bench/results.py write` from the run folders
 under `runs/results/` (run them with `python bench/results.py run`, or both with `make results`).

@@ -71,7 +71,7 @@ class MultiverseSuite(Suite):
         tasks = self.opts(settings).tasks
         items = loaded["items"]
         if tasks:
-            wanted = {t.strip() for t in (tasks if isinstance(tasks, list) else str(tasks).split(","))}
+            wanted = _task_set(tasks)
             bad = wanted - {"canon", "dilemma"}
             if bad:
                 raise InputError(f"unknown task '{sorted(bad)[0]}'; use canon and/or dilemma", field="tasks")
@@ -138,7 +138,7 @@ class MultiverseSuite(Suite):
         out = []
         tasks = options.get("tasks")
         if tasks:
-            wanted = {t.strip() for t in (tasks if isinstance(tasks, list) else str(tasks).split(","))}
+            wanted = _task_set(tasks)
             if wanted != {"canon", "dilemma"}:
                 out.append(f"tasks={','.join(sorted(wanted))} only (the paper asks canon events and moral dilemmas)")
         if options.get("analysis") is False:
@@ -209,3 +209,8 @@ class MultiverseSuite(Suite):
         from .importers import IMPORTERS
 
         return dict(IMPORTERS)
+
+
+def _task_set(tasks: str | list[str]) -> set[str]:
+    """The `tasks` option ("canon,dilemma" or a YAML list) as a set of names."""
+    return {t.strip() for t in (tasks if isinstance(tasks, list) else str(tasks).split(","))}

@@ -51,6 +51,7 @@ def _weight(item) -> int:
     return next((k for k, m in enumerate(WEIGHT) if item.get_closest_marker(m)), len(WEIGHT))
 
 
+@pytest.hookimpl(tryfirst=True)    # before pytest-xdist reads the xdist_group markers
 def pytest_collection_modifyitems(config, items):
     """A test that takes the `bundled` fixture is a model test (`make test-fast` leaves it out);
     then the files are ordered by WEIGHT."""
@@ -67,6 +68,17 @@ def pytest_collection_modifyitems(config, items):
         rank[item.fspath.strpath] = min(rank.get(item.fspath.strpath, len(WEIGHT)), _weight(item))
     first = {f: k for k, f in enumerate(dict.fromkeys(i.fspath.strpath for i in items))}
     items.sort(key=lambda i: (rank[i.fspath.strpath], first[i.fspath.strpath]))
+
+
+def pytest_configure(config):
+    """pytest-xdist's loadgroup keeps a group on one worker by renaming its tests through
+    `Node._nodeid`; pytest 9.2 dropped that attribute, so with it the groups scatter, silently, and
+    each worker starts the module fixtures again (a Ray cluster twice). Stop instead."""
+    from _pytest.nodes import Node
+
+    if config.getoption("dist", "no") == "loadgroup" and "_nodeid" not in getattr(Node, "__slots__", ()):
+        raise pytest.UsageError("--dist loadgroup does not work with this pytest (pytest-xdist renames tests "
+                                "through Node._nodeid, gone since pytest 9.2): install requirements.lock")
 
 
 @pytest.fixture(autouse=True)

@@ -156,8 +156,11 @@ def test_lazy_embedder_loads_only_when_used(fake_model, monkeypatch):
     monkeypatch.setattr(E, "get_embedder", lambda path=None: loads.append(path) or fake)
     lazy = E.LazyEmbedder()
     assert lazy.name == str(folder) and loads == []
-    lazy.encode(["kiwi"])
+    first = lazy.encode(["kiwi"])
     assert loads == [None]
+    # a text embedded before (multiverse's segments on a re-run) comes from the cache: no load
+    again = E.LazyEmbedder(kind="embeddings").cosine_matrix(["kiwi"], ["kiwi"])
+    assert loads == [None] and again.shape == (1, 1) and abs(float(again[0, 0]) - float(first[0] @ first[0])) < 1e-6
 
 
 def test_chat_renders_are_cached_without_loading_the_engine(tmp_path):

@@ -65,8 +65,7 @@ def test_report_judge_rejudges_every_judged_suite_from_the_cli(name, tmp_path, m
     from rolebound import api
     from rolebound.scoring import embeddings
 
-    monkeypatch.setattr(embeddings, "get_embedder", lambda path=None: _FlatEmbedder())
-    monkeypatch.setattr(embeddings, "default_path", lambda: "unused")
+    monkeypatch.setattr(embeddings, "LazyEmbedder", lambda path=None, kind=None: _FlatEmbedder())
     monkeypatch.setattr(embeddings, "mpnet_available", lambda: False)
     out = tmp_path / "run"
     api.run(name, model="fake:random", limit=2, out=out, progress=False, **JUDGED[name])

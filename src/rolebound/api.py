@@ -150,6 +150,8 @@ def _plan(s, req: RunRequest) -> _Plan:
     settings = RunSettings(strategies=strategies, scoring=req.scoring, judge=req.judge, repeats=req.repeats,
                            limit=req.limit, seed=decoding.seed, options=dict(req.options),
                            opts=validate_options(s, req.options), protocol=resolved.mode)
+    if resolved.mode == "paper":     # the manifest's protocol label names the options that leave the paper too
+        resolved.departures += [d for d in s.option_departures(settings.options) if d not in resolved.departures]
     bopts = req.backend_options.given()
     backend = create_backend(req.model, decoding, **bopts)
     settings.backend = backend.backend

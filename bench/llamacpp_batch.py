@@ -50,18 +50,24 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=6, help="questions for the invariance check (2-8)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--flash-attn", default="auto", help="auto (the engine's default), true or false")
+    ap.add_argument("--n-ctx", type=int, default=None, help="KV cells (default: the engine's)")
+    ap.add_argument("--rows", default="1,4,8", help="batch sizes timed, comma-separated")
+    ap.add_argument("--no-invariance", action="store_true", help="time only")
     a = ap.parse_args()
     from rolebound.models.llamacpp import LlamaCppEngine, flash_attn_setting
 
     path = gguf(a.model)
     fa = flash_attn_setting(a.flash_attn)
     print(f"# {path.name}, {a.threads} threads, flash attention {a.flash_attn}")
-    eng = LlamaCppEngine(path, threads=a.threads, max_batch=8, flash_attn=fa)
+    ctx = {"n_ctx": a.n_ctx} if a.n_ctx else {}
+    sizes = [int(x) for x in a.rows.split(",")]
+    eng = LlamaCppEngine(path, threads=a.threads, max_batch=max(sizes), flash_attn=fa, **ctx)
+    print(f"# n_ctx {eng.n_ctx}, max_batch {max(sizes)}")
     stories = [f"Write a long story about a dragon named {n}." for n in "Ann Bob Cid Dan Eve Fay Gus Hal".split()]
     dec = Decoding(temperature=0.7, max_tokens=a.tokens, seed=1)
     print("\n## throughput\n\n| rows | wall s | tokens | tok/s | x one row |\n|---|---|---|---|---|")
     base = None
-    for n in (1, 4, 8):
+    for n in sizes:
         t = time.perf_counter()
         res = eng.generate([GenRequest(messages=chat(s, None)) for s in stories[:n]], dec)
         dt = time.perf_counter() - t
@@ -69,6 +75,8 @@ def main() -> None:
         base = base or toks / dt
         print(f"| {n} | {dt:.1f} | {toks} | {toks / dt:.1f} | {toks / dt / base:.2f} |", flush=True)
     eng.close()
+    if a.no_invariance:
+        return
 
     qs = QUESTIONS[:max(2, min(a.pairs, len(QUESTIONS)))]
     greedy = Decoding(temperature=0, max_tokens=40)

@@ -137,6 +137,17 @@ def test_options_that_leave_out_part_of_the_protocol_are_departures():
                                 "analysis=false: no thinking/acting analysis (no segmenter, judge scores or TAM)"]
     run.options = {"tasks": "dilemma,canon", "analysis": True}       # both tasks, analysis on: the paper's
     assert reference.protocol_comparison(mv, run) == (True, [])
+    cap = get_suite("capability")
+    run.options = {"roles": "primary, college", "per_level": 20, "judge": False}
+    assert reference.protocol_comparison(cap, run)[1] == [
+        "roles=primary,college only (the paper asks every role)",
+        "per_level=20: 20 questions per level, not the whole bank", "judge=false: RV, C and RC not scored"]
+    run.options = {"per_level": "all", "judge": True}
+    assert reference.protocol_comparison(cap, run) == (True, [])
+    run.options = {"similarity": False, "kv_control": False}   # a table left out, a control of ours: same figures
+    assert reference.protocol_comparison(get_suite("charm"), run) == (True, [])
+    run.options = {"judge_scoring": "logprob"}
+    assert "judge_scoring=logprob" in reference.protocol_comparison(get_suite("knowledge-errors"), run)[1][0]
 
 
 def test_the_manifests_protocol_label_names_option_departures(tmp_path):

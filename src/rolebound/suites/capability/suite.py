@@ -84,6 +84,19 @@ class CapabilitySuite(Suite):
         why = f"the {backend.backend} backend cannot prefill the assistant turn (no chat template, no prefill option)"
         return {s: why for s in names if s in prompts.INJECTION}
 
+    def option_departures(self, options: dict[str, Any]) -> list[str]:
+        out = []
+        roles = options.get("roles")
+        if roles:
+            ids = [r.strip() for r in (roles.split(",") if isinstance(roles, str) else roles) if r.strip()]
+            out.append(f"roles={','.join(ids)} only (the paper asks every role)")
+        per_level = options.get("per_level")
+        if per_level not in (None, "all"):
+            out.append(f"per_level={per_level}: {per_level} questions per level, not the whole bank")
+        if options.get("judge") is False:
+            out.append("judge=false: RV, C and RC not scored")
+        return out
+
     def judge_enabled(self, settings: RunSettings, backend, judge=None) -> bool:
         # Off unless asked for: --set judge=true, --judge self, or --judge naming another model.
         asked = judge is not None and (judge is not backend or settings.judge_requested)

@@ -93,6 +93,10 @@ class KnowledgeErrorsSuite(Suite):
         return stats_tables(dataset)
 
     # -- work -------------------------------------------------------------------------------
+    def option_departures(self, options: dict[str, Any]) -> list[str]:
+        return (["judge_scoring=logprob: the judge's verdict read from log-likelihoods, not generated"]
+                if options.get("judge_scoring") == "logprob" else [])
+
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         backend.require(CHAT, "the methods generate free-text answers")
         if judge is not None:

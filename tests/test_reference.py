@@ -142,7 +142,7 @@ def test_options_that_leave_out_part_of_the_protocol_are_departures():
     assert reference.protocol_comparison(cap, run)[1] == [
         "roles=primary,college only (the paper asks every role)",
         "per_level=20: 20 questions per level, not the whole bank", "judge=false: RV, C and RC not scored"]
-    run.options = {"per_level": "all", "judge": True}
+    run.options = {"roles": "all", "per_level": "all", "judge": True}     # "all" is every role (pick_roles)
     assert reference.protocol_comparison(cap, run) == (True, [])
     run.options = {"similarity": False, "kv_control": False}   # a table left out, a control of ours: same figures
     assert reference.protocol_comparison(get_suite("charm"), run) == (True, [])

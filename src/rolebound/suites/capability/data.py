@@ -231,12 +231,19 @@ def run_roles(settings, opts) -> RolesConfig:
     return st["cfg"]
 
 
+def role_ids(value: Any) -> list[str] | None:
+    """The `roles` option as role ids; None: every role."""
+    if value in (None, "", "all"):
+        return None
+    ids = value if isinstance(value, list) else str(value).split(",")
+    return [str(x).strip() for x in ids if str(x).strip()]
+
+
 def pick_roles(cfg: RolesConfig, value: Any) -> list[Role]:
     allr = cfg.roles
-    if value in (None, "", "all"):
+    ids = role_ids(value)
+    if ids is None:
         return list(allr)
-    ids = value if isinstance(value, list) else str(value).split(",")
-    ids = [str(x).strip() for x in ids if str(x).strip()]
     byid = {r.id: r for r in allr}
     if not ids:
         raise InputError(f"no role given; roles: {', '.join(byid)}", field="roles")

@@ -26,8 +26,8 @@ from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
 from . import prompts, strategies
-from .data import (BANK_FILE, DEFAULT_PER_LEVEL, CapabilityItem, RolesConfig, load_items, run_roles, select_items,
-                   stats_tables)
+from .data import (BANK_FILE, DEFAULT_PER_LEVEL, CapabilityItem, RolesConfig, load_items, role_ids, run_roles,
+                   select_items, stats_tables)
 from .importers import csv_rows
 from .judge import TEMPLATE as JUDGE_TEMPLATE, rubric_text
 from .options import CapabilityOptions
@@ -86,9 +86,8 @@ class CapabilitySuite(Suite):
 
     def option_departures(self, options: dict[str, Any]) -> list[str]:
         out = []
-        roles = options.get("roles")
-        if roles:
-            ids = [r.strip() for r in (roles.split(",") if isinstance(roles, str) else roles) if r.strip()]
+        ids = role_ids(options.get("roles"))
+        if ids is not None:
             out.append(f"roles={','.join(ids)} only (the paper asks every role)")
         per_level = options.get("per_level")
         if per_level not in (None, "all"):

@@ -155,7 +155,6 @@ class MultiverseSuite(Suite):
 
     # -- work -----------------------------------------------------------------------------------
     async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
-
         settings.state["index"] = dataset.extra["index"]
         budget.attach(session, settings)      # a dialogue's simulated user
         if self.analysis_on(settings):

@@ -114,6 +114,30 @@ def test_the_example_reaches_card_compare_and_build_with_no_core_change(plugin_p
     assert "echo: repeat a word" in md and "echoed % (plain)" in md
 
 
+def test_the_one_scan_finds_what_importlib_finds_group_by_group(tmp_path, monkeypatch):
+    from importlib import metadata
+
+    from rolebound import plugins
+
+    def dist(folder, target):
+        info = folder / "rb_scan_probe-1.0.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rb-scan-probe\nVersion: 1.0\n")
+        (info / "entry_points.txt").write_text(f"[rolebound.suites]\nprobe = {target}\n\n"
+                                               f"[rolebound.backends]\nprobe = {target}\n")
+
+    dist(tmp_path / "a", "first:Suite")
+    dist(tmp_path / "b", "second:Suite")          # a second copy later on sys.path: the first wins
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "a"), str(tmp_path / "b"), *sys.path])
+    plugins._installed.cache_clear()
+    try:
+        for group in (plugins.SUITES, plugins.BACKENDS, plugins.IMPORTERS, plugins.COMMANDS):
+            assert plugins.entry_points(group) == {ep.name: ep.value for ep in metadata.entry_points(group=group)}
+        assert plugins.entry_points(plugins.SUITES)["probe"] == "first:Suite"
+    finally:
+        plugins._installed.cache_clear()
+
+
 def test_without_the_plugin_echo_is_unknown(tmp_path):
     assert "echo" not in available()
     res = subprocess.run([str(SCRIPT), "run", "echo", "-m", "fake:echo"], capture_output=True, text=True,

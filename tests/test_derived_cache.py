@@ -271,3 +271,22 @@ def test_thread_override_order_and_a_finished_rerun_load_nothing(tiny_model, tmp
     assert env_run["rc"] in (0, None)
     info = json.loads((tmp_path / "r2" / "manifest.json").read_text())["model_info"]
     assert info["threads"] == 2 and info["thread_policy"]["source"] == "ROLEBOUND_THREADS"   # env > auto
+
+
+def test_knowledge_errors_tsne_is_computed_once_per_input(monkeypatch):
+    # a report rebuilt on the same hidden states draws the same t-SNE without scikit-learn
+    from rolebound.suites.knowledge_errors import metrics as KM
+
+    vecs = np.random.default_rng(3).standard_normal((7, 16))
+    first = KM.tsne_2d(vecs)
+    assert first.shape == (7, 2) and np.array_equal(first, KM._tsne(vecs, 2.0, "exact", 0))
+
+    def no_sklearn(*a, **k):
+        raise AssertionError("t-SNE computed again")
+
+    monkeypatch.setattr(KM, "_tsne", no_sklearn)
+    assert np.array_equal(KM.tsne_2d(vecs), first)                         # exact, from disk
+    with pytest.raises(AssertionError, match="computed again"):
+        KM.tsne_2d(vecs[:6])                                               # other input: computed
+    with pytest.raises(AssertionError, match="computed again"):
+        KM.tsne_2d(vecs, seed=1)                                           # other seed: computed

@@ -121,3 +121,13 @@ def test_chi_square_equals_scipys_contingency_test(seed):
     cols = [i for i in range(k) if picks[i] + golds[i]]
     chi2, p, dof, _ = chi2_contingency([[picks[i] for i in cols], [golds[i] for i in cols]])
     assert got["dof"] == dof and got["chi2"] == pytest.approx(chi2, rel=1e-9) and got["p"] == pytest.approx(p, rel=1e-9)
+
+
+def test_chi2_sf_equals_scipys_survival_function():
+    # the closed form that replaced scipy.special.chdtrc, over the degrees of freedom a report meets
+    from scipy.special import chdtrc
+
+    for dof in range(1, 16):
+        for x in [0.0, 1e-6, 0.05, 0.5, 1, 2.7, 5, 9.49, 14, 30, 80, 200, 700]:
+            want = float(chdtrc(dof, x))
+            assert position.chi2_sf(x, dof) == pytest.approx(want, rel=1e-9, abs=1e-300), (dof, x)

@@ -177,17 +177,35 @@ def cosine_distances(vectors: np.ndarray, memory_ids: list[str], kinds: list[str
 
 
 def tsne_2d(vectors: np.ndarray, seed: int = 0) -> np.ndarray | None:
-    """2-D t-SNE of a few dozen vectors; None when there are too few points (< 3)."""
+    """2-D t-SNE of a few dozen vectors; None when there are too few points (< 3).
+
+    Kept in the derived cache under a hash of the vectors and every setting: exact t-SNE on one
+    thread gives the same points for the same input, and a report rebuilt on a run (or a card or
+    sweep that writes its reports again) then skips scikit-learn, whose import alone takes 2-3 s."""
     n = len(vectors)
     if n < 3:
         return None
+    import hashlib
+    from importlib.metadata import version
+
+    from ...cache import cached_json
+
+    x = np.ascontiguousarray(vectors, dtype=np.float64)
+    perplexity = float(max(1.0, min(30.0, (n - 1) / 3)))
+    method = "exact" if n <= 1000 else "barnes_hut"
+    parts = {"vectors": hashlib.sha256(x.tobytes()).hexdigest(), "shape": list(x.shape), "seed": seed,
+             "perplexity": perplexity, "method": method, "sklearn": version("scikit-learn")}
+    return np.asarray(cached_json("knowledge-errors-tsne", parts,
+                                  lambda: _tsne(x, perplexity, method, seed).tolist()), dtype=np.float64)
+
+
+def _tsne(x: np.ndarray, perplexity: float, method: str, seed: int) -> np.ndarray:
     from sklearn.manifold import TSNE
     from threadpoolctl import threadpool_limits
 
-    perplexity = float(max(1.0, min(30.0, (n - 1) / 3)))
     # Exact t-SNE on one thread: per-character plots hold a few hundred points at most, and
     # sklearn's OpenMP Barnes-Hut loop crawls when torch's threads hold the cores (measured: 116 s
     # for two 3-point plots on a loaded 2-core machine).
     with threadpool_limits(limits=1):
         return TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed, learning_rate="auto",
-                    method="exact" if n <= 1000 else "barnes_hut").fit_transform(np.asarray(vectors, dtype=np.float64))
+                    method=method).fit_transform(x)

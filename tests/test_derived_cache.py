@@ -201,7 +201,7 @@ def _run_in_process(args: list[str], env: dict) -> dict:
     code = ("import sys, json\nfrom rolebound.cli import main\nsys.argv = ['rolebound'] + json.loads(sys.argv[1])\n"
             "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
             "print(json.dumps({'rc': code, 'torch': 'torch' in sys.modules,"
-            " 'st': 'sentence_transformers' in sys.modules}))")
+            " 'st': 'sentence_transformers' in sys.modules, 'mpl': 'matplotlib' in sys.modules}))")
     res = subprocess.run([sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True,
                          env=env, cwd=ROOT, timeout=600)
     assert res.returncode == 0, res.stderr
@@ -290,3 +290,67 @@ def test_knowledge_errors_tsne_is_computed_once_per_input(monkeypatch):
         KM.tsne_2d(vecs[:6])                                               # other input: computed
     with pytest.raises(AssertionError, match="computed again"):
         KM.tsne_2d(vecs, seed=1)                                           # other seed: computed
+
+
+# -- figures --------------------------------------------------------------------------------------
+def _bars(values: list, title: str):
+    from rolebound.report.figures import subplots
+
+    fig, ax = subplots(figsize=(3, 2))
+    ax.bar(range(len(values)), values)
+    ax.set_title(title)
+    return fig
+
+
+def test_a_figure_is_drawn_once_per_function_code_and_input(monkeypatch):
+    from rolebound.report import figures as F
+
+    calls = []
+
+    def bars(values, title):
+        calls.append(1)
+        return _bars(values, title)
+
+    first = F.png(F.drawing(bars, [1, 2, 3], "t"))
+    assert first.startswith(b"\x89PNG") and first == F.png(_bars([1, 2, 3], "t"))   # the Figure's own bytes
+    assert F.png(F.drawing(bars, [1, 2, 3], "t")) == first and len(calls) == 1     # from disk
+    F.png(F.drawing(bars, [1, 2, 4], "t"))                                          # other input
+    F.png(F.drawing(bars, np.array([1, 2, 3]), "t"))                                # an array: keyed by content
+    F.png(F.drawing(bars, [1, 2, 3], "t"), dpi=60)                                  # other dpi
+    assert len(calls) == 4
+    assert F.png(F.drawing(bars, np.array([1, 2, 3]), "t")) and len(calls) == 4
+    monkeypatch.setattr(F, "_code", lambda module: "edited")                        # the drawing code changed
+    F.png(F.drawing(bars, [1, 2, 3], "t"))
+    assert len(calls) == 5
+    with pytest.raises(TypeError, match="cannot be keyed"):
+        F.png(F.drawing(bars, object(), "t"))
+
+
+@pytest.mark.slow
+def test_a_rebuilt_report_copies_its_figures_without_matplotlib(tmp_path):
+    from rolebound import api
+
+    out = tmp_path / "r"
+    api.run("charm", model="fake:random", limit=8, out=out, progress=False)
+    before = {p.name: p.read_bytes() for p in (out / "figures").glob("*.png")}
+    assert before
+    (out / "figures").rename(tmp_path / "old")
+    res = _run_in_process(["report", str(out), "--quiet"], {**os.environ})
+    assert res["rc"] in (0, None) and not res["mpl"]
+    assert {p.name: p.read_bytes() for p in (out / "figures").glob("*.png")} == before
+
+
+def test_a_drawing_from_a_module_without_a_file_is_drawn_every_time(monkeypatch):
+    import types
+
+    from rolebound.report import figures as F
+
+    mod = types.ModuleType("notebook_cell")              # as in a notebook or `python -c`
+    calls = []
+
+    def bars(values):
+        calls.append(1)
+        return _bars(values, "nb")
+    bars.__module__ = mod.__name__
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    assert F.png(F.drawing(bars, [1])) == F.png(F.drawing(bars, [1])) and len(calls) == 2

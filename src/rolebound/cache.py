@@ -63,6 +63,21 @@ def cached_json(kind: str, parts: Any, compute: Callable[[], Any]):
     return value
 
 
+def cached_bytes(kind: str, parts: Any, compute: Callable[[], bytes], suffix: str = ".bin") -> bytes:
+    """compute()'s bytes, from disk if an entry for `parts` exists."""
+    path = entry_path(kind, key_of(kind, parts), suffix)
+    try:
+        return path.read_bytes()
+    except OSError:
+        pass
+    value = compute()
+    try:
+        _write_atomic(path, lambda fh: fh.write(value), binary=True)
+    except OSError:
+        pass
+    return value
+
+
 def cached_rows(kind: str, ident: Any, texts: Sequence[str], compute: Callable[[list[str]], Any]):
     """One float32 vector per text, each kept on its own under (kind, ident, text) in one SQLite file
     per kind: a later call with any subset, reordering or superset of the texts computes only those

@@ -11,6 +11,7 @@ from typing import Any
 from ..io import write_bytes_atomic, write_text_atomic
 from ..report.builder import md_escape, md_text
 from .chart import draw
+from ..report.figures import drawing, png
 from ..dialogue.report import png as drift_png
 from ..card_figures import fmt
 
@@ -89,7 +90,7 @@ def write_card(card: dict, out: Path) -> list[Path]:
     pngs = {}
     for s in card["suites"]:
         if s.get("chart"):
-            pngs[s["suite"]] = draw(s["chart"])
+            pngs[s["suite"]] = png(drawing(draw, s["chart"]))
             write_bytes_atomic(out / "figures" / f"{s['suite']}.png", pngs[s["suite"]])
         if s.get("drift"):
             pngs[s["suite"] + "-drift"] = drift_png(s["drift"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..report.figures import drawing, png as figure_png
 from ..report.fmt import fmt_diff, fmt_rate
 
 COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52")
@@ -62,12 +63,7 @@ def figure(m: dict):
 
 
 def png(m: dict) -> bytes:
-    import io
-
-    fig = figure(m)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    return buf.getvalue()
+    return figure_png(drawing(figure, m), dpi=100)
 
 
 def add_sections(rep, m: dict) -> None:
@@ -84,7 +80,7 @@ def add_sections(rep, m: dict) -> None:
     rep.table("Headline figures by dialogue depth (%, 95% bootstrap CI)",
               ["metric", "warm-up", "depth", "rate [CI]", "n", "change from depth 0 [CI]", "drift per 4 turns [CI]"],
               table_rows(m))
-    rep.figure("Drift: metric against depth, one line per warm-up kind", figure(m), name="dialogue_drift")
+    rep.figure("Drift: metric against depth, one line per warm-up kind", drawing(figure, m), name="dialogue_drift")
 
 
 def summary_lines(m: dict | None) -> list[tuple[str, str]]:

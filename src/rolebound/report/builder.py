@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import contextvars
-import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -124,9 +123,10 @@ class Report:
         self.table(title, [str(c) for c in d.columns], d.values.tolist(), note)
 
     def figure(self, title: str, fig, name: str, note: str = "") -> None:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-        self.sections.append(Section("figure", title, buf.getvalue(), note, {"name": name}))
+        """fig: a matplotlib Figure, or a report.figures.Drawing (its PNG kept in the derived cache)."""
+        from .figures import png
+
+        self.sections.append(Section("figure", title, png(fig), note, {"name": name}))
 
     def samples(self, title: str, columns: Sequence[str], rows: Sequence[dict], filters: Sequence[str],
                 note: str = "") -> None:

@@ -15,6 +15,7 @@ from .boxed import KINDS
 from .data import DEFAULT_PER_LEVEL
 from ...protocol import is_demo_spec
 from ...report.builder import Report, run_facts
+from ...report.figures import drawing
 
 
 def write_report(metrics, records, manifest, run_dir) -> list[Path]:
@@ -94,13 +95,13 @@ def _single_turn(rep: Report, m: dict, records, role_strats: list[str]) -> None:
                   [[lv["name"], fmt_mean_sd(nr["by_level"].get(lv["id"]))] for lv in m["levels"]])
     if role_strats and m["roles"] and m["levels"]:
         rep.figure("Figure 6: accuracy by level (rows) and role (columns); red outline: above the role's ceiling",
-                   heatmap_figure(m, role_strats), name="heatmap")
+                   drawing(heatmap_figure, m, role_strats), name="heatmap")
         rep.figure("Figure 3: task accuracy by role (dashed: no-role baseline)",
-                   accuracy_by_role_figure(m, role_strats), name="accuracy_by_role")
+                   drawing(accuracy_by_role_figure, m, role_strats), name="accuracy_by_role")
     if m["deltas"]:
         rep.table("Figure 5 data: change against identity (macro means)", ["variant", "ΔTA", "ΔIA", "ΔA"],
                   [[s, fmt_mean_sd(d["TA"]), fmt_mean_sd(d["IA"]), fmt_mean_sd(d["A"])] for s, d in m["deltas"].items()])
-        rep.figure("Figure 5: ΔIA and ΔA of each variant against identity", delta_figure(m), name="deltas")
+        rep.figure("Figure 5: ΔIA and ΔA of each variant against identity", drawing(delta_figure, m), name="deltas")
 
 
 def _samples(records, answers) -> list[dict]:

@@ -11,6 +11,7 @@ from typing import Any
 from .metrics import CELL_LABELS, CELLS, instances
 from ...report.fmt import fmt_pm, fmt_rate
 from ...report.builder import Report, extraction_section, read_by, run_facts
+from ...report.figures import drawing
 
 CELL_COLORS = {"consistent": "#4c9f70", "compliance_gap": "#e07b39",
                "incidental_refusal": "#8fb8de", "recognition_failure": "#c0392b"}
@@ -112,8 +113,8 @@ def _matrix_tables(rep: Report, metrics: dict, manifest) -> None:
     rep.table("BA-BC matrix (Table 1): counts and rates", ["boundary", "n"] + [CELL_LABELS[c] for c in CELLS],
               rows)
     labels = [b for b in ("temporal", "cross", "all") if mat.get(b, {}).get("n")]
-    rep.figure("BA-BC matrix cells", _stacked(labels, [mat[b] for b in labels],
-                                              f"{manifest.model}: matrix cells by boundary type"), "matrix")
+    rep.figure("BA-BC matrix cells", drawing(_stacked, labels, [mat[b] for b in labels],
+                                                      f"{manifest.model}: matrix cells by boundary type"), "matrix")
     rep.table("Table 6: Compliance Gap rate by boundary type", ["model", "Cross-Univ.", "Temporal"],
               [[manifest.model, fmt_rate(mat.get("cross", {}).get("compliance_gap")),
                 fmt_rate(mat.get("temporal", {}).get("compliance_gap"))]])
@@ -144,7 +145,7 @@ def _override_and_controls(rep: Report, metrics: dict, manifest) -> None:
         rep.table("Tables 4/18: by region (this model)", ["region", "C-Gap", "n", "Override", "n (BA+ & FC-BC)"],
                   [[r, fmt_rate(v["c_gap"]), v["n"], fmt_rate(v["override"]), v["n_override"]] for r, v in reg.items()],
                   note="Mean \u00b1 std across models (Table 17) comes from `rolebound compare` over several runs.")
-        rep.figure("Compliance Gap and override by region", _region_bars(reg, manifest.model), "regions")
+        rep.figure("Compliance Gap and override by region", drawing(_region_bars, reg, manifest.model), "regions")
     seq = metrics.get("sequential", {})
     if seq:
         rows = [[b, v["n"], fmt_rate(v["independent"]), fmt_rate(v["sequential"]),
@@ -249,7 +250,7 @@ def compare_tables(rep: Report, entries) -> None:
     rep.table("Table 2: BA accuracy, BC accuracy, Compliance Gap and Recognition Failure",
               ["model", "BA Acc.", "BC Acc.", "C-Gap", "R-Fail", "instances"], rows2)
     if mats:
-        rep.figure("Matrix cells per model", _stacked(labels, mats, "BA-BC matrix cells"), "matrix_models")
+        rep.figure("Matrix cells per model", drawing(_stacked, labels, mats, "BA-BC matrix cells"), "matrix_models")
     rep.table("Table 6: Compliance Gap by boundary type", ["model", "Cross-Univ.", "Temporal"], rows6)
     rep.table("Tables 3/10: parametric override", ["model", "# BA+", "# BA+ & FC-BC", "# BA+ & FC-BC & FC-KVQ",
                                                   "Verified Override"], rows3)

@@ -11,6 +11,7 @@ from .metrics import ANSWER_STAGE, cosine_distances, tsne_2d
 from ...rejudge import rounds_text, verdicts
 from ...report.fmt import fmt_mean_sem, fmt_num
 from ...report.builder import Report, extraction_section, read_by, run_facts
+from ...report.figures import drawing
 from .data import CATEGORIES, CATEGORY_SHORT, ERROR_TYPES
 
 HIDDEN_FILE = "hidden_states.npz"
@@ -134,11 +135,11 @@ def _hidden_section(rep: Report, run_dir: Path) -> None:
                                                                       "correct vs KKE", "correct vs UKE"], rows,
               note=f"{model}; inputs: the {what}, each in the vanilla role prompt. The paper's finding: KKE "
                    "queries sit closer to the correct ones than UKE queries.")
-    fig = _tsne_figure(vecs, kinds, chars)
-    if fig is None:
+    if not [c for c in set(chars) if chars.count(c) >= 3]:
         rep.text("Too few points for a t-SNE plot (need at least 3 per character).", "t-SNE")
     else:
-        rep.figure("t-SNE of hidden states per character (green: correct, red: KKE, blue: UKE)", fig, name="tsne")
+        rep.figure("t-SNE of hidden states per character (green: correct, red: KKE, blue: UKE)",
+                   drawing(_tsne_figure, vecs, kinds, chars), name="tsne")
 
 
 def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
@@ -146,8 +147,6 @@ def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
     import numpy as np
 
     names = [c for c in dict.fromkeys(chars) if chars.count(c) >= 3]
-    if not names:
-        return None
     ncol = min(3, len(names))
     nrow = -(-len(names) // ncol)
     fig, axes = subplots(nrow, ncol, figsize=(4.2 * ncol, 3.8 * nrow), squeeze=False)

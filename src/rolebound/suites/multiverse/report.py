@@ -12,6 +12,7 @@ from ...report.fmt import fmt_diff, fmt_mean_n, fmt_num, fmt_rate
 from .prompts import CONFLICTS
 from .data import PHASES
 from ...report.builder import Report, extraction_section, read_by, run_facts
+from ...report.figures import drawing
 
 
 def write_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> list[Path]:
@@ -191,8 +192,11 @@ def _think_act_figure(rep, strat: dict) -> None:
             th, ac = a.get("judge_thinking", {}).get("mean"), a.get("judge_acting", {}).get("mean")
             if th is not None and ac is not None:
                 pts.append((f"{s}/{t} (n={a['judge_thinking']['n']})", th, ac))
-    if not pts:
-        return
+    if pts:
+        rep.figure("Thinking vs acting (Figure 4)", drawing(think_act_figure, pts), name="think_act")
+
+
+def think_act_figure(pts: list):
     from ...report.figures import subplots
 
     fig, ax = subplots(figsize=(4.5, 4))
@@ -203,7 +207,7 @@ def _think_act_figure(rep, strat: dict) -> None:
     ax.set_ylim(0, 5)
     ax.set_xlabel("judge thinking score (0-5)")
     ax.set_ylabel("judge acting score (0-5)")
-    rep.figure("Thinking vs acting (Figure 4)", fig, name="think_act")
+    return fig
 
 
 def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:

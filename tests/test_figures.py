@@ -3,6 +3,7 @@ writes a report never pays for pyplot's start-up, and the figures still reach th
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -31,7 +32,8 @@ def test_a_report_with_figures_never_imports_pyplot(suite, tmp_path):
             f"out={str(tmp_path / 'run')!r}, progress=False, options={opts!r}); "
             f"print('matplotlib.pyplot' in sys.modules, "
             f"'matplotlib.figure' in sys.modules)")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "ROLEBOUND_DERIVED_DIR": str(tmp_path / "derived")}     # no figure drawn before
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.split()[-2:] == ["False", "True"]          # drew, without pyplot
     assert "data:image/png;base64," in (tmp_path / "run" / "report.html").read_text(encoding="utf-8")

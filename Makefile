@@ -17,19 +17,16 @@ demo: $(STAMP)
 XDIST := -n auto --dist loadgroup
 
 # The tests start the installed script some 200 times. Where PYTHONDONTWRITEBYTECODE is set (as on
-# these machines) no process writes bytecode for the editable package, so each compiled its ~120
+# these machines) no process kept bytecode for the editable package, so each compiled its ~120
 # modules again (about 0.25 s), and each pytest worker rewrote every test module (2.5 s): the test
-# run compiles src once and lets pytest keep its rewritten test modules.
-BYTECODE := $(VENV)/bin/python -m compileall -q src
-PYTEST   := env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/python -m pytest -q
+# run unsets it, so the first process to import a module keeps its bytecode for the others.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/python -m pytest -q
 
 test: $(STAMP)
-	$(BYTECODE)
 	$(PYTEST) $(XDIST)
 
 # The edit loop: every test that loads no bundled model (marker `model`), 20 slowest listed.
 test-fast: $(STAMP)
-	$(BYTECODE)
 	$(PYTEST) -m "not model and not slow"
 
 setup: $(STAMP)

@@ -155,6 +155,23 @@ PACKAGE_HOOKS: dict[str, tuple[str, str]] = {
     "compare": ("report", "compare_tables"),
     "card_figures": ("card", "card_figures"),
 }
+# Hooks whose module loads only when the hook is called: build.py and importers.py bring what only
+# `rolebound build` and `rolebound data import` need. build_commands(app) calls build.commands(app);
+# importers() returns a copy of importers.IMPORTERS.
+LAZY_PACKAGE_HOOKS: dict[str, tuple[str, str]] = {
+    "build_commands": ("build", "commands"),
+    "importers": ("importers", "IMPORTERS"),
+}
+
+
+def _lazy_hook(hook: str, module: str, attr: str):
+    def call(self, *args):
+        value = getattr(importlib.import_module(module), attr)
+        return value(*args) if callable(value) else dict(value)
+
+    call.__name__ = call.__qualname__ = hook
+    call.__doc__ = f"{hook}: {module}.{attr}"
+    return call
 
 
 def _package_module(package: str, module: str) -> types.ModuleType | None:
@@ -178,7 +195,7 @@ class Suite:
     card_limit: int | None = None            # `rolebound card`: the --limit of its quick, balanced subset
 
     def __init_subclass__(cls, **kwargs):
-        """Wire the hooks of PACKAGE_HOOKS from the suite's own modules (a class in a `suite.py`),
+        """Wire the hooks of PACKAGE_HOOKS and LAZY_PACKAGE_HOOKS from the suite's own modules (a class in a `suite.py`),
         put a suite that declares a card_limit on the card, and let a protocol with a judge (the
         paper judged, or gives the judge's decoding) decide `uses_judge`, so it is said once."""
         super().__init_subclass__(**kwargs)
@@ -189,6 +206,9 @@ class Suite:
                     continue
                 value = getattr(m, attr)
                 setattr(cls, hook, staticmethod(value) if callable(value) else value)
+            for hook, (mod, attr) in LAZY_PACKAGE_HOOKS.items():
+                if hook not in cls.__dict__ and importlib.util.find_spec(f"{package}.{mod}"):
+                    setattr(cls, hook, _lazy_hook(hook, f"{package}.{mod}", attr))
         if cls.card_limit is not None and "on_card" not in cls.__dict__:
             cls.on_card = True
         p = cls.protocol

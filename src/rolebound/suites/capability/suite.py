@@ -160,13 +160,3 @@ class CapabilitySuite(Suite):
         from .judgecheck import spec
 
         return spec()
-
-    def build_commands(self, app) -> None:
-        from .build import commands
-
-        commands(app)
-
-    def importers(self) -> dict:
-        from .importers import IMPORTERS
-
-        return dict(IMPORTERS)

@@ -117,8 +117,3 @@ class CharmSuite(Suite):
 
             out["dialogue"] = dialogue(records)
         return out
-
-    def build_commands(self, app) -> None:
-        from .build import commands
-
-        commands(app)

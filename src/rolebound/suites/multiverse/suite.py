@@ -197,16 +197,6 @@ class MultiverseSuite(Suite):
 
         return spec(lambda judge: self.judge_scoring({}, judge))
 
-    def build_commands(self, app) -> None:
-        from .build import commands
-
-        commands(app)
-
-    def importers(self) -> dict:
-        from .importers import IMPORTERS
-
-        return dict(IMPORTERS)
-
 
 def _task_set(tasks: str | list[str]) -> set[str]:
     """The `tasks` option ("canon,dilemma" or a YAML list) as a set of names."""

@@ -67,7 +67,8 @@ def old_parse_choice(text: str | None, letters: str) -> str | None:
 def baseline(row: dict):
     """What the parsers on main before issue 12 read (multiverse parse_choice, CHARM
     parse_answer_number and parse_yes_no), as an option index / "Yes" / "No" / None."""
-    from rolebound.scoring.parsers import INVALID, parse_answer_number, parse_yes_no
+    from rolebound.scoring.parsers import INVALID, parse_yes_no
+    from rolebound.suites.charm.prompts import parse_answer_number
     if "options" not in row:
         got = parse_yes_no(row["reply"])
         return None if got == INVALID else got

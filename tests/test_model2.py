@@ -13,7 +13,7 @@ import pytest
 
 from rolebound.models import install as ins
 from rolebound.records import Decoding, Message
-from rolebound.scoring.parsers import parse_answer_number
+from rolebound.suites.charm.prompts import parse_answer_number
 
 NAME = "qwen2.5-coder-1.5b"
 pytestmark = [pytest.mark.model, pytest.mark.model2]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rolebound.scoring.parsers import parse_answer_number, parse_yes_no
+from rolebound.scoring.parsers import parse_yes_no
+from rolebound.suites.charm.prompts import parse_answer_number
 
 ROWS = [json.loads(line) for line in
         (Path(__file__).parent / "data" / "qwen_replies" / "charm.jsonl").read_text().splitlines()]

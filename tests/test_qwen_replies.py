@@ -7,7 +7,6 @@ keeps (`extractor_for`, as `rolebound report` does for old records)."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,7 +15,8 @@ import pytest
 from rolebound.suites.knowledge_errors.prompts import parse_judgment
 from rolebound.suites.capability.boxed import parse_boxed_letter
 from rolebound.scoring.extract import Extractor
-from rolebound.scoring.parsers import INVALID, parse_answer_number
+from rolebound.scoring.parsers import INVALID
+from rolebound.suites.charm.prompts import parse_answer_number
 from rolebound.suites.charm.suite import CharmSuite
 from rolebound.suites.knowledge_errors.strategies import parse_recollections
 from rolebound.suites.multiverse.prompts import CONFLICTS, parse_judge, parse_segments

@@ -258,21 +258,19 @@ def read_by(record) -> str:
     return f"{ex['rule']}: {ex.get('span', '')}" if ex.get("span") else ex["rule"]
 
 
-def extraction_section(rep: "Report", records) -> None:
-    """How many answers each extraction rule read, per stage (docs/extraction.md lists the rules)."""
+def extraction_section(rep: "Report", records, note: str = "") -> None:
+    """How many answers each extraction rule read, per stage (docs/extraction.md lists the rules);
+    `note`: the suite's word on how it read them (e.g. the paper's strict reading)."""
     from ..scoring.extract import rule_counts
 
     counts = rule_counts(records)
     if not counts:
         model_extraction_section(rep)
         return
-    kinds = {(r.meta or {}).get("extract", {}).get("kind") for r in records if (r.meta or {}).get("extraction")}
-    strict = " The paper's strict reading was used (extraction=strict)." if kinds & {"yes_no_strict", "answer_number"} \
-        else ""
     rep.table("Answer extraction: readings per rule", ["stage", "rule", "answers"],
               [[stage, rule, n] for (stage, rule), n in sorted(counts.items())],
               note="Rules of rolebound.scoring.choice (docs/extraction.md); 'none:' rules read no answer "
-                   "(counted invalid). `rolebound report RUN` reads the stored replies again." + strict)
+                   "(counted invalid). `rolebound report RUN` reads the stored replies again." + (f" {note}" if note else ""))
     model_extraction_section(rep)
 
 

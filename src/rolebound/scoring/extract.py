@@ -18,9 +18,10 @@ from ..constants import INVALID
 from ..reading import Reading
 from .choice import choice_reading, yes_no_reading, yes_no_strict
 
-KINDS = ("choice", "answer_number", "yes_no", "yes_no_strict")
-# Kinds a suite adds (register_kind): a reader of its own format, e.g. a judge's verdict line.
-_READERS: dict[str, Callable[[str | None], Reading]] = {}
+KINDS = ("choice", "yes_no", "yes_no_strict")
+# Kinds a suite adds (register_kind): a reader of its own format, e.g. a judge's verdict line, called
+# with the reply and the Extractor (its options, form and question: what a format may need).
+_READERS: dict[str, Callable[[str | None, "Extractor"], Reading]] = {}
 
 
 @dataclass(frozen=True)
@@ -37,18 +38,12 @@ class Extractor:
                 return r
             v = {"index": r.value, "number": r.value + 1, "label": self.options[r.value][0]}[self.form]
             return replace(r, value=v)
-        if self.kind == "answer_number":
-            # CHARM Table 20 as the paper reads it: the number in the last "Answer: <n>"
-            from .parsers import parse_answer_number
-            got = parse_answer_number(text, len(self.options))
-            return Reading(None, "none:strict_no_answer_number") if got == INVALID else \
-                Reading(got, "strict_answer_number")
         if self.kind == "yes_no":
             return yes_no_reading(text, self.question)
         if self.kind == "yes_no_strict":
             return yes_no_strict(text)
         if self.kind in _READERS:
-            return _READERS[self.kind](text)
+            return _READERS[self.kind](text, self)
         raise ValueError(f"unknown extractor kind {self.kind!r}")
 
     def spec(self) -> dict[str, Any]:
@@ -70,17 +65,14 @@ def choice(options: Iterable[tuple[str, str]], form: str = "index") -> Extractor
     return Extractor("choice", tuple((str(a), str(b)) for a, b in options), form)
 
 
-def answer_number(options: Iterable[tuple[str, str]]) -> Extractor:
-    return Extractor("answer_number", tuple((str(a), str(b)) for a, b in options), "number")
-
-
 def yes_no(question: str | None = None, strict: bool = False) -> Extractor:
     return Extractor("yes_no_strict" if strict else "yes_no", question=question)
 
 
-def register_kind(kind: str, read: Callable[[str | None], Reading]) -> None:
-    """Let Extractor(kind) read replies with `read` (a suite's own format); its spec is {"kind": kind},
-    so `rolebound report` reads stored replies again once the suite is imported."""
+def register_kind(kind: str, read: Callable[[str | None, Extractor], Reading]) -> None:
+    """Let Extractor(kind, options, form, question) read replies with `read(text, extractor)` (a suite's
+    own format); its spec keeps the kind and options, so `rolebound report` reads stored replies
+    again once the suite is imported."""
     if kind in KINDS:
         raise ValueError(f"extractor kind {kind!r} is built in")
     _READERS[kind] = read

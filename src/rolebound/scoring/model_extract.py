@@ -24,8 +24,9 @@ from .parsers import INVALID
 
 ROLE = "extractor"
 STAGE = "extract"
-# kinds of rule reading a model may read again: an option or a Yes/No (judge lines are not)
-KINDS = ("choice", "answer_number", "yes_no", "yes_no_strict")
+# kinds of rule reading a model may read again: an option or a Yes/No (judge lines are not); a
+# suite's own kind (extract.register_kind) qualifies where its extractor carries options
+KINDS = ("choice", "yes_no", "yes_no_strict")
 # greedy and short: the answer is one label
 DECODING = Decoding(temperature=0.0, top_p=1.0, max_tokens=16, seed=0)
 
@@ -47,7 +48,7 @@ def rule_none(records: Iterable[Record]) -> list[Record]:
     for r in records:
         spec = (r.meta or {}).get("extract") or {}
         if r.role == "model" and r.error is None and r.kind != "score" and r.parsed == INVALID \
-                and spec.get("kind") in KINDS and (r.response or "").strip():
+                and (spec.get("kind") in KINDS or spec.get("options")) and (r.response or "").strip():
             out.append(r)
     return out
 

@@ -8,21 +8,7 @@ from ..constants import ABCD, INVALID
 
 __all__ = ["INVALID", "parse_first_letter"]
 
-_MD = re.compile(r"[*_`~]+")
-# "Answer: 3", "**Answer:** 3", "Answer: **3**", "Answer: [3]", "Answer: (3).", "final answer: <3>"
-_ANSWER_NUM = re.compile(r"answer\s*[:：]\s*[\[\(<{]?\s*(\d+)\s*[\]\)>}]?", re.IGNORECASE)
-
-
-def parse_answer_number(text: str | None, n_options: int) -> int | str:
-    """The number in the last `Answer: <n>` (CHARM Table 20 format); INVALID unless 1..n_options."""
-    if not text:
-        return INVALID
-    clean = _MD.sub("", text)
-    found = _ANSWER_NUM.findall(clean)
-    if not found:
-        return INVALID
-    n = int(found[-1])
-    return n if 1 <= n <= n_options else INVALID
+MD = re.compile(r"[*_`~]+")      # markdown emphasis, dropped before a format is matched
 
 
 _YES_NO_LEAD = re.compile(r"^\W*(?:answer\s*[:：]\s*)?\W*(yes|no)\b", re.IGNORECASE)
@@ -32,7 +18,7 @@ def parse_yes_no(text: str | None) -> str:
     """'Yes' or 'No' when the reply opens with it (after markdown and an optional 'Answer:')."""
     if not text:
         return INVALID
-    m = _YES_NO_LEAD.match(_MD.sub("", text).strip())
+    m = _YES_NO_LEAD.match(MD.sub("", text).strip())
     if not m:
         return INVALID
     return "Yes" if m.group(1).lower() == "yes" else "No"

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from typing import Iterable
+
+from ...constants import INVALID
+from ...reading import Reading
+from ...scoring.extract import Extractor, register_kind
+from ...scoring.parsers import MD
 from .data import CharmItem
 
 # Table 19 (BA). Line breaks restored where the paper's table layout had them.
@@ -55,3 +62,32 @@ def no_role_prompt(item: CharmItem) -> str:
 def dialogue_opener(item) -> str:
     """The first user turn of a dialogue ("{text}" stays for the warm-up question)."""
     return DIALOGUE_OPENER.replace("{character}", item.role_name).replace("{profile}", item.profile)
+
+
+# Table 20's answer line as the paper reads it (extraction=strict): the number in the last
+# "Answer: <n>"; also "**Answer:** 3", "Answer: [3]", "Answer: (3).", "final answer: <3>"
+_ANSWER_NUM = re.compile(r"answer\s*[:：]\s*[\[\(<{]?\s*(\d+)\s*[\]\)>}]?", re.IGNORECASE)
+
+
+def parse_answer_number(text: str | None, n_options: int) -> int | str:
+    """The number in the last `Answer: <n>`; INVALID unless 1..n_options."""
+    if not text:
+        return INVALID
+    found = _ANSWER_NUM.findall(MD.sub("", text))
+    if not found:
+        return INVALID
+    n = int(found[-1])
+    return n if 1 <= n <= n_options else INVALID
+
+
+def _answer_number_reading(text: str | None, ex: Extractor) -> Reading:
+    got = parse_answer_number(text, len(ex.options))
+    return Reading(None, "none:strict_no_answer_number") if got == INVALID else Reading(got, "strict_answer_number")
+
+
+register_kind("answer_number", _answer_number_reading)
+
+
+def answer_number(options: Iterable[tuple[str, str]]) -> Extractor:
+    """The strict reader of an MCQ shown as "1. ...", "2. ...": the value is the 1-based number."""
+    return Extractor("answer_number", tuple((str(a), str(b)) for a, b in options), "number")

@@ -85,7 +85,8 @@ def write_report(metrics: dict, records, manifest, run_dir) -> list[Path]:
         rep.table("Accuracy by question type", ["question", "boundary", "n", "acc", "invalid"], rows,
                   note="invalid = no rule read an answer (see 'readings per rule'); counted as incorrect.")
     rep.table("Table 7: questions answered in this run", *_table7(records))
-    extraction_section(rep, records)
+    strict = (manifest.options or {}).get("extraction") == "strict"
+    extraction_section(rep, records, "The paper's strict reading was used (extraction=strict)." if strict else "")
     rep.samples("Per-sample records", ["character", "region", "stage", "boundary", "target", "outcome", "gold",
                                        "parsed", "read by", "question", "response"], _samples(records),
                 ["character", "region", "stage", "boundary", "outcome"])

@@ -16,7 +16,7 @@ from ...dialogue.bank import scripted_turns
 from ...dialogue.options import depths
 from ...dialogue.run import Plan, Probe, Turn, cycle_to, run_probes
 from .data import dialogue_bank
-from .prompts import ANSWER_PREFIX, ba_prompt, dialogue_opener, mcq_prompt, no_role_prompt
+from .prompts import ANSWER_PREFIX, answer_number, ba_prompt, dialogue_opener, mcq_prompt, no_role_prompt
 
 
 # name -> what `rolebound suites charm` says of it
@@ -92,7 +92,7 @@ async def ask_mcq(ctx, stage: str, messages: list[Message], item: CharmItem, gol
                                assistant_prefix=ANSWER_PREFIX, parse=int, gold=gold, meta=meta)
     # the options as choices_text shows them: "1. ...", "2. ..."; parsed stays the 1-based number
     options = [(str(k), o) for k, o in enumerate(options, 1)]
-    parse = extract.answer_number(options) if extraction == "strict" else extract.choice(options, "number")
+    parse = answer_number(options) if extraction == "strict" else extract.choice(options, "number")
     return await ctx.chat(stage, messages, parse=parse, gold=gold, meta=meta)
 
 

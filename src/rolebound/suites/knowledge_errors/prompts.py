@@ -264,7 +264,7 @@ def judgment_reading(text: str | None) -> Reading:
     return Reading(found.pop(), "judgment_line")
 
 
-register_kind("judgment", judgment_reading)
+register_kind("judgment", lambda text, _ex: judgment_reading(text))   # needs the text alone
 
 
 def judgment() -> Extractor:

@@ -21,14 +21,14 @@ import re
 from collections import Counter
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 from pydantic import Field, field_validator
 
 from ...authored import Authored
 from ...errors import InputError
-from ...io import read_jsonl, read_yaml, validate_yaml
-from ..base import interleave
+from ...io import file_sha256, read_jsonl, read_yaml, stable_hash, validate_yaml
+from ..base import Dataset, interleave
 
 CATEGORIES = ("event", "relational", "attitudinal", "identity")
 CATEGORY_LABEL = {"event": "Event Memory", "relational": "Relational Memory",
@@ -158,13 +158,6 @@ def starter_dir() -> Path:
 
 
 STARTER_ITEMS = "starter.jsonl"
-
-
-def looks_like_roleke(path: Path) -> bool:
-    if path.suffix.lower() != ".json" or not path.exists():
-        return False
-    head = path.read_text(encoding="utf-8")[:2000]
-    return head.lstrip().startswith("[") and "false_query_question" in head
 
 
 def load_items(path: str | Path, items: list[KEItem] | None = None) -> list[KEItem]:
@@ -349,3 +342,31 @@ def stats_tables(dataset) -> list[tuple[str, Any]]:
     return [("Items per character x error type x memory category (Table 5 layout)", counts),
             ("Items / mean words per query (Table 1 layout)", table1),
             (f"Retrieval corpora ({dataset.extra.get('corpus_file') or 'no corpus file'})", corpus)]
+
+
+def load_dataset(data: str | None, opts, foreign: Callable[[Path], list[KEItem] | None] = lambda p: None) -> Dataset:
+    """The items (--data: our JSONL, or what `foreign(path)` converts, e.g. a RoleKE-Bench file; else
+    the starter set), each character's
+    corpus chunks (--set corpus, else the items' sibling corpus file; characters without one take
+    chunks of their items' own context) and the few-shot pool, hashed together with the chunk size."""
+    target = opts.chunk_sentences
+    if data:
+        items_path, source = Path(data), str(data)
+    else:
+        items_path, source = starter_dir() / STARTER_ITEMS, "builtin:knowledge-errors/starter"
+    items = load_items(items_path, foreign(items_path))
+    corpus_path = Path(opts.corpus) if opts.corpus else sibling_corpus(items_path)
+    if corpus_path is not None and not corpus_path.exists():
+        raise InputError("corpus file not found", file=str(corpus_path), field="corpus")
+    corpora = corpora_chunks(load_corpus(corpus_path), target) if corpus_path else {}
+    from_items = chunks_from_items(items)
+    fallback = sorted(c for c in from_items if not corpora.get(c))
+    for c in fallback:
+        corpora[c] = from_items[c]
+    pool_path = Path(opts.few_shot) if opts.few_shot else starter_dir() / "few_shot.yaml"
+    pool = load_cases(pool_path)
+    digest = stable_hash([file_sha256(items_path), file_sha256(corpus_path) if corpus_path else None,
+                          file_sha256(pool_path), target])
+    return Dataset(items=items, source=source, hash=digest, extra={
+        "corpora": corpora, "corpus_file": str(corpus_path) if corpus_path else None,
+        "corpus_from_items": fallback, "few_shot_file": str(pool_path), "pool": pool})

@@ -52,6 +52,18 @@ def _json_array_with_lines(path: Path) -> list[tuple[int, object]]:
     return out
 
 
+def looks_like_roleke(path: Path) -> bool:
+    if path.suffix.lower() != ".json" or not path.exists():
+        return False
+    head = path.read_text(encoding="utf-8")[:2000]
+    return head.lstrip().startswith("[") and "false_query_question" in head
+
+
+def roleke_or_none(path: Path) -> list | None:
+    """`--data` given a RoleKE-Bench file: its items converted; None for our own JSONL."""
+    return roleke_items(path) if looks_like_roleke(Path(path)) else None
+
+
 def roleke_items(path: str | Path) -> list:
     from .data import KEItem
 

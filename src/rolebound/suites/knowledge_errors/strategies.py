@@ -22,6 +22,7 @@ from ...records import Message
 from ...runner import ItemContext
 from . import prompts
 from ..base import default_scoring_for
+from .retrieval import Retriever
 
 STRATEGIES = {
     "vanilla": "role prompt and the question (Table 16)",
@@ -151,6 +152,14 @@ class Methods:
     judge_tokens: int | None = None
     judge_scoring: str = "generate"        # or "logprob": " yes" vs " no" after "judgment:"
     _narratives: dict = field(default_factory=dict)
+
+    @classmethod
+    def for_run(cls, dataset, opts) -> "Methods":
+        """The methods of one run: a retriever over the dataset's corpora, its case pool, the caps."""
+        return cls(retriever=Retriever(dataset.extra["corpora"], opts.embedder), pool=dataset.extra["pool"],
+                   rag_k=opts.rag_k, m=opts.m, step_tokens=opts.step_max_tokens,
+                   answer_tokens=opts.answer_max_tokens, judge_tokens=opts.judge_max_tokens,
+                   judge_scoring=opts.judge_scoring or "generate")
 
     # -- helpers ----------------------------------------------------------------------------
     @staticmethod

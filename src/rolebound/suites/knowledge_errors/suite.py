@@ -14,21 +14,17 @@ a local engine that can score, as for --scoring in other suites; generate otherw
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
 
-from ...errors import BackendError, InputError
-from ...io import file_sha256, stable_hash
+from ...errors import BackendError
 from ...models.base import CHAT
 from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite, validate_options
-from .data import (STARTER_ITEMS, KEItem, chunks_from_items, corpora_chunks, load_cases, load_corpus, load_items,
-                   looks_like_roleke, select_items, sibling_corpus, starter_dir, stats_tables)
-from .importers import roleke_items
+from .data import KEItem, load_dataset, select_items, stats_tables
+from .importers import roleke_or_none
 from .options import KnowledgeErrorsOptions
 from .prompts import all_templates
-from .retrieval import Retriever
 from .strategies import USES_RETRIEVAL, Methods, judge_scoring_mode
 
 
@@ -53,34 +49,9 @@ class KnowledgeErrorsSuite(Suite):
 
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
         opts = self.opts(settings)   # validated against KnowledgeErrorsOptions
-        target = opts.chunk_sentences
-        if data:
-            items_path = Path(data)
-            source = str(items_path)
-        else:
-            items_path = starter_dir() / STARTER_ITEMS
-            source = "builtin:knowledge-errors/starter"
-        items = load_items(items_path, roleke_items(items_path) if looks_like_roleke(items_path) else None)
-        corpus_path = Path(opts.corpus) if opts.corpus else sibling_corpus(items_path)
-        if corpus_path is not None and not corpus_path.exists():
-            raise InputError("corpus file not found", file=str(corpus_path), field="corpus")
-        corpora = corpora_chunks(load_corpus(corpus_path), target) if corpus_path else {}
-        from_items = chunks_from_items(items)
-        fallback = sorted(c for c in from_items if not corpora.get(c))
-        for c in fallback:
-            corpora[c] = from_items[c]
-        pool_path = Path(opts.few_shot) if opts.few_shot else starter_dir() / "few_shot.yaml"
-        pool = load_cases(pool_path)
-        digest = stable_hash([file_sha256(items_path), file_sha256(corpus_path) if corpus_path else None,
-                              file_sha256(pool_path), target])
-        ds = Dataset(items=items, source=source, hash=digest, extra={
-            "corpora": corpora, "corpus_file": str(corpus_path) if corpus_path else None,
-            "corpus_from_items": fallback, "few_shot_file": str(pool_path), "pool": pool})
+        ds = load_dataset(data, opts, foreign=roleke_or_none)
         # this run's methods (retriever, case pool, caps), for run_item() and after_items()
-        settings.state["methods"] = Methods(
-            retriever=Retriever(corpora, opts.embedder), pool=pool, rag_k=opts.rag_k, m=opts.m,
-            step_tokens=opts.step_max_tokens, answer_tokens=opts.answer_max_tokens,
-            judge_tokens=opts.judge_max_tokens, judge_scoring=opts.judge_scoring or "generate")
+        settings.state["methods"] = Methods.for_run(ds, opts)
         return ds
 
     def select(self, items: Sequence[KEItem], limit: int | None,
@@ -145,13 +116,3 @@ class KnowledgeErrorsSuite(Suite):
 
         opts = validate_options(self, manifest.options or {})
         return rejudge_plan(records, manifest, judge, opts.judge_max_tokens)
-
-    def build_commands(self, app) -> None:
-        from .build import commands
-
-        commands(app)
-
-    def importers(self) -> dict:
-        from .importers import IMPORTERS
-
-        return dict(IMPORTERS)

@@ -56,13 +56,14 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
     manifest.counts = {"invocations": 1}       # written at start: a killed first invocation still counts
     earlier: dict[str, int] = {}
     old_info: dict = {}        # a resumed run may never load the model: keep what the last one said
-    fresh = {"new": False}
+    new_run = False            # this invocation created the folder: an early stop leaves nothing
 
     def take_over() -> None:
         """Under the lock, before anything in the folder is touched: a running run is never
         cleared by --overwrite, and a different run is never resumed."""
+        nonlocal new_run
         if not rd.exists():
-            fresh["new"] = not (out / RECORDS).exists()
+            new_run = not (out / RECORDS).exists()
             return
         if req.overwrite:
             for name in (RECORDS, METRICS, MANIFEST, "errors.log"):
@@ -84,7 +85,7 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
                       on_locked=take_over) as session:
         rd.write_manifest(manifest)
         stopped = _execute(s, req, plan, dataset, items, session, timing,
-                           leave_nothing=lambda: fresh["new"] and not session.completed)
+                           leave_nothing=lambda: new_run and not session.completed)
         c = session.counts
         manifest.finished = None if stopped else now()
         manifest.counts = _add_counts(earlier, {
@@ -443,7 +444,7 @@ def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
     metrics["position_bias"] = position.compute(records)       # every multiple-choice stage
     if sh := position.shifts(records):                          # --set permutations=K
         metrics["shifts"] = sh
-    if manifest.repeats > 1 and not getattr(suite, "repeats_native", False):
+    if manifest.repeats > 1 and not suite.repeats_native:
         metrics["over_repeats"] = over_repeats(suite, records, manifest)
     if (me := model_extract.figures(suite, records, extracted, manifest)) is not None:
         metrics["model_extraction"] = me

@@ -265,9 +265,8 @@ def _summary(res) -> None:
     t.add_row("wall time", f"{res.wall_s:.1f} s")
     from .suites import get_suite
 
-    summ = getattr(get_suite(res.manifest.suite), "summary", None)
-    if summ and res.metrics:
-        for k, v in summ(res.metrics):
+    if res.metrics:
+        for k, v in get_suite(res.manifest.suite).summary(res.metrics):
             t.add_row(k, v)
     if me := (res.metrics or {}).get("model_extraction"):
         t.add_row(f"model-based extraction ({me['extractor']})",
@@ -320,10 +319,10 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
 
 
 @app.command("judge-check")
-def judge_check(suite: str = typer.Argument(..., help="a judged suite: multiverse, knowledge-errors or capability"),
+def judge_check(suite: str = typer.Argument(..., help=f"a suite with a judge, one of: {SUITE_NAMES} (one without a judge says so)"),
                 judge: Optional[str] = typer.Option(None, "--judge", help="the judge to check, BACKEND:NAME"),
                 data: Optional[str] = typer.Option(None, "--data", help="labelled replies (JSONL, docs/judge-check.md); "
-                                                   "multiverse: default Beyond One World's annotated_results"),
+                                                   "default: the suite's own labelled set, where it has one"),
                 limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="check only N replies"),
                 out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (same --out resumes)"),
                 concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="replies in flight "

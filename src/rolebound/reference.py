@@ -218,7 +218,7 @@ def protocol_comparison(suite, manifest) -> tuple[bool, list[str]]:
     demo settings, options that leave out part of the protocol, a --limit subset, another scoring
     mode, self-judging where the paper did not."""
     proto = manifest.protocol or {}
-    paper = getattr(suite, "protocol", None)
+    paper = suite.protocol
     out: list[str] = []
     if proto.get("mode") == "demo":
         out.append("demo settings (the bundled demo model's decoding, not the paper's)")
@@ -237,7 +237,7 @@ def protocol_comparison(suite, manifest) -> tuple[bool, list[str]]:
 
 def protocol_text(suite, manifest) -> str:
     same, departures = protocol_comparison(suite, manifest)
-    src = getattr(getattr(suite, "protocol", None), "source", "") or "the paper"
+    src = getattr(suite.protocol, "source", "") or "the paper"
     if same:
         return f"This run followed the paper's protocol ({src})."
     return f"This run departs from the paper's protocol ({src}): " + "; ".join(departures) + "."

@@ -39,7 +39,7 @@ def paper_sections(rep, metrics: dict, manifest) -> None:
         figs = []
     entries = reference.beside(suite, metrics, manifest, figs)
     text = reference.protocol_text(suite, manifest)
-    if getattr(suite, "protocol", None) is not None:      # suites with no paper (mcq) say nothing
+    if suite.protocol is not None:      # suites with no paper (mcq) say nothing
         rep.meta.append(("against the paper", text))
     if not entries:
         return

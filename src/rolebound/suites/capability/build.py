@@ -5,7 +5,7 @@
 
 Mathematics (and a few numeric science) items are generated here from templates: the correct
 option is computed with exact arithmetic and the distractors are checked to differ from it.
-Each generated item carries a `check` that tests/test_capability_bank.py re-derives with sympy,
+Each generated item carries a `check` that tests/suites/capability/test_capability_bank.py re-derives with sympy,
 independently of this code. Science and language items are written by hand in handwritten.yaml.
 Gold letters are spread evenly over A-D within each level.
 """

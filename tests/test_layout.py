@@ -103,6 +103,17 @@ def package_of(name: str) -> str:
     return ".".join(parts[:2])
 
 
+def package_graph() -> dict[str, set[str]]:
+    """The packages (package_of) and the other packages each one imports, from module_graph: the
+    graph test_no_package_cycles checks and docs/architecture.md's layers draw."""
+    graph: dict[str, set[str]] = {}
+    for n, deps in module_graph().items():
+        graph.setdefault(package_of(n), set()).update(package_of(m) for m in deps)
+    for k, v in graph.items():
+        v.discard(k)
+    return graph
+
+
 @pytest.mark.slow
 def test_no_import_cycles():
     assert find_cycle(module_graph()) is None
@@ -111,12 +122,7 @@ def test_no_import_cycles():
 @pytest.mark.slow
 def test_no_package_cycles():
     """Imports inside functions count: a lazy import hides a cycle from Python, not from the design."""
-    graph: dict[str, set[str]] = {}
-    for n, deps in module_graph().items():
-        graph.setdefault(package_of(n), set()).update(package_of(m) for m in deps)
-    for k, v in graph.items():
-        v.discard(k)
-    assert find_cycle(graph) is None
+    assert find_cycle(package_graph()) is None
 
 
 def test_package_of_names_the_layers():

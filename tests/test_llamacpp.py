@@ -5,7 +5,6 @@ Skipped, saying why, where llama-cpp-python is not installed (`make llamacpp` bu
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
 import subprocess

@@ -3,7 +3,6 @@ inputs, the override order, the peer registry, and OMP_WAIT_POLICY reaching libg
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys

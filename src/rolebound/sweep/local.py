@@ -6,7 +6,6 @@ and runs against one endpoint share its cap through semaphores of one manager pr
 from __future__ import annotations
 
 import asyncio
-import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any

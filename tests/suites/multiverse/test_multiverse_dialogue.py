@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from rolebound import api
-from rolebound.dialogue import metrics as dm
 from rolebound.store import load_records
 
 pytestmark = pytest.mark.slow     # processes, servers or whole pipelines: not in `make test-fast`

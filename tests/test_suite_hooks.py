@@ -94,3 +94,34 @@ def test_a_judging_protocol_decides_uses_judge_unless_the_class_says():
     assert (Judged.uses_judge, Told.uses_judge, Plain.uses_judge) == (True, False, False)
     assert [n for n in ("charm", "knowledge-errors", "multiverse", "capability") if get_suite(n).uses_judge] \
         == ["knowledge-errors", "multiverse", "capability"]
+
+
+def test_build_and_importers_come_from_their_modules_and_load_only_when_called():
+    """LAZY_PACKAGE_HOOKS: build.commands(app) and importers.IMPORTERS back the two hooks, and
+    neither module is imported by loading the suite (a fresh interpreter: this one may have them)."""
+    import subprocess
+
+    code = textwrap.dedent('''
+        import sys
+        from rolebound.suites import get_suite
+        s = get_suite("multiverse")
+        pkg = "rolebound.suites.multiverse"
+        before = {m for m in (pkg + ".build", pkg + ".importers") if m in sys.modules}
+        from rolebound.suites.multiverse.importers import IMPORTERS
+        got = s.importers()
+        assert got == IMPORTERS and got is not IMPORTERS, got
+        print(sorted(before))
+    ''')
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"
+    calls = []
+    for name in ["charm", "knowledge-errors", "multiverse", "capability"]:
+        module = importlib.import_module(f"{type(get_suite(name)).__module__.rpartition('.')[0]}.build")
+        orig = module.commands
+        module.commands = calls.append
+        try:
+            get_suite(name).build_commands("app")
+        finally:
+            module.commands = orig
+    assert calls == ["app"] * 4

@@ -36,7 +36,7 @@ WORKLOAD = SHARED / "bench" / "workload_canon200.jsonl"
 CANON_TEMPLATE = ("You are {{name}} from {{source}}. Answer the question as this character.\nQuestion: "
                   "{{question}}\nA. {{options[0]}}\nB. {{options[1]}}\nC. {{options[2]}}\nD. {{options[3]}}\nAnswer:")
 TORCH_CHARM_S = 5.7       # issue 21: a CHARM paper-protocol call on Qwen 1.5B, torch engine, today
-ENGINES = ("torch", "llamacpp", "llamacpp-1", "bare", "server")
+ENGINES = ("torch", "torch-1", "llamacpp", "llamacpp-1", "bare", "server")
 
 
 def log(msg: str) -> None:
@@ -112,11 +112,11 @@ def requests_of(work: dict):
 def make_engine(kind: str, model: str, threads: int):
     from rolebound.models import bundled, install
 
-    if kind == "torch":
+    if kind in ("torch", "torch-1"):
         from rolebound.models.local import TransformersEngine
 
         folder = install.require(model) if model in install.PACKS else bundled.converted_dir()
-        return TransformersEngine(folder, threads=threads)
+        return TransformersEngine(folder, threads=threads, max_batch=1 if kind == "torch-1" else None)
     from rolebound.models.llamacpp import LlamaCppEngine
 
     return LlamaCppEngine(bundled.bundled_gguf(model), threads=threads,
@@ -256,7 +256,8 @@ def report(results: dict, args) -> list[tuple[str, bool | None, str]]:
         print(f"| {e} | {r['load_s']} | {r['peak_rss_mb']} | " + " | ".join(cells) + f" | {saved} |")
     if w("torch", "canon-ll") and w("llamacpp", "canon-ll"):
         print(f"\ncanon200 log-likelihood, llamacpp vs torch: {agreement(w('llamacpp', 'canon-ll'), w('torch', 'canon-ll'))}")
-    for a, b in (("llamacpp", "torch"), ("llamacpp", "llamacpp-1"), ("llamacpp", "bare"), ("server", "llamacpp")):
+    for a, b in (("llamacpp", "torch"), ("llamacpp", "llamacpp-1"), ("torch", "torch-1"), ("llamacpp", "bare"),
+                 ("server", "llamacpp")):
         for k in ("canon-gen", "charm", "cot"):
             if w(a, k) and w(b, k):
                 same = sum(x == y for x, y in zip(w(a, k)["texts"], w(b, k)["texts"]))
@@ -278,6 +279,8 @@ def targets(res, w) -> list[tuple[str, bool | None, str]]:
     single, bare = tps(w("llamacpp-1", "canon-gen")), tps(w("bare", "canon-gen"))
     add("llamacpp engine single stream >= 0.95 x bare loop (canon-gen tok/s)", single, bare, 0.95)
     add("batched 8 >= 2.5 x single stream (llamacpp, canon-gen tok/s)", tps(w("llamacpp", "canon-gen")), single, 2.5)
+    add("batched >= 2.5 x single stream (torch, canon-gen tok/s)", tps(w("torch", "canon-gen")),
+        tps(w("torch-1", "canon-gen")), 2.5)
     charm = w("llamacpp", "charm")
     per_call = charm["wall_s"] / charm["calls"] if charm else None
     add(f"CHARM paper protocol per call <= half of {TORCH_CHARM_S} s (llamacpp)", per_call, TORCH_CHARM_S, -0.5)

@@ -1,4 +1,5 @@
-"""How much batching buys on the llamacpp engine, and whether it changes greedy text.
+"""How much batching buys on the llamacpp engine (or, --engine torch, the torch engine), and whether it
+changes greedy text (llamacpp).
 
     .venv/bin/python bench/llamacpp_batch.py [--model qwen|smollm2] [--tokens 64] [--pairs 6] [--flash-attn false]
 
@@ -53,18 +54,37 @@ def main() -> None:
     ap.add_argument("--n-ctx", type=int, default=None, help="KV cells (default: the engine's)")
     ap.add_argument("--rows", default="1,4,8", help="batch sizes timed, comma-separated")
     ap.add_argument("--no-invariance", action="store_true", help="time only")
+    ap.add_argument("--engine", choices=["llamacpp", "torch"], default="llamacpp",
+                    help="torch: the throughput part on the torch engine (bf16 copy; no invariance check)")
     a = ap.parse_args()
+    sizes = [int(x) for x in a.rows.split(",")]
+    if a.engine == "torch":
+        from rolebound.models import create_backend
+
+        name = "qwen2.5-coder-1.5b" if a.model == "qwen" else "smollm2-135m"
+        eng = create_backend(f"bundled:{name}", engine="torch", threads=a.threads, max_batch=max(sizes)).engine
+        print(f"# {name} on the torch engine ({eng.dtype}), {a.threads} threads, max_batch {max(sizes)}")
+        throughput(eng, sizes, a.tokens)
+        return
     from rolebound.models.llamacpp import LlamaCppEngine, flash_attn_setting
 
     path = gguf(a.model)
     fa = flash_attn_setting(a.flash_attn)
     print(f"# {path.name}, {a.threads} threads, flash attention {a.flash_attn}")
     ctx = {"n_ctx": a.n_ctx} if a.n_ctx else {}
-    sizes = [int(x) for x in a.rows.split(",")]
     eng = LlamaCppEngine(path, threads=a.threads, max_batch=max(sizes), flash_attn=fa, **ctx)
     print(f"# n_ctx {eng.n_ctx}, max_batch {max(sizes)}")
+    throughput(eng, sizes, a.tokens)
+    eng.close()
+    if a.no_invariance:
+        return
+    invariance(path, a, fa)
+
+
+def throughput(eng, sizes: list[int], tokens: int) -> None:
+    """The same story prompts decoded n at a time: generated tokens per second of wall time."""
     stories = [f"Write a long story about a dragon named {n}." for n in "Ann Bob Cid Dan Eve Fay Gus Hal".split()]
-    dec = Decoding(temperature=0.7, max_tokens=a.tokens, seed=1)
+    dec = Decoding(temperature=0.7, max_tokens=tokens, seed=1)
     print("\n## throughput\n\n| rows | wall s | tokens | tok/s | x one row |\n|---|---|---|---|---|")
     base = None
     for n in sizes:
@@ -74,9 +94,10 @@ def main() -> None:
         toks = sum(r.completion_tokens for r in res)
         base = base or toks / dt
         print(f"| {n} | {dt:.1f} | {toks} | {toks / dt:.1f} | {toks / dt / base:.2f} |", flush=True)
-    eng.close()
-    if a.no_invariance:
-        return
+
+
+def invariance(path: Path, a, fa) -> None:
+    from rolebound.models.llamacpp import LlamaCppEngine
 
     qs = QUESTIONS[:max(2, min(a.pairs, len(QUESTIONS)))]
     greedy = Decoding(temperature=0, max_tokens=40)

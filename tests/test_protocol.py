@@ -241,6 +241,18 @@ def test_cli_suites_protocol_lists_every_suite():
         assert name in res.stdout
 
 
+@pytest.mark.slow
+def test_cli_suites_marks_the_judged_ones():
+    """`judge-check SUITE` points here for the suites that have a judge."""
+    res = subprocess.run([str(Path(sys.executable).with_name("rolebound")), "suites"], capture_output=True,
+                         text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "200"})
+    assert res.returncode == 0
+    rows = {c[1].strip(): c[4].strip() for c in (line.split("\u2502") for line in res.stdout.splitlines())
+            if len(c) > 5 and c[1].strip()}
+    judged = {n for n, v in rows.items() if v == "yes"}
+    assert judged == {"knowledge-errors", "multiverse", "capability"}, rows
+
+
 # -- each suite's paper protocol, through the installed command and the fake server ---------------
 def _suite_cli(srv, tmp_path, suite, *extra):
     return _cli("run", suite, "--model", "openai:test-model", "--base-url", srv.url + "/v1", "--limit", "2",

@@ -319,7 +319,7 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
 
 
 @app.command("judge-check")
-def judge_check(suite: str = typer.Argument(..., help=f"a suite with a judge, one of: {SUITE_NAMES} (one without a judge says so)"),
+def judge_check(suite: str = typer.Argument(..., help="a suite with a judge (`rolebound suites`, column judge)"),
                 judge: Optional[str] = typer.Option(None, "--judge", help="the judge to check, BACKEND:NAME"),
                 data: Optional[str] = typer.Option(None, "--data", help="labelled replies (JSONL, docs/judge-check.md); "
                                                    "default: the suite's own labelled set, where it has one"),
@@ -485,10 +485,10 @@ def suites(name: Optional[str] = typer.Argument(None, help="show this suite's st
     if name:
         _suite_details(get_suite(name))
         return
-    t = Table("suite", "strategies", "what", "card", title="rolebound run SUITE")
+    t = Table("suite", "strategies", "what", "judge", "card", title="rolebound run SUITE")
     for n in available():
         s = get_suite(n)
-        t.add_row(n, ", ".join(s.strategies), s.description, "yes" if s.on_card else "")
+        t.add_row(n, ", ".join(s.strategies), s.description, "yes" if s.uses_judge else "", "yes" if s.on_card else "")
     _console().print(t)
 
 

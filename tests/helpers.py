@@ -3,7 +3,20 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
+
+# the installed `rolebound` script beside this interpreter: CLI tests run it in a subprocess
+SCRIPT = Path(sys.executable).with_name("rolebound")
+needs_script = pytest.mark.skipif(not SCRIPT.exists(), reason="the rolebound script is not installed here")
+
+
+def rolebound(*args, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    """Run the installed script (arguments as str or Path); kw go to subprocess.run (cwd, env)."""
+    return subprocess.run([str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=timeout, **kw)
 
 
 def write_mcq(path: Path, n: int, *, bad_line: int | None = None) -> Path:

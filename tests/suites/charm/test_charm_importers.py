@@ -4,20 +4,17 @@ bad rows stop the import with one line naming the file, line and column."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from helpers import needs_script, rolebound as rb
 from rolebound.errors import InputError
 from rolebound.importers import all_importers
 from rolebound.suites.base import RunSettings, validate_options
 from rolebound.suites.charm.data import load_data
 from rolebound.suites.charm.suite import CharmSuite
 
-SCRIPT = Path(sys.executable).with_name("rolebound")
-needs_script = pytest.mark.skipif(not SCRIPT.exists(), reason="the rolebound script is not installed here")
 
 CHARACTERS = """Name,Region,Region Name,Profile,Reality,Period,Era_End,Known_Since,Universe,Source
 Ada Lovelace,Nordic,Nordic countries,"Ada Lovelace, a mathematician",Real,Historical,1852,,Victorian England,
@@ -31,10 +28,6 @@ greta-example,What did Greta Example start?,What did you start?,A school strike,
 CONCEPTS = """name,year,ba_template_1,ba_template_2,bc_question,answer,distractors
 Zorbl app,2016,Do you know the Zorbl app?,Have you used Zorbl?,How long is a Zorbl clip?,Under a minute,"[""Three hours"", ""A day"", ""A week""]"
 """
-
-
-def rb(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
 def folder(tmp_path: Path, **files: str) -> Path:

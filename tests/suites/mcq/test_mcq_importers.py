@@ -5,19 +5,16 @@ no card section."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from helpers import needs_script, rolebound as rb
 from rolebound.errors import InputError
 from rolebound.importers import all_importers
 from rolebound.suites.mcq.data import load_items
 from rolebound.suites.mcq.suite import MCQSuite
 
-SCRIPT = Path(sys.executable).with_name("rolebound")
-needs_script = pytest.mark.skipif(not SCRIPT.exists(), reason="the rolebound script is not installed here")
 
 SHEET = """Question,A,B,C,D,Answer,Name,Exam Year
 What is 2+2?,3,4,5,,B,Sherlock Holmes,2020
@@ -25,10 +22,6 @@ Capital of France?,Paris,Rome,Berlin,Madrid,Paris,,2021
 Pick one,x,y,,,1,,
 Which number?,1,2,3,4,3,,
 """
-
-
-def rb(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
 def sheet(tmp_path: Path, text: str = SHEET) -> Path:

@@ -51,6 +51,26 @@ def test_labels_come_back_in_the_suites_form():
     assert model_extract.read_label("No.", extract.yes_no(strict=True)).value == "No"
 
 
+def test_a_suites_own_kind_reads_through_its_options_and_goes_to_the_extractor_only_with_options():
+    """A kind a suite registers (charm's strict `Answer: <n>`, knowledge-errors' judgment line) is
+    rebuilt from a record's spec; a rule none of a kind with options is the extractor's to read."""
+    from rolebound.records import Record
+    from rolebound.suites.charm.prompts import answer_number
+    from rolebound.suites.knowledge_errors.prompts import judgment
+
+    strict = extract.Extractor.from_spec(answer_number([("1", "Abstain"), ("2", "Plug it in")]).spec())
+    assert (strict("Reasoning...\nAnswer: **2**").value, strict("Answer: 2").rule) == (2, "strict_answer_number")
+    assert strict("Answer: 3").value is None            # not one of the two options
+    assert strict("I would plug it in.").rule == "none:strict_no_answer_number"
+
+    def rec(ex):
+        return Record(call_id="c", item_id="i", suite="s", strategy="x", stage="bc", parsed=INVALID,
+                      response=HEDGE, meta={"extract": ex.spec()})
+
+    assert [r.meta["extract"]["kind"] for r in model_extract.rule_none([rec(strict), rec(judgment())])] \
+        == ["answer_number"]
+
+
 # -- a run ----------------------------------------------------------------------------------------------
 @pytest.fixture
 def scripted(monkeypatch):

@@ -141,6 +141,8 @@ def child(kind: str, model: str, works: dict, threads: int, batch: int) -> dict:
         reqs, dec = requests_of(work)
         if kind == "bare" and name == "canon-ll":
             continue                       # the bare loop generates only (llama_cpp.Llama scores one token at a time)
+        if kind == "torch-1" and name != "canon-gen":
+            continue                       # only the batching target reads it (CoT one at a time on torch: hours)
         saved0 = dict(getattr(runner, "prefill", {}) or {})
         t = time.perf_counter()
         results = []

@@ -486,9 +486,10 @@ def suites(name: Optional[str] = typer.Argument(None, help="show this suite's st
         _suite_details(get_suite(name))
         return
     t = Table("suite", "strategies", "what", "judge", "card", title="rolebound run SUITE")
+    yes = {True: "yes", False: ""}
     for n in available():
         s = get_suite(n)
-        t.add_row(n, ", ".join(s.strategies), s.description, "yes" if s.uses_judge else "", "yes" if s.on_card else "")
+        t.add_row(n, ", ".join(s.strategies), s.description, yes[s.uses_judge], yes[s.on_card])
     _console().print(t)
 
 

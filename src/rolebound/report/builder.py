@@ -267,10 +267,11 @@ def extraction_section(rep: "Report", records, note: str = "") -> None:
     if not counts:
         model_extraction_section(rep)
         return
+    text = ("Rules of rolebound.scoring.choice (docs/extraction.md); 'none:' rules read no answer "
+            "(counted invalid). `rolebound report RUN` reads the stored replies again.")
     rep.table("Answer extraction: readings per rule", ["stage", "rule", "answers"],
               [[stage, rule, n] for (stage, rule), n in sorted(counts.items())],
-              note="Rules of rolebound.scoring.choice (docs/extraction.md); 'none:' rules read no answer "
-                   "(counted invalid). `rolebound report RUN` reads the stored replies again." + (f" {note}" if note else ""))
+              note=f"{text} {note}" if note else text)
     model_extraction_section(rep)
 
 

@@ -195,8 +195,8 @@ class Suite:
     card_limit: int | None = None            # `rolebound card`: the --limit of its quick, balanced subset
 
     def __init_subclass__(cls, **kwargs):
-        """Wire the hooks of PACKAGE_HOOKS and LAZY_PACKAGE_HOOKS from the suite's own modules (a class in a `suite.py`),
-        put a suite that declares a card_limit on the card, and let a protocol with a judge (the
+        """Wire the hooks of PACKAGE_HOOKS and LAZY_PACKAGE_HOOKS from the suite's own modules (a
+        class in a `suite.py`), put a suite that declares a card_limit on the card, and let a protocol with a judge (the
         paper judged, or gives the judge's decoding) decide `uses_judge`, so it is said once."""
         super().__init_subclass__(**kwargs)
         package, _, module = cls.__module__.rpartition(".")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rolebound.errors import InputError
-from rolebound.io import read_jsonl
+from rolebound.io import read_csv_table, read_jsonl
 from rolebound.suites.mcq.data import MCQItem
 
 from helpers import write_mcq
@@ -144,3 +144,15 @@ def test_misspelt_yes_no_option_is_an_error_not_false(tmp_path):
     res = cli("run", "charm", "--model", "fake:random", "--limit", "4", "--set", "similarity=nope",
               "--out", str(tmp_path / "r"))
     assert res.returncode == 2 and "similarity" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_spreadsheet_reads_as_keys_and_stripped_cells_and_an_overlong_row_is_named(tmp_path):
+    f = tmp_path / "sheet.csv"
+    f.write_text("Era End,Name\n 1852 ,Ada\n,\n1900,Tove\n", encoding="utf-8")
+    header, rows = read_csv_table(f)
+    assert header == ["era_end", "name"]
+    assert rows == [(2, {"era_end": "1852", "name": "Ada"}), (4, {"era_end": "1900", "name": "Tove"})]
+    f.write_text("a,b\n1,2\n3,4,5\n", encoding="utf-8")
+    with pytest.raises(InputError, match="more cells than the header") as e:
+        read_csv_table(f)
+    assert (e.value.file, e.value.line) == (str(f), 3)

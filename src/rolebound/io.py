@@ -184,6 +184,32 @@ def read_csv_rows(path: str | Path) -> list[tuple[int, dict[str, str]]]:
         raise _not_utf8(path, exc) from None
 
 
+def csv_key(header: str) -> str:
+    """A spreadsheet header as a key: lower case, spaces as _ ("Era End" -> era_end)."""
+    return "_".join(header.strip().lower().split())
+
+
+def read_csv_table(path: str | Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """A spreadsheet's header (csv_key) and its non-blank rows as (1-based line, {key: stripped
+    cell}); a row with more cells than the header is an InputError naming its line."""
+    path = check_file(path)
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            reader = csv.DictReader(fh)
+            header = [csv_key(h) for h in reader.fieldnames or []]
+            rows = []
+            for row in reader:
+                extra = row.pop(None, None)          # cells past the header
+                if extra and any((v or "").strip() for v in extra):
+                    raise InputError("more cells than the header has columns", file=str(path), line=reader.line_num)
+                cells = {csv_key(k): (v or "").strip() for k, v in row.items()}
+                if any(cells.values()):
+                    rows.append((reader.line_num, cells))
+            return header, rows
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
+
+
 def text_line(exc: UnicodeDecodeError) -> int:
     """The 1-based line of a decode error in a whole-file decode."""
     return exc.object.count(b"\n", 0, exc.start) + 1

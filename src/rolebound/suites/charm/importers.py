@@ -28,7 +28,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ...errors import InputError
-from ...io import atomic_path, expected, read_csv_rows
+from ...io import atomic_path, expected, read_csv_table
 from .data import CharmData, Character, Concept, Fact, Region, load_data
 
 KINDS = ("characters", "facts", "concepts")
@@ -46,10 +46,6 @@ def slug(text: str) -> str:
     return re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-")
 
 
-def _key(header: str) -> str:
-    return re.sub(r"\s+", "_", header.strip().lower())
-
-
 def _columns(kind: str) -> list[str]:
     return [f for f in MODELS[kind].model_fields if f != "validated"] + ["validated", *EXTRA[kind]]
 
@@ -61,17 +57,6 @@ def _check_header(kind: str, header: list[str], file: str) -> None:
         if col not in known and not (numbered and re.fullmatch(rf"(?:{numbered})_?\d+", col)):
             shown = ", ".join(_columns(kind) + [f"{b}_1.." for b in LISTS[kind].values()])
             raise InputError(f"unknown column '{col}' for {kind}; known: {shown}", file=file, line=1, field=col)
-
-
-def _cells(row: dict, file: str, line: int) -> dict[str, str]:
-    out = {}
-    for key, val in row.items():
-        if key is None:          # csv.DictReader puts cells past the header under None
-            if any((v or "").strip() for v in val):
-                raise InputError("more cells than the header has columns", file=file, line=line)
-            continue
-        out[_key(key)] = (val or "").strip()
-    return out
 
 
 def _listed(cells: dict[str, str], field: str, base: str, file: str, line: int):
@@ -136,14 +121,10 @@ def _validate(kind: str, fields: dict, where: dict, file: str, line: int) -> Bas
 def read_kind(kind: str, path: Path) -> list[tuple[int, BaseModel, dict[str, str]]]:
     """(line, validated object, cells) of each row of one CSV."""
     file = str(path)
-    rows = read_csv_rows(path)
-    if rows:
-        _check_header(kind, [_key(k) for k in rows[0][1] if k is not None], file)
+    header, rows = read_csv_table(path)
+    _check_header(kind, header, file)
     out, per_target = [], {}
-    for line, row in rows:
-        cells = _cells(row, file, line)
-        if not any(cells.values()):
-            continue             # a blank spreadsheet row
+    for line, cells in rows:
         fields, where = _fields(kind, cells, file, line)
         if "id" not in fields:
             key = "target" if kind == "facts" else "name"

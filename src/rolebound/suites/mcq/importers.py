@@ -18,7 +18,6 @@ default template asks to play, and `--set group=COLUMN` splits the accuracy by a
 from __future__ import annotations
 
 import json
-import re
 import string
 from collections import Counter
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...errors import InputError
-from ...io import atomic_path, expected, read_csv_rows
+from ...io import atomic_path, expected, read_csv_table
 from .data import MCQItem, load_items
 
 ALIASES = {
@@ -38,10 +37,6 @@ ALIASES = {
 }
 OPTION_PREFIXES = ("", "option_", "choice_")
 TRUE, FALSE = ("true", "yes", "y", "1"), ("false", "no", "n", "0")
-
-
-def _key(header: str) -> str:
-    return re.sub(r"\s+", "_", header.strip().lower())
 
 
 def _layout(header: list[str], file: str) -> dict[str, Any]:
@@ -129,18 +124,13 @@ def _item(cells: dict[str, str], lay: dict, n: int, file: str, line: int) -> MCQ
 
 def read_items(src: str) -> list[tuple[int, MCQItem]]:
     """(line, item) of each row of the CSV; blank rows are skipped."""
-    rows = read_csv_rows(src)
+    header, rows = read_csv_table(src)
     if not rows:
         raise InputError("no rows to import", file=src)
-    lay = _layout([_key(k) for k in rows[0][1] if k is not None], src)
+    lay = _layout(header, src)
     out: list[tuple[int, MCQItem]] = []
     seen: dict[str, int] = {}
-    for line, row in rows:
-        if None in row and any((v or "").strip() for v in row[None]):
-            raise InputError("more cells than the header has columns", file=src, line=line)
-        cells = {_key(k): (v or "").strip() for k, v in row.items() if k is not None}
-        if not any(cells.values()):
-            continue
+    for line, cells in rows:
         item = _item(cells, lay, len(out) + 1, src, line)
         if item.id in seen:
             raise InputError(f"duplicate id '{item.id}' (first on line {seen[item.id]})", file=src, line=line,

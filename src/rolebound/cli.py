@@ -440,12 +440,13 @@ def models(ctx: typer.Context):
         return
     from rich.table import Table
 
-    from .models import describe_backends
+    from .models import NEVER_RUN, describe_backends, tested
     from .models.catalog import bundled_rows
 
-    t = Table("backend", "what", title="--model BACKEND:NAME")
+    t = Table("backend", "what", "run in our tests", title="--model BACKEND:NAME")
     for k, desc in describe_backends().items():
-        t.add_row(k, desc)
+        where = tested(k)
+        t.add_row(k, desc, f"[bold red]{where}[/bold red]" if where.startswith(NEVER_RUN) else where)
     _console().print(t)
     b = Table("--model", "what", "status", "--engine", title="bundled models")
     for row in bundled_rows():

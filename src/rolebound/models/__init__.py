@@ -28,6 +28,18 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
     "fake": ("rolebound.models.fake", "FakeBackend",
              "deterministic stand-in for dry runs and tests (names: random, echo, constant)"),
 }
+# Where each built-in backend has run in our own tests (`rolebound models` shows it): a backend
+# that never ran says so, so that no one takes its code for a tested path.
+NEVER_RUN = "NEVER RUN"
+TESTED: dict[str, str] = {
+    "bundled": "yes (CPU)",
+    "hf": "yes (CPU, small models)",
+    "openai": "yes (llama.cpp's server, stub servers)",
+    "llamacpp": "yes (CPU, after `make llamacpp`)",
+    "vllm": f"{NEVER_RUN}: no machine we test on has vLLM; on a GPU use `vllm serve` and "
+            "--model openai:NAME (docs/models.md)",
+    "fake": "yes",
+}
 DEFAULT_MODEL = "bundled:smollm2-135m"
 _REGISTERED: dict[str, type] = {}
 
@@ -77,6 +89,11 @@ def describe_backends() -> dict[str, str]:
         if name not in out:
             out[name] = getattr(backend_class(name), "description", "") or ""
     return out
+
+
+def tested(name: str) -> str:
+    """Where a backend ran in our tests (a plugin's own backends: not ours to say)."""
+    return TESTED.get(name, "not ours: a plugin's backend")
 
 
 def parse_spec(spec: str) -> tuple[str, str]:

@@ -1,4 +1,5 @@
-"""Offline vLLM engine (GPU only, optional extra).
+"""Offline vLLM engine (GPU only, optional extra). Never run: no machine we test on has vLLM
+(`rolebound models` says so); tests/test_vllm_prompts.py runs it against a stub of vLLM's API.
 
 vllm pins its own torch and transformers, so install it into a fresh environment:
     python -m venv .venv-vllm && .venv-vllm/bin/pip install 'vllm' && .venv-vllm/bin/pip install -e . --no-deps
@@ -23,8 +24,9 @@ from ..records import Decoding
 from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, Backend, GenRequest, GenResult, ScoreRequest,
                    ScoreResult)
 
-INSTALL_HINT = ("the vllm backend needs vLLM on a CUDA machine; install it into a fresh environment: "
-                "pip install vllm (it pins its own torch), then pip install -e . --no-deps")
+INSTALL_HINT = ("the vllm backend (never run in our tests) needs vLLM on a CUDA machine; install it into a fresh "
+                "environment: pip install vllm (it pins its own torch), then pip install -e . --no-deps; the "
+                "tested path is `vllm serve` with --model openai:NAME --base-url URL (docs/models.md)")
 
 
 def _import_vllm():

@@ -8,7 +8,7 @@ model, whole-process wall time (start-up and model load included). Conditions, e
 1. alone;
 2. alone, with one unrelated busy process (a pure-Python loop) started first;
 3. two such runs started together (each one's wall time);
-4. the re-run of a finished `make demo`-style run (`rolebound run charm`, 0 model calls).
+4. the re-run of a finished run of the whole starter set (`rolebound run charm`, 0 model calls).
 
 It prints each figure, the minimum over rounds, and the issue's bars with PASS/MISS: two together
 each within 2.5x of alone, with the busy process within 2.2x, the re-run under 3 s. With
@@ -103,7 +103,7 @@ def pair(scratch: Path, env: dict, limit: int, threads: int | None, tag: str) ->
 
 
 def rerun(scratch: Path, env: dict) -> dict:
-    """`make demo`'s run (`rolebound run charm`, the whole starter set), finished once, then re-run."""
+    """The whole starter set (`rolebound run charm`), finished once, then re-run."""
     out = scratch / "runs" / "demo"
     cmd = [str(ROLEBOUND), "run", "charm", "--out", str(out), "-q"]
     if not (out / "metrics.json").exists():

@@ -136,7 +136,7 @@ def run(
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="env var holding the API key"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="per-request timeout, seconds"),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="local models: auto, bf16, fp32"),
-    threads: Optional[int] = typer.Option(None, "--threads", min=1,
+    threads: Optional[int] = typer.Option(None, "--threads",
                                           help="local models: CPU threads (default: automatic; or ROLEBOUND_THREADS)"),
     engine: Optional[str] = typer.Option(None, "--engine", help="bundled models: torch or llamacpp (`make llamacpp`); default: "
                                                                 "the one measured faster, where installed (`rolebound models`)"),

@@ -59,7 +59,6 @@ class RunConfig(RunSettingsFields):
         for name, values in axes.items():
             if not values:
                 raise InputError("is an empty list: the grid has no runs", file=file, field=name)
-        check_size(self.size(), axes, file)
         for name, values in axes.items():
             seen: dict[str, Any] = {}
             for v in values:
@@ -69,6 +68,7 @@ class RunConfig(RunSettingsFields):
                             else f"'{seen[key]}' and '{v}' share the folder name {key}")
                     raise InputError(f"{what}; each run of a grid needs its own folder", file=file, field=name)
                 seen[key] = v
+        check_size(self.size(), axes, file)
 
     def expand(self, file: str | Path | None = None) -> list[RunRequest]:
         """One RunRequest per run of the grid (checked as the CLI and api.run check theirs)."""

@@ -204,3 +204,61 @@ def test_view_serves_an_index_of_runs_newest_first(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _get(port: int, path: str, host: str | None = "127.0.0.1") -> tuple[int, bytes]:
+    """A raw GET: the path as written (no client-side normalising) and the Host header chosen."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.putrequest("GET", path, skip_host=True, skip_accept_encoding=True)
+    if host is not None:
+        conn.putheader("Host", f"{host}:{port}" if ":" not in host else host)
+    conn.endheaders()
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    return resp.status, body
+
+
+@pytest.mark.slow
+def test_view_serves_only_regular_files_under_its_root_to_a_local_host(tmp_path):
+    root, elsewhere = tmp_path / "runs", tmp_path / "elsewhere"
+    data = write_mcq(tmp_path / "q.jsonl", 2)
+    for run in (root / "one", elsewhere / "two"):
+        api.run("mcq", model="fake:echo", data=str(data), out=run, progress=False)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    (root / "etc").symlink_to("/etc")                        # a folder link out of the root
+    (root / "one" / "leak.txt").symlink_to(secret)          # a file link out of the root
+    (root / "two").symlink_to(elsewhere / "two")            # a run linked in from outside
+    (root / "inside.html").symlink_to(root / "one" / "report.html")     # a link that stays inside: fine
+    (root / "sweep").mkdir()
+    (root / "sweep" / "index.html").write_text("a sweep's index")           # a folder's index.html is served
+    proc = subprocess.Popen([str(BIN), "view", str(root), "--port", "0", "--no-open"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", line).group(1))
+        assert "1 run(s)" in line                              # the linked-in run is not the root's
+        status, page = _get(port, "/")
+        assert status == 200 and b"one/report.html" in page and b"two/report.html" not in page
+        assert _get(port, "/one/report.html")[0] == 200 and _get(port, "/inside.html")[0] == 200
+        assert _get(port, "/one/report.html", host="localhost")[0] == 200
+        assert _get(port, "/sweep")[0] == 301 and _get(port, "/sweep/") == (200, b"a sweep's index")
+        for path in ("/etc/passwd", "/one/leak.txt", "/two/report.html", "/two/records.jsonl", "/one/",
+                     "/one", "/etc", "/one/nothing.txt"):
+            status, body = _get(port, path)
+            assert status == 404, path
+            assert b"root:" not in body and b"TOP SECRET" not in body and b"data-viewer" not in body
+        for path in ("/one/%00", "/%00", "/one/%ff.html", "/one/../one/report.html", "/%2e%2e/secret.txt",
+                     "/one/%2E%2E/%2e%2e/secret.txt"):
+            assert _get(port, path)[0] == 400, path
+        for host in ("evil.example", f"evil.example:{port}", "127.0.0.1:1", "localhost.evil.example", None):
+            status, body = _get(port, "/one/report.html", host=host)
+            assert status == 421 and b"data-viewer" not in body, host
+        assert _get(port, "/")[0] == 200                       # still serving after all that
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    assert "Traceback" not in err and "Error" not in err, err

@@ -136,7 +136,7 @@ def run(
     api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="env var holding the API key"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="per-request timeout, seconds"),
     dtype: Optional[str] = typer.Option(None, "--dtype", help="local models: auto, bf16, fp32"),
-    threads: Optional[int] = typer.Option(None, "--threads", min=1,
+    threads: Optional[int] = typer.Option(None, "--threads",
                                           help="local models: CPU threads (default: automatic; or ROLEBOUND_THREADS)"),
     engine: Optional[str] = typer.Option(None, "--engine", help="bundled models: torch or llamacpp (`make llamacpp`); default: "
                                                                 "the one measured faster, where installed (`rolebound models`)"),
@@ -585,13 +585,41 @@ def main() -> None:
 
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:     # an inherited ignore is kept
         signal.signal(signal.SIGTERM, _on_term)
+    _fill_closed_std_fds()
     try:
         code = _main(sys.argv[1:])
+        try:
+            sys.stdout.flush()      # what is still buffered meets a closed pipe here, not at exit
+        except BrokenPipeError:
+            code = _pipe_closed()
     finally:
         # Everything is written by now: spare the interpreter its last full garbage collection
         # over torch/transformers objects (1.5 s of every run's exit on this 2-core machine).
         gc.freeze()
     sys.exit(code)
+
+
+def _fill_closed_std_fds() -> None:
+    """A closed stdin/stdout/stderr (`rolebound run ... >&-`) becomes /dev/null: otherwise the next
+    file opened (a run's records) would take its number, and whatever writes to fd 1 would land there."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)          # the lowest free number: this one
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115 - for the process
+
+
+def _pipe_closed() -> int:
+    """The reader of stdout went away (`| head`): what was done is written; exit quietly with the
+    code of a process killed by SIGPIPE, and send anything still buffered to /dev/null."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
+    return PIPE_CLOSED
 
 
 def _click_classes() -> tuple[tuple[type, ...], tuple[type, ...]]:
@@ -616,6 +644,7 @@ def _debug(argv: list[str]) -> bool:
 
 RESUME = "rerun the same command to resume where it stopped"
 INTERRUPTED = f"interrupted; {RESUME}"
+PIPE_CLOSED = 141      # 128 + SIGPIPE, as the shell reports `yes | head -1`
 
 
 def _main(argv: list[str]) -> int:
@@ -635,6 +664,12 @@ def _main(argv: list[str]) -> int:
         return exc.exit_code
     except (KeyboardInterrupt, *click_abort):
         return _interrupted()
+    except BrokenPipeError:
+        return _pipe_closed()
+    except SystemExit as exc:
+        if isinstance(exc.__context__, BrokenPipeError):    # typer's own EPIPE handler: sys.exit(1)
+            return _pipe_closed()
+        raise
     except click_exc as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":     # bare `rolebound` / `rolebound data`
             exc.show()

@@ -18,15 +18,21 @@
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from .errors import InputError
 from .io import read_yaml, validate_yaml
 from .request import BackendOptions, ModelSpec, RunRequest, RunSettingsFields, make_request
 
-__all__ = ["BackendOptions", "RunConfig", "load_config"]
+__all__ = ["BackendOptions", "MAX_GRID_RUNS", "RunConfig", "load_config"]
+
+# the most runs one `run --config` or one sweep takes: a slip in a grid (a list pasted twice)
+# must be refused at once, not expanded for minutes
+MAX_GRID_RUNS = 1000
 
 
 class RunConfig(RunSettingsFields):
@@ -40,11 +46,34 @@ class RunConfig(RunSettingsFields):
     extractor_backend: BackendOptions | None = None
     options: dict[str, Any] = Field(default_factory=dict)
 
+    def axes(self) -> dict[str, list]:
+        return {name: v if isinstance(v, list) else [v]
+                for name, v in (("suite", self.suite), ("model", self.model), ("strategy", self.strategy))}
+
+    def size(self) -> int:
+        return math.prod(len(v) for v in self.axes().values())
+
+    def check_grid(self, file: str | Path | None = None) -> None:
+        """A grid with no runs, too many, or two entries that share a run folder: one line each."""
+        axes, file = self.axes(), str(file) if file else None
+        for name, values in axes.items():
+            if not values:
+                raise InputError("is an empty list: the grid has no runs", file=file, field=name)
+        for name, values in axes.items():
+            seen: dict[str, Any] = {}
+            for v in values:
+                key = slug_part(v)
+                if key in seen:
+                    what = (f"lists '{v}' twice" if seen[key] == v
+                            else f"'{seen[key]}' and '{v}' share the folder name {key}")
+                    raise InputError(f"{what}; each run of a grid needs its own folder", file=file, field=name)
+                seen[key] = v
+        check_size(self.size(), axes, file)
+
     def expand(self, file: str | Path | None = None) -> list[RunRequest]:
         """One RunRequest per run of the grid (checked as the CLI and api.run check theirs)."""
-        suites = self.suite if isinstance(self.suite, list) else [self.suite]
-        models = self.model if isinstance(self.model, list) else [self.model]
-        strats = self.strategy if isinstance(self.strategy, list) else [self.strategy]
+        self.check_grid(file)
+        suites, models, strats = self.axes().values()
         grid = list(itertools.product(suites, models, strats))
         runs = []
         for suite, model, strat in grid:
@@ -53,7 +82,7 @@ class RunConfig(RunSettingsFields):
                 if len(grid) == 1:
                     out = self.out
                 else:
-                    slug = "__".join(x.replace(":", "-").replace("/", "-") for x in (suite, model, strat or "default"))
+                    slug = "__".join(slug_part(x) for x in (suite, model, strat))
                     out = str(Path(self.out) / slug)
             runs.append(make_request(dict(
                 suite=suite, model=model, strategies=strat, data=self.data, limit=self.limit, out=out,
@@ -64,6 +93,19 @@ class RunConfig(RunSettingsFields):
                 extractor=self.extractor, judge_options=self.judge_backend or {},
                 extractor_options=self.extractor_backend or {}), file=file))
         return runs
+
+
+def slug_part(value: str | None) -> str:
+    """One part of a grid run's folder name (suite, model or strategy)."""
+    return (value or "default").replace(":", "-").replace("/", "-")
+
+
+def check_size(n: int, axes: dict[str, list] | None = None, file: str | None = None,
+               what: str = "the grid has") -> None:
+    if n > MAX_GRID_RUNS:
+        how = f" ({' x '.join(f'{k} {len(v):,}' for k, v in axes.items())})" if axes else ""
+        raise InputError(f"{what} {n:,} runs{how}; one command runs at most {MAX_GRID_RUNS:,}: "
+                         "split it into smaller grids", file=file)
 
 
 def _given(opts: BackendOptions | None) -> dict[str, Any] | None:

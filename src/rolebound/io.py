@@ -30,7 +30,7 @@ def _loc_str(loc: tuple) -> str:
 
 def _first_error(exc: ValidationError) -> tuple[tuple, str]:
     err = exc.errors()[0]
-    return tuple(err.get("loc", ())), err.get("msg", str(exc))
+    return tuple(err.get("loc", ())), err.get("msg", str(exc)).removeprefix("Value error, ")
 
 
 def expected(err: dict, msg: str) -> str:

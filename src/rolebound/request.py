@@ -19,6 +19,7 @@ from .errors import BackendError, InputError
 from .io import expected
 from .models import DEFAULT_MODEL
 from .records import Decoding
+from .threads import MAX_THREADS
 
 
 def check_spec(value: str | None) -> str | None:
@@ -68,6 +69,12 @@ def check_url(value: str | None) -> str | None:
     return value.strip()
 
 
+def check_threads(value: int | None) -> int | None:
+    if value is not None and not 1 <= value <= MAX_THREADS:
+        raise ValueError(f"must be a whole number from 1 to {MAX_THREADS}")
+    return value
+
+
 def given_decoding(value: Any) -> Any:
     """A dict counts only the keys given a value (the suite's protocol fills the rest)."""
     if isinstance(value, dict):
@@ -100,7 +107,7 @@ class BackendOptions(BaseModel):
     tokenizer: str | None = None
     dtype: str | None = None
     device: str | None = None
-    threads: int | None = Field(None, ge=1)
+    threads: Annotated[int | None, AfterValidator(check_threads)] = None
     max_batch: int | None = Field(None, ge=1)
     batch_tokens: int | None = Field(None, ge=64)
     tensor_parallel_size: int | None = Field(None, ge=1)

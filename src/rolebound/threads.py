@@ -29,6 +29,7 @@ from pathlib import Path
 RECHECK_S = 5.0          # ROLEBOUND_THREADS=adaptive: how often the choice is looked at again
 ACTIVE_S = 30.0          # a registered engine that has not run a batch for this long is idle
 MIN_SAMPLE_S = 0.2       # shortest window for the CPU-load sample
+MAX_THREADS = 512        # llama.cpp's own limit (GGML_MAX_N_THREADS); 100,000 crashed the engine
 
 
 _IN_TIME: list[bool] = []
@@ -147,8 +148,8 @@ def parse_threads(value, source: str) -> int:
         n = int(str(value).strip())
     except (TypeError, ValueError):
         n = 0
-    if n < 1:
-        raise InputError(f"{source} must be a whole number >= 1, not '{value}'", field=source)
+    if not 1 <= n <= MAX_THREADS:
+        raise InputError(f"{source} must be a whole number from 1 to {MAX_THREADS}, not '{value}'", field=source)
     return n
 
 

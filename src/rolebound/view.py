@@ -3,13 +3,16 @@ index of them (suite, model, strategies, headline figures, date; newest first)."
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import sys
 import webbrowser
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 from .errors import InputError
 from .store import MANIFEST, METRICS, RECORDS, RunDir
@@ -22,10 +25,11 @@ def is_run(path: Path) -> bool:
 
 
 def find_runs(root: Path) -> list[Path]:
-    found = []
+    """The runs under root; one whose folder is a symlink out of root is not the root's."""
+    found, real = [], root.resolve()
     for depth in range(1, DEPTH + 1):
         found += [p.parent for p in root.glob("/".join(["*"] * depth) + "/" + MANIFEST)]
-    return sorted(set(found))
+    return sorted(p for p in set(found) if inside(real, p))
 
 
 def report_of(run_dir: Path) -> Path:
@@ -77,29 +81,81 @@ def index_html(root: Path) -> str:
     return env.get_template("runs_index.html.j2").render(root=str(root.resolve()), rows=rows)
 
 
-class _Handler(SimpleHTTPRequestHandler):
-    root: Path
+def inside(root: Path, path: Path) -> Path | None:
+    """The path with its symlinks resolved, if that lies in the (resolved) root; else None."""
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):          # a symlink loop
+        return None
+    return real if real == root or root in real.parents else None
 
-    def do_GET(self):  # noqa: N802 - http.server's name
-        if self.path.split("?", 1)[0] in ("/", "/index.html"):
-            body = index_html(self.root).encode("utf-8")
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(body)
-            return
-        super().do_GET()
+
+class _Handler(SimpleHTTPRequestHandler):
+    """Only regular files whose resolved path lies under the root, only to a browser that asked for
+    127.0.0.1:PORT or localhost:PORT (another Host is a DNS-rebinding page), no folder listings."""
+
+    root: Path          # resolved
+
+    def send_head(self):
+        port = self.server.server_address[1]
+        hosts = self.headers.get_all("Host") or []
+        if len(hosts) != 1 or hosts[0].strip().lower() not in (f"127.0.0.1:{port}", f"localhost:{port}"):
+            self.send_error(421, "Misdirected Request", f"open http://127.0.0.1:{port}/")
+            return None
+        raw = urlsplit(self.path).path
+        try:
+            parts = unquote(raw, errors="strict").split("/")
+        except UnicodeDecodeError:
+            parts = ["\x00"]
+        if not raw.startswith("/") or any("\x00" in p or p in (".", "..") for p in parts):
+            self.send_error(400, "Bad path")
+            return None
+        if raw in ("/", "/index.html"):
+            return self._send(io.BytesIO(index_html(self.root).encode("utf-8")), "text/html; charset=utf-8")
+        path = self.root.joinpath(*(p for p in parts if p))
+        if path.is_dir():
+            path = path / "index.html"              # a sweep's index page; no listing of a folder
+            index = inside(self.root, path)
+            if not raw.endswith("/") and index is not None and index.is_file():
+                self.send_response(301)             # as http.server does: relative links need the slash
+                self.send_header("Location", raw + "/")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return None
+        real = inside(self.root, path)
+        try:
+            if real is None or not real.is_file():
+                raise FileNotFoundError
+            fh = open(real, "rb")  # noqa: SIM115 - http.server copies it to the client, then closes it
+        except OSError:
+            self.send_error(404, "Not found", "the runs are listed at /")
+            return None
+        return self._send(fh, self.guess_type(str(real)), os.fstat(fh.fileno()).st_size)
+
+    def _send(self, body, ctype: str, size: int | None = None):
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(size if size is not None else len(body.getvalue())))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        return body
 
     def log_message(self, format, *args):  # noqa: A002 - quiet: one line per request is noise here
         pass
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, ConnectionError):         # a browser that went away is no error
+            print(f"viewer: a request failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
 def serve(root: Path, port: int = 8765, open_browser: bool = True) -> None:
+    root = Path(root).resolve()
     handler = type("Handler", (_Handler,), {"root": root})
     try:
-        httpd = ThreadingHTTPServer(("127.0.0.1", port), partial(handler, directory=str(root)))
+        httpd = _Server(("127.0.0.1", port), partial(handler, directory=str(root)))
     except OSError as exc:
         raise InputError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}; pick another --port",
                          field="--port") from None

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import RunConfig, load_config
+from ..config import RunConfig, check_size, load_config
 from ..errors import InputError
 from ..loop import API_CONCURRENCY
 from ..models import DEFAULT_MODEL, parse_spec
@@ -65,6 +65,9 @@ def plan(configs, out: str | Path | None = None) -> Plan:
     if not configs:
         raise InputError("give one or more grid config files", field="CONFIG")
     loaded = [(c, c if isinstance(c, RunConfig) else load_config(c)) for c in configs]
+    for src, cfg in loaded:             # each grid, then the whole sweep, before any run is expanded
+        cfg.check_grid(None if isinstance(src, RunConfig) else src)
+    check_size(sum(cfg.size() for _, cfg in loaded), what=f"the sweep's {len(loaded)} grids have")
     if out is None:
         first, cfg = loaded[0]
         out = cfg.out or Path("sweeps") / (Path(first).stem if not isinstance(first, RunConfig) else "sweep")

@@ -18,6 +18,12 @@ from ...errors import InputError
 from ...io import line_of, read_yaml, stable_hash, validate_yaml
 
 ABSTAIN = "I cannot answer that question"
+
+
+def is_abstain(text: str) -> bool:
+    """The abstention option as ours ("I cannot ...") or the authors' release ("I can not ... .") writes it."""
+    return text.strip().rstrip(".").lower().replace("can not", "cannot") == ABSTAIN.lower()
+
 # Cross-universe awareness: "whether the role character knows, has met, or has heard of the target"
 # (Section 2). Rotated across pairs; a data file may replace them (key `cross_ba_templates`).
 CROSS_BA_TEMPLATES = ["Do you know {target}?", "Have you ever met {target}?", "Have you heard of {target}?"]
@@ -136,6 +142,8 @@ class CharmItem(_Base):
     kv_id: str | None = None   # cross BC: its verification question
     bc_id: str | None = None   # KV: the cross BC question it verifies (same options, same order)
     template: int | None = None
+    source: str | None = None  # an imported release: the file and JSON path the question comes from
+    note: str | None = None    # what of it is ours (an imported release)
 
     def meta(self) -> dict[str, Any]:
         return {"stage": self.stage, "boundary": self.boundary, "role": self.role, "region": self.region,

@@ -234,7 +234,15 @@ def _summary(rows: dict[str, list], regions: list[Region], builtin: CharmData, o
     return msg
 
 
+def import_official(src: str, out: str) -> str:
+    from .official import import_official as run     # official.py reads the authors' release
+
+    return run(src, out)
+
+
 IMPORTERS = {
     "charm-csv": (import_csv, "your own characters (a CSV, or a folder with characters.csv, facts.csv, "
                               "concepts.csv) -> charm YAML"),
+    "charm-official": (import_official, "the CHARM authors' release folder (test_data/, source_data/) -> "
+                                        "charm questions (.jsonl), as written; see docs/charm.md"),
 }

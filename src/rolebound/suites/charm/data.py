@@ -7,6 +7,7 @@ Regions and characters are data: a user's YAML file adds characters, facts and w
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter, defaultdict
 from importlib import resources
 from pathlib import Path
@@ -18,6 +19,10 @@ from ...errors import InputError
 from ...io import line_of, read_yaml, stable_hash, validate_yaml
 
 ABSTAIN = "I cannot answer that question"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-")
 
 
 def is_abstain(text: str) -> bool:

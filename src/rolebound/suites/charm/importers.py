@@ -29,7 +29,8 @@ from pydantic import BaseModel, ValidationError
 
 from ...errors import InputError
 from ...io import atomic_path, expected, read_csv_table
-from .data import CharmData, Character, Concept, Fact, Region, load_data
+from .data import CharmData, Character, Concept, Fact, Region, load_data, slug
+from .official import import_official
 
 KINDS = ("characters", "facts", "concepts")
 MODELS: dict[str, type[BaseModel]] = {"characters": Character, "facts": Fact, "concepts": Concept}
@@ -40,10 +41,6 @@ EXTRA = {"characters": ("region_name",), "facts": (), "concepts": ()}
 # a check of the whole row (pydantic gives no field): the column it is about
 WHOLE_ROW = {"characters": "era_end", "facts": "distractors", "concepts": "distractors"}
 LOWERED = {"reality": {"fictional": "fiction"}, "period": {}}
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-")
 
 
 def _columns(kind: str) -> list[str]:
@@ -232,12 +229,6 @@ def _summary(rows: dict[str, list], regions: list[Region], builtin: CharmData, o
     if not rows.get("facts") and not rows.get("concepts"):
         msg += "; no facts or concepts of its own (the starter set's are asked)"
     return msg
-
-
-def import_official(src: str, out: str) -> str:
-    from .official import import_official as run     # official.py reads the authors' release
-
-    return run(src, out)
 
 
 IMPORTERS = {

@@ -31,8 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ...authored import Authored
 from ...errors import InputError
 from ...io import atomic_path, expected, read_yaml, validate_yaml
-from .data import CharmItem, Region, is_abstain
-from .importers import slug
+from .data import CharmItem, Region, is_abstain, slug
 from .release import FORMAT, Header, Profile, Provenance, differences_from_paper, load_release, write_release
 
 REPO = "github.com/nahyeon00/Character-Hallucination-Benchmark"

@@ -94,7 +94,11 @@ def write_release(path: Path, header: Header, items: list[CharmItem]) -> None:
 
 
 def release_hash(header: Header, items: list[CharmItem]) -> str:
-    return stable_hash({"header": header.model_dump(), "items": [i.model_dump() for i in items]})
+    """Of the questions and the header, not of the folder they were imported from (a run resumes
+    on the same import made elsewhere)."""
+    head = header.model_dump()
+    head["provenance"].pop("imported_from", None)
+    return stable_hash({"header": head, "items": [i.model_dump() for i in items]})
 
 
 def table7_counts(items) -> dict[str, Counter]:

@@ -229,79 +229,91 @@ def _facts(rel: _Release, fact_doc: dict, key: str, target: Profile) -> list[tup
     return out
 
 
+def _role_questions(rel: _Release, key: str, role: Profile, records: list, targets: list[Profile]):
+    """One role's cross_mc.json list: its BA questions (target id -> (index, text)) and its BC
+    questions in blocks by target. A BC question that names no target is in the block it sits in."""
+    ba: dict[str, tuple[int, str]] = {}
+    blocks: dict[str, list[tuple[int, ReleaseMCQ]]] = {t.id: [] for t in targets}
+    current = None
+    for j, obj in enumerate(records):
+        keys = (key, role.name, j)
+        q = rel.model(ReleaseMCQ, obj, CROSS, keys)
+        named = [t for t in targets if t.name in q.Question]
+        if len(named) > 1:
+            rel.fail(CROSS, keys, "Question", f"names more than one target ({', '.join(t.name for t in named)})")
+        if _BA.match(q.Question) and q.real_fact is None:
+            if not named:
+                rel.fail(CROSS, keys, "Question", "an awareness question that names no target of the region")
+            ba[named[0].id] = (j, q.Question)
+            continue
+        if q.real_fact is None:
+            rel.fail(CROSS, keys, "real_fact", "is missing (a compliance question names its factual option)")
+        current = named[0] if named else current
+        if current is None:
+            rel.fail(CROSS, keys, "Question", "names no target, and no earlier question does")
+        if q.real_fact not in q.options:
+            rel.fail(CROSS, keys, "real_fact", "is none of the five options")
+        if not is_abstain(q.options[q.label - 1]):
+            rel.fail(CROSS, keys, "True Label", "a BC question's answer is the abstention option")
+        blocks[current.id].append((j, q))
+    return ba, blocks
+
+
 def _cross(rel: _Release, chars: list[Profile]) -> list[CharmItem]:
+    """BA and BC Cross from cross_mc.json, KV from fact_mc.json (once per role of the region)."""
     doc, fact_doc = rel.read(CROSS, dict), rel.read(FACT, dict)
     items: list[CharmItem] = []
     for key, (region, _) in REGIONS.items():
         roles = {c.name: c for c in chars if c.region == region and c.period == "historical"}
         targets = [c for c in chars if c.region == region and c.period == "contemporary"]
-        facts = {t.id: _facts(rel, fact_doc, key, t) for t in targets}
-        group = rel.expect(doc.get(key), dict, CROSS, (key,))
+        if key not in doc:
+            rel.fail(CROSS, (), key, f"no region '{key}'")
+        group = rel.expect(doc[key], dict, CROSS, (key,))
         if sorted(group) != sorted(roles):
-            rel.fail(CROSS, (key,), "", f"role characters {sorted(group)}; {META} has the historical "
-                                        f"{sorted(roles)}")
+            rel.fail(CROSS, (key,), None, f"role characters {sorted(group)}; {META} has the historical "
+                                          f"{sorted(roles)}")
+        facts = {t.id: _facts(rel, fact_doc, key, t) for t in targets}
         for name, records in group.items():
             role = roles[name]
-            rel.expect(records, list, CROSS, (key, name))
+            ba, blocks = _role_questions(rel, key, role, rel.expect(records, list, CROSS, (key, name)), targets)
             base = dict(role=role.id, role_name=role.name, profile=role.profile, region=region, boundary="cross")
-            ba: dict[str, str] = {}
-            blocks: dict[str, list] = {t.id: [] for t in targets}
-            current = None
-            for j, obj in enumerate(records):
-                keys = (key, name, j)
-                q = rel.model(ReleaseMCQ, obj, CROSS, keys)
-                named = [t for t in targets if t.name in q.Question]
-                if len(named) > 1:
-                    rel.fail(CROSS, keys, "Question", f"names more than one target ({', '.join(t.name for t in named)})")
-                if _BA.match(q.Question) and q.real_fact is None:
-                    if not named:
-                        rel.fail(CROSS, keys, "Question", "an awareness question that names no target of the region")
-                    t = named[0]
-                    ba[t.id] = q.Question
-                    items.append(rel.item(CROSS, keys, id=f"ba/cross/{role.id}/{t.id}", stage="ba", target=t.id,
-                                       target_name=t.name, question=q.Question, gold="No",
-                                       note="asked as Table 19's Yes/No; the release writes it as a 5-choice MCQ",
-                                       **base))
-                    continue
-                if q.real_fact is None:
-                    rel.fail(CROSS, keys, "real_fact", "is missing (a compliance question names its factual option)")
-                if named:
-                    current = named[0]
-                elif current is None:
-                    rel.fail(CROSS, keys, "Question", "names no target, and no earlier question does")
-                if q.real_fact not in q.options:
-                    rel.fail(CROSS, keys, "real_fact", "is none of the five options")
-                if not is_abstain(q.options[q.label - 1]):
-                    rel.fail(CROSS, keys, "True Label", "a BC question's answer is the abstention option")
-                blocks[current.id].append((j, q))
             for t in targets:
                 if t.id not in ba:
                     rel.fail(CROSS, (key, name), "Question", f"no awareness question about '{t.name}'")
-                distinct = [(j, f) for j, f, first in facts[t.id] if first is None]
+                j, ba_q = ba[t.id]
+                items.append(rel.item(CROSS, (key, name, j), id=f"ba/cross/{role.id}/{t.id}", stage="ba",
+                                      target=t.id, target_name=t.name, question=ba_q, gold="No",
+                                      note="asked as Table 19's Yes/No; the release writes it as a 5-choice MCQ",
+                                      **base))
+                distinct = [(fj, f) for fj, f, first in facts[t.id] if first is None]
                 if len(blocks[t.id]) != len(distinct):
                     rel.fail(CROSS, (key, name), "Question",
                              f"{len(blocks[t.id])} compliance questions about '{t.name}', but {FACT} has "
                              f"{len(distinct)} distinct facts of it (they pair in order)")
-                partner = {fj: bj for (fj, _), (bj, _) in zip(distinct, blocks[t.id])}
+                paired = set()
                 for (fj, _), (bj, q) in zip(distinct, blocks[t.id]):
-                    fid = f"{t.id}-{fj + 1:02d}"
+                    fid, paired = f"{t.id}-{fj + 1:02d}", paired | {fj}
                     items.append(rel.item(CROSS, (key, name, bj), id=f"bc/cross/{role.id}/{fid}", stage="bc",
-                                       target=t.id, target_name=t.name, fact=fid, question=q.Question,
-                                       options=q.options, gold=q.label, fact_option=q.options.index(q.real_fact) + 1,
-                                       answer=q.real_fact, ba_id=f"ba/cross/{role.id}/{t.id}",
-                                       ba_question=ba[t.id], kv_id=f"kv/{role.id}/{fid}", **base))
+                                          target=t.id, target_name=t.name, fact=fid, question=q.Question,
+                                          options=q.options, gold=q.label,
+                                          fact_option=q.options.index(q.real_fact) + 1, answer=q.real_fact,
+                                          ba_id=f"ba/cross/{role.id}/{t.id}", ba_question=ba_q,
+                                          kv_id=f"kv/{role.id}/{fid}", **base))
                 for fj, f, first in facts[t.id]:
-                    fid = f"{t.id}-{fj + 1:02d}"
-                    items.append(rel.item(FACT, (key, t.name, fj), id=f"kv/{role.id}/{fid}", stage="kv",
-                                       boundary="cross", role=t.id, role_name=t.name, profile=t.profile,
-                                       region=region, target=t.id, target_name=t.name, fact=fid,
-                                       question=f.Question, options=f.options, gold=f.label, fact_option=f.label,
-                                       answer=f.Answer,
-                                       bc_id=f"bc/cross/{role.id}/{fid}" if fj in partner else None,
-                                       note=None if first is None else
-                                       f"the release repeats fact {first + 1} here (same question and answer): "
-                                       "no BC question pairs with it", ))
+                    items.append(_kv(rel, key, role, t, fj, f, first, fj in paired))
     return items
+
+
+def _kv(rel: _Release, key: str, role: Profile, t: Profile, fj: int, f: ReleaseMCQ, first: int | None,
+        paired: bool) -> CharmItem:
+    """The target's fact asked as the target (for one role's instances: `kv/<role>/<fact>`)."""
+    fid = f"{t.id}-{fj + 1:02d}"
+    note = None if first is None else (f"the release repeats fact {first + 1} here (same question and answer): "
+                                       "no BC question pairs with it")
+    return rel.item(FACT, (key, t.name, fj), id=f"kv/{role.id}/{fid}", stage="kv", boundary="cross", role=t.id,
+                    role_name=t.name, profile=t.profile, region=t.region, target=t.id, target_name=t.name,
+                    fact=fid, question=f.Question, options=f.options, gold=f.label, fact_option=f.label,
+                    answer=f.Answer, bc_id=f"bc/cross/{role.id}/{fid}" if paired else None, note=note)
 
 
 def import_official(src: str, out: str) -> str:

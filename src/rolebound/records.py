@@ -83,6 +83,7 @@ class RunManifest(BaseModel):
                                                              # self_judged, seeds
     dataset: str                   # path or "builtin:<name>"
     dataset_hash: str
+    dataset_provenance: dict[str, Any] | None = None   # an imported release: its commit, what differs, what is ours
     n_items: int
     limit: int | None = None
     repeats: int = 1

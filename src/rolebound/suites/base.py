@@ -30,6 +30,7 @@ class Dataset:
     source: str                      # path or "builtin:<name>"
     hash: str
     extra: dict[str, Any] = field(default_factory=dict)   # e.g. characters, corpora
+    provenance: dict[str, Any] | None = None   # an imported release's origin (commit, differences): in the manifest
 
 
 @dataclass

@@ -7,6 +7,7 @@ Regions and characters are data: a user's YAML file adds characters, facts and w
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter, defaultdict
 from importlib import resources
 from pathlib import Path
@@ -18,6 +19,16 @@ from ...errors import InputError
 from ...io import line_of, read_yaml, stable_hash, validate_yaml
 
 ABSTAIN = "I cannot answer that question"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-")
+
+
+def is_abstain(text: str) -> bool:
+    """The abstention option as ours ("I cannot ...") or the authors' release ("I can not ... .") writes it."""
+    return text.strip().rstrip(".").lower().replace("can not", "cannot") == ABSTAIN.lower()
+
 # Cross-universe awareness: "whether the role character knows, has met, or has heard of the target"
 # (Section 2). Rotated across pairs; a data file may replace them (key `cross_ba_templates`).
 CROSS_BA_TEMPLATES = ["Do you know {target}?", "Have you ever met {target}?", "Have you heard of {target}?"]
@@ -136,6 +147,8 @@ class CharmItem(_Base):
     kv_id: str | None = None   # cross BC: its verification question
     bc_id: str | None = None   # KV: the cross BC question it verifies (same options, same order)
     template: int | None = None
+    source: str | None = None  # an imported release: the file and JSON path the question comes from
+    note: str | None = None    # what of it is ours (an imported release)
 
     def meta(self) -> dict[str, Any]:
         return {"stage": self.stage, "boundary": self.boundary, "role": self.role, "region": self.region,

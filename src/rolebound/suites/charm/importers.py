@@ -29,7 +29,8 @@ from pydantic import BaseModel, ValidationError
 
 from ...errors import InputError
 from ...io import atomic_path, expected, read_csv_table
-from .data import CharmData, Character, Concept, Fact, Region, load_data
+from .data import CharmData, Character, Concept, Fact, Region, load_data, slug
+from .official import import_official
 
 KINDS = ("characters", "facts", "concepts")
 MODELS: dict[str, type[BaseModel]] = {"characters": Character, "facts": Fact, "concepts": Concept}
@@ -40,10 +41,6 @@ EXTRA = {"characters": ("region_name",), "facts": (), "concepts": ()}
 # a check of the whole row (pydantic gives no field): the column it is about
 WHOLE_ROW = {"characters": "era_end", "facts": "distractors", "concepts": "distractors"}
 LOWERED = {"reality": {"fictional": "fiction"}, "period": {}}
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^\w]+", "-", text.strip().lower()).strip("-")
 
 
 def _columns(kind: str) -> list[str]:
@@ -237,4 +234,6 @@ def _summary(rows: dict[str, list], regions: list[Region], builtin: CharmData, o
 IMPORTERS = {
     "charm-csv": (import_csv, "your own characters (a CSV, or a folder with characters.csv, facts.csv, "
                               "concepts.csv) -> charm YAML"),
+    "charm-official": (import_official, "the CHARM authors' release folder (test_data/, source_data/) -> "
+                                        "charm questions (.jsonl), as written; see docs/charm.md"),
 }

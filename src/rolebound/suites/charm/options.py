@@ -19,6 +19,10 @@ class CharmOptions(DialogueOptions):
                                                 "option (position-bias control of the override rate)")
     permutations: int = Field(1, ge=1, le=5, description="ask every BC and KV question under this many cyclic shifts "
                                                         "of its options (1: the paper's order only)")
+    prompt: Literal["paper", "authors"] = Field(
+        "paper", description="the BC/KV prompt: paper (Table 20) or authors (their release's "
+                             "mc_eval_template_0-shot.txt, with all five options where theirs lists four)")
     extraction: Literal["rules", "strict"] = Field(
         "rules", description="how answers are read: rules (scoring.choice, in-character replies) or strict "
-                             "(the paper's: Yes/No opening the reply, the last 'Answer: <n>')")
+                             "(the paper's: Yes/No opening the reply, the last 'Answer: <n>'; with prompt=authors, "
+                             "the authors' first digit 1-5)")

@@ -37,8 +37,26 @@ ANSWER_PREFIX = "Answer: "
 # then the warm-up question; later turns are the questions alone.
 DIALOGUE_OPENER = ("You are {character}. Please answer the following questions as {character}. "
                    "And there is a {character} profile: {profile}.\nQuestion: {text}")
-TEMPLATES = {"ba": BA_PROMPT, "mcq": MCQ_PROMPT, "no_role": NO_ROLE_PROMPT, "answer_prefix": ANSWER_PREFIX,
-             "dialogue_opener": DIALOGUE_OPENER}
+
+
+def _authors_prompt() -> str:
+    """`--set prompt=authors`: the authors' own template (data/authors_prompt.yaml, its source there)."""
+    from importlib import resources
+
+    from ...authored import Authored
+    from ...io import read_yaml, validate_yaml
+
+    class AuthorsPrompt(Authored):
+        template: str
+
+    path = resources.files(__package__) / "data" / "authors_prompt.yaml"
+    return validate_yaml(AuthorsPrompt, read_yaml(str(path)), file=str(path)).template
+
+
+AUTHORS_MCQ_PROMPT = _authors_prompt()
+MCQ_PROMPTS = {"paper": MCQ_PROMPT, "authors": AUTHORS_MCQ_PROMPT}
+TEMPLATES = {"ba": BA_PROMPT, "mcq": MCQ_PROMPT, "mcq_authors": AUTHORS_MCQ_PROMPT, "no_role": NO_ROLE_PROMPT,
+             "answer_prefix": ANSWER_PREFIX, "dialogue_opener": DIALOGUE_OPENER}
 
 
 def choices_text(options: list[str]) -> str:
@@ -49,9 +67,10 @@ def ba_prompt(item: CharmItem, question: str | None = None) -> str:
     return BA_PROMPT.format(character=item.role_name, profile=item.profile, question=question or item.question)
 
 
-def mcq_prompt(item: CharmItem, options: list[str] | None = None) -> str:
-    """Table 20; `options`: the item's options in another order (position controls)."""
-    return MCQ_PROMPT.format(character=item.role_name, profile=item.profile, question=item.question,
+def mcq_prompt(item: CharmItem, options: list[str] | None = None, variant: str = "paper") -> str:
+    """Table 20 (variant "authors": the authors' own template); `options`: the item's options in
+    another order (position controls)."""
+    return MCQ_PROMPTS[variant].format(character=item.role_name, profile=item.profile, question=item.question,
                              choices=choices_text(item.options or [] if options is None else options))
 
 
@@ -86,6 +105,25 @@ def _answer_number_reading(text: str | None, ex: Extractor) -> Reading:
 
 
 register_kind("answer_number", _answer_number_reading)
+
+
+# The authors' evaluation script reads the first standalone digit 1-5 of the reply (their prompt
+# ends with "Answer:"): extraction=strict with prompt=authors.
+_DIGIT = re.compile(r"(?<!\d)([1-5])(?!\d)")
+
+
+def _first_digit_reading(text: str | None, ex: Extractor) -> Reading:
+    m = _DIGIT.search(text or "")
+    if not m or not 1 <= int(m.group(1)) <= len(ex.options):
+        return Reading(None, "none:strict_no_digit")
+    return Reading(int(m.group(1)), "strict_first_digit")
+
+
+register_kind("first_digit", _first_digit_reading)
+
+
+def first_digit(options: Iterable[tuple[str, str]]) -> Extractor:
+    return Extractor("first_digit", tuple((str(a), str(b)) for a, b in options), "number")
 
 
 def answer_number(options: Iterable[tuple[str, str]]) -> Extractor:

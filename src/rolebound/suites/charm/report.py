@@ -72,6 +72,7 @@ def write_report(metrics: dict, records, manifest, run_dir) -> list[Path]:
     rep = Report("CHARM: character knowledge boundaries",
                  "Boundary-Awareness (BA) vs Boundary-Compliance (BC); rates in %, 95% bootstrap CI in brackets.")
     rep.facts(run_facts(manifest))
+    _data_section(rep, manifest)
     add_sections(rep, metrics.get("dialogue"))
     if manifest.scoring == "logprob":
         rep.text("Scoring: log-likelihood. BA compares \u201cYes\u201d/\u201cNo\u201d as the reply's first token; "
@@ -91,6 +92,22 @@ def write_report(metrics: dict, records, manifest, run_dir) -> list[Path]:
                                        "parsed", "read by", "question", "response"], _samples(records),
                 ["character", "region", "stage", "boundary", "outcome"])
     return rep.write(run_dir)
+
+
+def _data_section(rep: Report, manifest) -> None:
+    """An imported release: its commit, what differs from the paper, what is ours; the prompt variant."""
+    if (manifest.options or {}).get("prompt") == "authors":
+        rep.text("BC and KV questions were asked with the authors' own prompt (their release's "
+                 "prompt/mc_eval_template_0-shot.txt, --set prompt=authors), not the paper's Table 20. Their "
+                 "template lists choices 1-4 only (the fifth option is dropped); here all five options are shown.",
+                 "Prompt")
+    p = getattr(manifest, "dataset_provenance", None)
+    if not p:
+        return
+    rows = ([["release", f"{p.get('release')}, {p.get('repo')} commit {p.get('commit') or 'unknown'}"]]
+            + [["differs from the paper", d] for d in p.get("differences", [])]
+            + [["ours", d] for d in p.get("ours", [])] + [["left out", d] for d in p.get("left_out", [])])
+    rep.table("Data: an imported release", ["what", "detail"], rows)
 
 
 def _matrix_tables(rep: Report, metrics: dict, manifest) -> None:

@@ -11,12 +11,12 @@ from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGU
 from ...records import Message
 from ...scoring import extract, order
 from ..base import RunSettings
-from .data import ABSTAIN, CharmItem
+from .data import CharmItem, is_abstain
 from ...dialogue.bank import scripted_turns
 from ...dialogue.options import depths
 from ...dialogue.run import Plan, Probe, Turn, cycle_to, run_probes
 from .data import dialogue_bank
-from .prompts import ANSWER_PREFIX, answer_number, ba_prompt, dialogue_opener, mcq_prompt, no_role_prompt
+from .prompts import ANSWER_PREFIX, answer_number, first_digit, ba_prompt, dialogue_opener, mcq_prompt, no_role_prompt
 
 
 # name -> what `rolebound suites charm` says of it
@@ -58,10 +58,15 @@ async def before_items(items, settings: RunSettings, opts) -> None:
         return
     from ...scoring.embeddings import embedder_name
 
-    groups = {i.id: (i.answer, [o for o in i.options if o not in (i.answer, ABSTAIN)]) for i in mcqs}
+    groups = {i.id: (i.answer, [o for o in i.options if o != i.answer and not is_abstain(o)]) for i in mcqs}
     # cached on disk by the option texts and the embedder (a re-run loads no model)
     settings.state["sim"] = await asyncio.to_thread(mean_similarity, groups, opts.embedder)
     settings.state["embedder"] = embedder_name(opts.embedder)
+
+
+def variant(settings: RunSettings) -> str:
+    """The BC/KV prompt (--set prompt): "paper" (Table 20) or "authors" (their release's template)."""
+    return getattr(settings.opts, "prompt", None) or "paper"
 
 
 def item_meta(item: CharmItem, settings: RunSettings) -> dict[str, Any]:
@@ -82,7 +87,7 @@ async def ask_ba(ctx, stage: str, item: CharmItem, messages: list[Message], scor
 
 
 async def ask_mcq(ctx, stage: str, messages: list[Message], item: CharmItem, gold: int, scoring: str, meta,
-                  extraction: str, options: list[str] | None = None):
+                  extraction: str, options: list[str] | None = None, variant: str = "paper"):
     options = list(item.options or []) if options is None else options
     n = len(options)
     # what position-bias statistics need (rolebound.metrics.position): the stage, the labels shown
@@ -92,42 +97,44 @@ async def ask_mcq(ctx, stage: str, messages: list[Message], item: CharmItem, gol
                                assistant_prefix=ANSWER_PREFIX, parse=int, gold=gold, meta=meta)
     # the options as choices_text shows them: "1. ...", "2. ..."; parsed stays the 1-based number
     options = [(str(k), o) for k, o in enumerate(options, 1)]
-    parse = answer_number(options) if extraction == "strict" else extract.choice(options, "number")
+    strict = first_digit if variant == "authors" else answer_number      # each prompt's own answer line
+    parse = strict(options) if extraction == "strict" else extract.choice(options, "number")
     return await ctx.chat(stage, messages, parse=parse, gold=gold, meta=meta)
 
 
 async def ask_reordered(ctx, stage: str, item: CharmItem, scoring: str, meta, extraction: str, shown: list[int],
-                        extra: dict) -> Any:
+                        extra: dict, variant: str = "paper") -> Any:
     """The item's MCQ with its options in another order (`shown[p]`: the paper-order index shown
     at p); gold follows its option. The record keeps the order (metrics.position.chosen)."""
     options = order.apply(item.options or [], shown)
     gold = order.shown_position(shown, int(item.gold) - 1) + 1
     m = {**meta, **extra, "mc": item.stage, "order": list(shown)}
-    return await ask_mcq(ctx, stage, [Message(role="user", content=mcq_prompt(item, options))], item, gold,
-                         scoring, m, extraction, options=options)
+    return await ask_mcq(ctx, stage, [Message(role="user", content=mcq_prompt(item, options, variant))], item, gold,
+                         scoring, m, extraction, options=options, variant=variant)
 
 
 async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings, extraction: str,
                    permutations: int = 1) -> None:
     scoring = settings.scoring or "generate"
     meta = item_meta(item, settings)
+    v = variant(settings)
     if strategy == "independent":
         if item.stage == "ba":
             await ask_ba(ctx, "ba", item, [Message(role="user", content=ba_prompt(item))], scoring, meta, extraction)
         else:
-            await ask_mcq(ctx, item.stage, [Message(role="user", content=mcq_prompt(item))], item,
-                          int(item.gold), scoring, meta, extraction)
+            await ask_mcq(ctx, item.stage, [Message(role="user", content=mcq_prompt(item, variant=v))], item,
+                          int(item.gold), scoring, meta, extraction, variant=v)
             for k in range(1, permutations):      # --set permutations=K: cyclic shifts, stages bc~s1, ...
                 await ask_reordered(ctx, f"{item.stage}~s{k}", item, scoring, meta, extraction,
-                                    order.cyclic(len(item.options or []), k), {"shift": k})
+                                    order.cyclic(len(item.options or []), k), {"shift": k}, v)
     elif strategy == "sequential":
         if item.stage != "bc":
             return
         first = [Message(role="user", content=ba_prompt(item, item.ba_question))]
         ba = await ask_ba(ctx, "seq.ba", item, first, scoring, meta, extraction, question=item.ba_question)
         convo = first + [Message(role="assistant", content=ba.response or ""),
-                         Message(role="user", content=mcq_prompt(item))]
-        await ask_mcq(ctx, "seq.bc", convo, item, int(item.gold), scoring, meta, extraction)
+                         Message(role="user", content=mcq_prompt(item, variant=v))]
+        await ask_mcq(ctx, "seq.bc", convo, item, int(item.gold), scoring, meta, extraction, variant=v)
     elif strategy == DIALOGUE:
         await run_probes(ctx, dialogue_probes(item, settings, extraction), settings, settings.opts)
     elif strategy == "no-role":
@@ -165,7 +172,7 @@ async def override_control(session, dataset, settings: RunSettings, opts) -> Non
         ctx = ItemContext(session=session, item_id=kv.id, strategy="independent", repeat=rep)
         try:
             await ask_reordered(ctx, "kv~ctl", kv, scoring, item_meta(kv, settings), opts.extraction, shown,
-                                {"control": "kv-order"})
+                                {"control": "kv-order"}, opts.prompt)
         except CallFailed as exc:      # recorded with its error; retried on resume
             session.counts.items_failed += 1
             session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
@@ -222,8 +229,10 @@ def dialogue_probes(item: CharmItem, settings: RunSettings, extraction: str) -> 
         async def ask(ctx, stage, messages, m):
             return await ask_ba(ctx, stage, item, messages, scoring, {**meta, **m}, extraction)
     else:
-        msgs = [Message(role="user", content=mcq_prompt(item))]
+        v = variant(settings)
+        msgs = [Message(role="user", content=mcq_prompt(item, variant=v))]
 
         async def ask(ctx, stage, messages, m):
-            return await ask_mcq(ctx, stage, messages, item, int(item.gold), scoring, {**meta, **m}, extraction)
+            return await ask_mcq(ctx, stage, messages, item, int(item.gold), scoring, {**meta, **m}, extraction,
+                                 variant=v)
     return [Probe(name=item.stage, messages=msgs, plan=lambda kind: plan_for(item, kind, settings), ask=ask)]

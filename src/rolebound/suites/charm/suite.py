@@ -23,7 +23,7 @@ from ...errors import InputError
 from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, RunSettings, Suite
-from . import strategies
+from . import release, strategies
 from .data import data_hash, dialogue_probes, expand, load_data, select, stats_tables
 from .options import CharmOptions
 from ...dialogue import STRATEGY as DIALOGUE, budget
@@ -47,6 +47,8 @@ class CharmSuite(Suite):
         opts = self.opts(settings)
         files = [f.strip() for f in str(data).split(",") if f.strip()] if data else []
         builtin = opts.builtin
+        if any(release.is_release_file(f) for f in files):
+            return self._load_release(files, settings)
         if not builtin and not files:
             raise InputError("builtin=false needs --data FILE", field="builtin")
         d, sources = load_data(files, builtin=builtin)
@@ -57,6 +59,19 @@ class CharmSuite(Suite):
         settings.state["charm_items"] = items        # the dialogue's `items` warm-up reads the role's others
         src = "builtin:charm" + ("+" + ",".join(files) if files else "") if builtin else ",".join(files)
         return Dataset(items=items, source=src, hash=data_hash(d, seed), extra={"data": d, **info})
+
+    def _load_release(self, files: list[str], settings: RunSettings) -> Dataset:
+        """An imported release (release.py) holds every question, built: asked as it is, alone."""
+        if len(files) > 1:
+            raise InputError("an imported release is the whole dataset; give it as the only --data file",
+                             file=files[0], field="--data")
+        if "builtin" in settings.options and self.opts(settings).builtin:
+            raise InputError("an imported release is the whole dataset; builtin=true would add the starter set",
+                             field="builtin")
+        header, items = release.load_release(files[0])
+        settings.state["charm_items"] = items
+        return Dataset(items=items, source=files[0], hash=release.release_hash(header, items),
+                       extra={"release": header}, provenance=header.provenance.model_dump())
 
     def select(self, items, limit, settings=None):
         """Keep whole instances: BC questions taken round-robin over (region, boundary), plus the
@@ -72,7 +87,7 @@ class CharmSuite(Suite):
         return chosen
 
     def stats(self, dataset: Dataset):
-        return stats_tables(dataset)
+        return release.stats_tables(dataset) if "release" in dataset.extra else stats_tables(dataset)
 
     def prompt_templates(self) -> dict[str, str]:
         return dict(TEMPLATES)

@@ -213,3 +213,14 @@ def test_set_values_are_not_silently_bent(tmp_path, mcq_data):
     assert "no item has a field 'nope'" in line and "question" in line
     assert "alias bomb" in one_line(run_mcq(tmp_path, "--data", mcq_data, "--set",
                                             "template=" + _alias_bomb().replace("\n", ", ").join("{}")))
+
+
+def test_a_models_chat_template_renders_in_the_sandbox():
+    from rolebound.models.chat_template import Template
+
+    msgs = [{"role": "user", "content": "hi"}]
+    chatml = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
+    assert Template(source=chatml).render(msgs, add_generation_prompt=False) == "<|user|>hi\n"
+    for name in ("shell", "recursion", "multiply"):
+        with pytest.raises(TemplateError):
+            Template(source=TEMPLATE_BOMBS[name]).render(msgs)

@@ -46,8 +46,12 @@ def _json_array_with_lines(path: Path) -> list[tuple[int, object]]:
         line = text.count("\n", 0, i) + 1
         try:
             obj, i = dec.raw_decode(text, i)
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
         except RecursionError:
             raise InputError("invalid JSON: nested too deep", file=str(path), line=line) from None
+        except UnicodeEncodeError:
+            raise InputError("invalid JSON: half a surrogate pair (\\udXXX alone), not a character",
+                             file=str(path), line=line) from None
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg}", file=str(path), line=exc.lineno) from None
         out.append((line, obj))

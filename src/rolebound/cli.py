@@ -88,13 +88,22 @@ def parse_sets(values: list[str] | None, flag: str = "--set") -> dict:
     """--set key=value (value parsed as YAML: numbers, booleans, lists)."""
     import yaml
 
+    from .io import YAMLBomb, yaml_value
+
     out = {}
     for v in values or []:
         if "=" not in v:
             raise InputError(f"expected key=value, got '{v}'", field=flag)
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:      # bytes that are not UTF-8 reach argv as lone surrogates
+            raise InputError(f"'{v.encode('utf-8', 'backslashreplace').decode()}' is not UTF-8 text",
+                             field=flag) from None
         k, _, raw = v.partition("=")
         try:
-            out[k.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+            out[k.strip()] = yaml_value(raw) if raw.strip() else ""
+        except YAMLBomb as exc:
+            raise InputError(f"{k.strip()}: {exc}", field=flag) from None
         except yaml.YAMLError:
             out[k.strip()] = raw
     return out
@@ -679,6 +688,11 @@ def _main(argv: list[str]) -> int:
         msg = " ".join(str(exc.format_message()).split())
         print(f"error: {msg}{hint}", file=sys.stderr)
         return 2            # a usage error; click's generic ClickException would say 1
+    except RecursionError:      # input nested past what a reader checks (the readers name file and line)
+        if _debug(argv):
+            raise
+        print("error: the input is nested too deep to read (RecursionError); --debug shows where", file=sys.stderr)
+        return 2
     except OSError as exc:
         if _debug(argv):
             raise

@@ -6,6 +6,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -63,12 +64,35 @@ def check_file(path: str | Path) -> Path:
         raise InputError("file not found", file=str(path))
     if path.is_dir():
         raise InputError("is a directory, expected a file", file=str(path))
+    if not path.is_file():      # read, /dev/zero never ends and a FIFO waits for a writer
+        raise InputError("not a regular file (a device, FIFO or socket); give a file", file=str(path))
     return path
 
 
 def _not_utf8(path: Path, exc: UnicodeDecodeError, line: int | None = None) -> InputError:
     return InputError(f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); save the file as UTF-8",
                       file=str(path), line=line)
+
+
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}(?:\\u[dD][c-fC-F][0-9a-fA-F]{2})?")
+
+
+def json_loads(text: str) -> Any:
+    """json.loads, where JSON nested past Python's recursion limit and a lone surrogate escape
+    (\\ud800: no character, which no file or server takes) are a JSONDecodeError like any other."""
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deep", text, 0) from None
+    if "\\u" in text and _SURROGATE.search(text):
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            lone = next((m for m in _SURROGATE.finditer(text) if len(m.group(0)) == 6), None)
+            pos = lone.start() if lone else 0
+            raise json.JSONDecodeError(f"{text[pos:pos + 6]} is half a surrogate pair, not a character",
+                                       text, pos) from None
+    return obj
 
 
 def jsonl_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
@@ -85,7 +109,7 @@ def jsonl_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
             if not s or s.startswith("#"):
                 continue
             try:
-                obj = json.loads(s)
+                obj = json_loads(s)
             except json.JSONDecodeError as exc:
                 raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})",
                                  file=str(path), line=lineno) from None
@@ -98,7 +122,74 @@ def read_jsonl(path: str | Path, model: type[T] | None = None) -> list:
             for lineno, obj in jsonl_lines(path)]
 
 
-class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):   # libyaml: 5x faster on the starter sets
+MAX_YAML_REPEATS = 1_000_000     # values aliases may repeat in one document (a real file: a few)
+
+
+class YAMLBomb(yaml.YAMLError):
+    """A YAML document whose aliases expand past MAX_YAML_REPEATS values."""
+
+
+def _expanded(node: yaml.Node) -> int:
+    """How many values a YAML node stands for once its aliases are expanded, without expanding
+    them (a "billion laughs" file is a few lines of aliases to aliases); a node that holds
+    itself through an alias is refused."""
+    memo: dict[int, int] = {}
+    todo: list[tuple[yaml.Node, bool]] = [(node, False)]
+    busy: set[int] = set()
+    while todo:
+        n, done = todo.pop()
+        if id(n) in memo:
+            continue
+        kids = [] if isinstance(n, yaml.ScalarNode) else (
+            [x for pair in n.value for x in pair] if isinstance(n, yaml.MappingNode) else list(n.value))
+        if done:
+            busy.discard(id(n))
+            memo[id(n)] = min(1 + sum(memo[id(k)] for k in kids), 1 << 62)
+            continue
+        if id(n) in busy:
+            raise YAMLBomb("an alias holds the value it names (a loop)")
+        busy.add(id(n))
+        todo.append((n, True))
+        for k in kids:
+            if id(k) in busy:
+                raise YAMLBomb("an alias holds the value it names (a loop)")
+            if id(k) not in memo:
+                todo.append((k, False))
+    return memo[id(node)]
+
+
+def _distinct(node: yaml.Node) -> int:
+    seen, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, yaml.MappingNode):
+            todo.extend(x for pair in n.value for x in pair)
+        elif isinstance(n, yaml.SequenceNode):
+            todo.extend(n.value)
+    return len(seen)
+
+
+class _BoundedLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):   # libyaml: 5x faster on the starter sets
+    """SafeLoader that refuses a document whose aliases repeat more than MAX_YAML_REPEATS values."""
+
+    def get_single_data(self):
+        node = self.get_single_node()
+        if node is None:
+            return None
+        if _expanded(node) - _distinct(node) > MAX_YAML_REPEATS:
+            raise YAMLBomb(f"its aliases repeat over {MAX_YAML_REPEATS:,} values (an alias bomb?)")
+        return self.construct_document(node)
+
+
+def yaml_value(text: str) -> Any:
+    """yaml.safe_load, bounded as read_yaml is (a `--set` value)."""
+    return yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 - SafeLoader subclass
+
+
+class _LineLoader(_BoundedLoader):
     """SafeLoader that remembers the line of every mapping and sequence entry."""
 
 
@@ -173,13 +264,24 @@ def validate_yaml(model: Any, data: Any, *, file: str | Path) -> Any:
         raise InputError(msg, file=str(file), line=line_of(data, loc), field=_loc_str(loc) or None) from None
 
 
+def csv_error(path: str | Path, reader, exc: csv.Error) -> InputError:
+    """A CSV reader's error (a cell past csv.field_size_limit, a NUL byte) on its line."""
+    msg = str(exc)
+    if "field limit" in msg:
+        msg = f"a cell over {csv.field_size_limit():,} characters (an unclosed quote?)"
+    return InputError(f"unreadable CSV: {msg}", file=str(path), line=reader.line_num or None)
+
+
 def read_csv_rows(path: str | Path) -> list[tuple[int, dict[str, str]]]:
     """Rows with their 1-based line number in the file (the header is line 1)."""
     path = check_file(path)
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh)
-            return [(reader.line_num, row) for row in reader]
+            try:
+                return [(reader.line_num, row) for row in reader]
+            except csv.Error as exc:
+                raise csv_error(path, reader.reader, exc) from None
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc) from None
 
@@ -196,15 +298,19 @@ def read_csv_table(path: str | Path) -> tuple[list[str], list[tuple[int, dict[st
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh)
-            header = [csv_key(h) for h in reader.fieldnames or []]
-            rows = []
-            for row in reader:
-                extra = row.pop(None, None)          # cells past the header
-                if extra and any((v or "").strip() for v in extra):
-                    raise InputError("more cells than the header has columns", file=str(path), line=reader.line_num)
-                cells = {csv_key(k): (v or "").strip() for k, v in row.items()}
-                if any(cells.values()):
-                    rows.append((reader.line_num, cells))
+            try:
+                header = [csv_key(h) for h in reader.fieldnames or []]
+                rows = []
+                for row in reader:
+                    extra = row.pop(None, None)          # cells past the header
+                    if extra and any((v or "").strip() for v in extra):
+                        raise InputError("more cells than the header has columns", file=str(path),
+                                         line=reader.line_num)
+                    cells = {csv_key(k): (v or "").strip() for k, v in row.items()}
+                    if any(cells.values()):
+                        rows.append((reader.line_num, cells))
+            except csv.Error as exc:
+                raise csv_error(path, reader.reader, exc) from None
             return header, rows
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc) from None

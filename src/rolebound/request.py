@@ -9,6 +9,7 @@ Adding a setting: a field here (with its check), then the flag in cli.py that fi
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Callable
 from urllib.parse import urlsplit
@@ -75,6 +76,14 @@ def check_threads(value: int | None) -> int | None:
     return value
 
 
+def check_data(value: str | None) -> str | None:
+    """A data path that exists must be a file or a folder: read, /dev/zero never ends and a FIFO
+    waits for a writer (a missing path is the suite's to report)."""
+    if value is not None and os.path.exists(value) and not (os.path.isfile(value) or os.path.isdir(value)):
+        raise ValueError(f"'{value}' is not a regular file (a device, FIFO or socket); give a file")
+    return value
+
+
 def given_decoding(value: Any) -> Any:
     """A dict counts only the keys given a value (the suite's protocol fills the rest)."""
     if isinstance(value, dict):
@@ -136,7 +145,7 @@ class RunSettingsFields(BaseModel):
     run request, checked the same way in both."""
 
     model_config = ConfigDict(extra="forbid")
-    data: str | None = None
+    data: Annotated[str | None, AfterValidator(check_data)] = None
     limit: int | None = Field(None, ge=1)
     scoring: str | None = None
     judge: JudgeSpec = None

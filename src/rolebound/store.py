@@ -204,20 +204,36 @@ class ResponseCache:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else cache_dir() / "responses.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+        if self.path.exists() and not self.path.is_file():
+            raise self._unusable("not a regular file")
         self._lock = threading.Lock()
-        with self._lock:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL,"
-                               " created TEXT DEFAULT CURRENT_TIMESTAMP)")
-            self._conn.commit()
+        try:
+            self._conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
+            with self._lock:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT "
+                                   "NOT NULL, created TEXT DEFAULT CURRENT_TIMESTAMP)")
+                self._conn.commit()
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from None
         self.hits = 0
         self.misses = 0
 
+    def _unusable(self, why) -> RoleboundError:
+        # OperationalError "database is locked" past the timeout is not corruption: say so apart
+        if "locked" in str(why):
+            return RoleboundError(f"the response cache {self.path} is locked by another process ({why}); "
+                                  "wait, or run with --no-cache")
+        return RoleboundError(f"the response cache {self.path} cannot be read ({why}); move it away or delete "
+                              "it (it is only a cache: a new one is made), or run with --no-cache")
+
     def get(self, key: str) -> dict | None:
         with self._lock:
-            row = self._conn.execute("SELECT value FROM responses WHERE key=?", (key,)).fetchone()
+            try:
+                row = self._conn.execute("SELECT value FROM responses WHERE key=?", (key,)).fetchone()
+            except sqlite3.Error as exc:
+                raise self._unusable(exc) from None
         if row is None:
             self.misses += 1
             return None
@@ -226,9 +242,12 @@ class ResponseCache:
 
     def put(self, key: str, value: dict) -> None:
         with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
-                               (key, json.dumps(value, ensure_ascii=False)))
-            self._conn.commit()
+            try:
+                self._conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
+                                   (key, json.dumps(value, ensure_ascii=False)))
+                self._conn.commit()
+            except sqlite3.Error as exc:
+                raise self._unusable(exc) from None
 
     def close(self) -> None:
         with self._lock:

@@ -42,7 +42,8 @@ def _compiled(source: str):
         from datetime import datetime
 
         from jinja2.exceptions import TemplateError
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        from ..sandbox import BoundedEnvironment, compile_template
 
         def raise_exception(message):
             raise TemplateError(message)
@@ -50,11 +51,11 @@ def _compiled(source: str):
         def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
             return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+        env = BoundedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
         env.filters["tojson"] = tojson
         env.globals["raise_exception"] = raise_exception
         env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-        _CACHE[source] = env.from_string(source)
+        _CACHE[source] = compile_template(source, env)
     return _CACHE[source]
 
 

@@ -100,6 +100,18 @@ def type_text(annotation: Any) -> str:
         annotation, getattr(annotation, "__name__", str(annotation)))
 
 
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a field's type admits true/false (pydantic would read true as 1 for an int)."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _takes_bool(typing.get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        return any(_takes_bool(a) for a in typing.get_args(annotation) if a is not type(None))
+    if origin is Literal:
+        return any(isinstance(a, bool) for a in typing.get_args(annotation))
+    return annotation not in (int, float)
+
+
 def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
     """The one check of `--set` options for every suite: an unknown key or a value of the wrong
     type is an InputError naming the key (and the valid keys, or the expected type)."""
@@ -113,6 +125,10 @@ def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
         valid = ", ".join(fields) or "none"
         raise InputError(f"unknown option '{unknown[0]}' for suite {suite.name}; valid options: {valid}",
                          field="--set")
+    for key, value in raw.items():
+        if isinstance(value, bool) and not _takes_bool(fields[key].annotation):
+            raise InputError(f"option '{key}' of suite {suite.name} expects "
+                             f"{type_text(fields[key].annotation)}, not {value!r}", field="--set")
     try:
         return model.model_validate(raw)
     except ValidationError as exc:

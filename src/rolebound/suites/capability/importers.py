@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...io import jsonl_lines, read_csv_rows
+from ...io import json_loads, jsonl_lines, read_csv_rows
 
 ALIASES = {
     "id": ("id", "qid", "question_id"),
@@ -89,7 +89,7 @@ def convert(row: dict[str, Any], *, n: int, stem: str, file: str, line: int | No
             used.add(key)
             if isinstance(val, str):
                 try:
-                    val = json.loads(val)
+                    val = json_loads(val)
                 except json.JSONDecodeError:
                     raise InputError("options must be a JSON list of four strings", file=file, line=line,
                                      field=key) from None

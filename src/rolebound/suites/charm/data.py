@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import re
+import string
 from collections import Counter, defaultdict
 from importlib import resources
 from pathlib import Path
@@ -120,6 +121,13 @@ class CharmData(_Base):
     def _templates(cls, v):
         if v is not None and (not v or any("{target}" not in t for t in v)):
             raise ValueError("each cross_ba_template must contain {target}")
+        for t in v or []:       # filled by str.format: {target} is the only field it may name
+            try:
+                fields = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(t) if f is not None]
+            except ValueError as exc:
+                raise ValueError(f"{t!r}: {exc}; write a literal brace as {{{{ or }}}}") from None
+            if any(f != "target" or spec or conv for f, spec, conv in fields):
+                raise ValueError(f"{t!r}: the only field a cross_ba_template may hold is {{target}}")
         return v
 
 

@@ -28,7 +28,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ...errors import InputError
-from ...io import atomic_path, expected, read_csv_table
+from ...io import atomic_path, expected, json_loads, read_csv_table
 from .data import CharmData, Character, Concept, Fact, Region, load_data, slug
 from .official import import_official
 
@@ -59,12 +59,14 @@ def _check_header(kind: str, header: list[str], file: str) -> None:
 def _listed(cells: dict[str, str], field: str, base: str, file: str, line: int):
     """(values, column names) of a list field, from its JSON column or its numbered columns."""
     if cells.get(field):
+        why = ""
         try:
-            vals = json.loads(cells[field])
-        except json.JSONDecodeError:
-            vals = None
+            vals = json_loads(cells[field])
+        except json.JSONDecodeError as exc:
+            vals, why = None, f" (not JSON: {exc.msg})"
         if not isinstance(vals, list):
-            raise InputError('expected a JSON list, e.g. ["one", "two", "three"]', file=file, line=line, field=field)
+            raise InputError(f'expected a JSON list, e.g. ["one", "two", "three"]{why}', file=file, line=line,
+                             field=field)
         return [str(v) for v in vals], [field]
     pat = re.compile(rf"{base}_?(\d+)")
     cols = sorted((c for c in cells if pat.fullmatch(c)), key=lambda c: int(pat.fullmatch(c).group(1)))

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...authored import Authored
 from ...errors import InputError
-from ...io import atomic_path, expected, read_yaml, validate_yaml
+from ...io import atomic_path, expected, json_loads, read_yaml, validate_yaml
 from .data import CharmItem, Region, is_abstain, slug
 from .release import FORMAT, Header, Profile, Provenance, differences_from_paper, load_release, write_release
 
@@ -101,7 +101,7 @@ class _Release:
         if not path.is_file():
             raise InputError("missing from the release folder", file=str(path))
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json_loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=str(path), line=exc.lineno) from None
         except UnicodeDecodeError:

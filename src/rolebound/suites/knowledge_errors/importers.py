@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 from ...errors import InputError
-from ...io import stable_hash, validate_record
+from ...io import check_file, json_loads, stable_hash, validate_record
 
 ROLEKE_FIELDS = ("uuid", "role_name", "memory_category", "correct_memory", "false_memory", "change_category",
                  "memory_chunk", "false_query_question")
@@ -46,6 +46,12 @@ def _json_array_with_lines(path: Path) -> list[tuple[int, object]]:
         line = text.count("\n", 0, i) + 1
         try:
             obj, i = dec.raw_decode(text, i)
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except RecursionError:
+            raise InputError("invalid JSON: nested too deep", file=str(path), line=line) from None
+        except UnicodeEncodeError:
+            raise InputError("invalid JSON: half a surrogate pair (\\udXXX alone), not a character",
+                             file=str(path), line=line) from None
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg}", file=str(path), line=exc.lineno) from None
         out.append((line, obj))
@@ -53,9 +59,10 @@ def _json_array_with_lines(path: Path) -> list[tuple[int, object]]:
 
 
 def looks_like_roleke(path: Path) -> bool:
-    if path.suffix.lower() != ".json" or not path.exists():
+    if path.suffix.lower() != ".json" or not path.is_file():
         return False
-    head = path.read_text(encoding="utf-8")[:2000]
+    with path.open(encoding="utf-8") as fh:
+        head = fh.read(2000)
     return head.lstrip().startswith("[") and "false_query_question" in head
 
 
@@ -67,16 +74,14 @@ def roleke_or_none(path: Path) -> list | None:
 def roleke_items(path: str | Path) -> list:
     from .data import KEItem
 
-    path = Path(path)
-    if not path.exists():
-        raise InputError("file not found", file=str(path))
+    path = check_file(path)
     if path.suffix.lower() == ".jsonl":
         rows = []
         with path.open(encoding="utf-8") as fh:
             for n, raw in enumerate(fh, 1):
                 if raw.strip():
                     try:
-                        rows.append((n, json.loads(raw)))
+                        rows.append((n, json_loads(raw)))
                     except json.JSONDecodeError as exc:
                         raise InputError(f"invalid JSON: {exc.msg}", file=str(path), line=n) from None
     else:

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...errors import InputError
-from ...io import atomic_path, expected, read_csv_table
+from ...io import atomic_path, expected, json_loads, read_csv_table
 from .data import MCQItem, load_items
 
 ALIASES = {
@@ -73,12 +73,13 @@ def _options(cells: dict[str, str], lay: dict, file: str, line: int) -> list[str
                 raise InputError("empty option before a later one", file=file, line=line, field=col)
         return vals
     col = lay["options"]
+    why = ""
     try:
-        vals = json.loads(cells.get(col) or "null")
-    except json.JSONDecodeError:
-        vals = None
+        vals = json_loads(cells.get(col) or "null")
+    except json.JSONDecodeError as exc:
+        vals, why = None, f" (not JSON: {exc.msg})"
     if not isinstance(vals, list):
-        raise InputError('expected a JSON list, e.g. ["red", "green", "blue"]', file=file, line=line, field=col)
+        raise InputError(f'expected a JSON list, e.g. ["red", "green", "blue"]{why}', file=file, line=line, field=col)
     return [str(v).strip() for v in vals]
 
 

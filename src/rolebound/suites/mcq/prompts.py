@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jinja2 import Environment, StrictUndefined, TemplateError
+from jinja2 import StrictUndefined, TemplateError
 
 from ...constants import LETTERS
 from ...errors import InputError
+from ...io import check_file
+from ...sandbox import compile_template as sandboxed
 
 DEFAULT_TEMPLATE = (
     "{% if name %}You are {{ name }}{% if source %} from {{ source }}{% endif %}. "
@@ -21,13 +23,17 @@ def template_source(opts) -> str:
         p = Path(opts.template_file)
         if not p.exists():
             raise InputError("template file not found", file=str(p), field="template_file")
-        return p.read_text(encoding="utf-8")
+        p = check_file(p)
+        try:
+            return p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise InputError("not UTF-8 text; save the file as UTF-8", file=str(p), field="template_file") from None
     return str(opts.template) if opts.template else DEFAULT_TEMPLATE
 
 
 def compile_template(src: str):
     try:
-        return Environment(undefined=StrictUndefined, keep_trailing_newline=True).from_string(src)
+        return sandboxed(src, undefined=StrictUndefined, keep_trailing_newline=True)
     except TemplateError as exc:
         raise InputError(f"bad template: {exc}", field="template") from None
 

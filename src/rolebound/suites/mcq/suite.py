@@ -58,6 +58,11 @@ class MCQSuite(Suite):
             raise InputError("the mcq suite needs --data FILE.jsonl", field="data")
         template = self._setup(settings)
         items = load_items(data)
+        group = self.opts(settings).group
+        if group and not any(group in MCQItem.model_fields or group in (it.model_extra or {}) for it in items):
+            known = sorted({*MCQItem.model_fields, *(k for it in items for k in it.model_extra or {})})
+            raise InputError(f"no item has a field '{group}' to group by; the items' fields: {', '.join(known)}",
+                             file=data, field="group")
         for it in items:
             try:
                 render(it, template)

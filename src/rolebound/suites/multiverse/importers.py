@@ -33,6 +33,7 @@ from typing import Any
 
 from ...constants import ABCD
 from ...errors import InputError
+from ...io import check_file, json_loads
 
 CANON_FILE = "characters_canon_events.json"
 DILEMMA_FILE = "character_dilemmas.json"
@@ -139,7 +140,7 @@ def _load_json(path: Path) -> Any:
     if not path.exists():
         raise InputError("file not found (expected the Beyond One World release folder)", file=str(path))
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json_loads(check_file(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", file=str(path), line=exc.lineno) from None
 

@@ -8,7 +8,10 @@ papers' protocol, and the page written from their run folders.
                                              # reads the stored replies again with today's rules)
     make results                             # both
 
-Runs go to runs/results/<name>/. The figures on the page are copied from each run's report.md
+Runs go to runs/results/<name>/ ($ROLEBOUND_RESULTS moves the folder: long runs live best outside
+the work tree); the papers' data they import goes to runs/results/data/ from ../shared, first.
+The runs on the papers' own data come first on the page; the runs on our starter sets follow, as
+what they are: the pipeline on our own data. The figures on the page are copied from each run's report.md
 (the report's own tables, with their CIs and invalid counts); nothing is typed in by hand except
 the reading under each run, which is written after looking at the run and says so.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -26,7 +30,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNS = ROOT / "runs" / "results"
+RUNS = Path(os.environ.get("ROLEBOUND_RESULTS") or ROOT / "runs" / "results")
+SHARED = Path(os.environ.get("ROLEBOUND_SHARED") or ROOT.parent / "shared") / "data" / "external"
 PAGE = ROOT / "docs" / "results.md"
 sys.path.insert(0, str(ROOT / "src"))
 QWEN = "bundled:qwen2.5-coder-1.5b"
@@ -42,9 +47,26 @@ class Spec:
     reading: str = ""                     # what the run shows about the tool, written after the run
     strategies: list[str] = field(default_factory=list)
     headline: tuple[str, ...] = ("95% CI",)   # summary labels (substrings) whose CIs the bar applies to
+    data: tuple[str, str, str] | None = None  # papers' data: (import format, source under ../shared, file name)
 
     def command(self) -> list[str]:
-        return ["rolebound", "run", self.suite, *self.args, "--out", f"runs/results/{self.name}"]
+        """As the page shows it (paths relative to the repository)."""
+        data = ["--data", f"runs/results/data/{self.data[2]}"] if self.data else []
+        return ["rolebound", "run", self.suite, *self.args, *data, "--out", f"runs/results/{self.name}"]
+
+    def prepare(self) -> list[str] | None:
+        """The import that writes this run's data, as the page shows it."""
+        if not self.data:
+            return None
+        fmt, src, out = self.data
+        return ["rolebound", "data", "import", fmt, f"../shared/data/external/{src}", "--out",
+                f"runs/results/data/{out}"]
+
+    def argv(self, argv: list[str]) -> list[str]:
+        """A shown command with its paths where this machine keeps them."""
+        return [str(RUNS / a[len("runs/results/"):]) if a.startswith("runs/results/") else
+                str(SHARED / a[len("../shared/data/external/"):]) if a.startswith("../shared/data/external/") else a
+                for a in argv]
 
 
 
@@ -53,7 +75,28 @@ class Spec:
 # writes the judges' formats (SmolLM2 as a judge says "no" to everything), so judged suites are
 # self-judged, and flagged so in their reports.
 ENGINE = ["--engine", "llamacpp"]
-SPECS = [
+# Issue 39: the papers' own benchmarks at size. One thread: these runs share the 2 cores with
+# everything else for many hours (torch and llama.cpp at 2 threads collapse under other load).
+LONG = [*ENGINE, "--threads", "1"]
+PAPERS = [
+    Spec("charm-official", "charm",
+         ["--model", QWEN, *LONG, "--strategy", "independent,no-role"],
+         ["Data", "BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Table 16", "Verified override",
+          "Accuracy by question type", "Answer extraction", "Position bias"],
+         headline=("BA acc", "BC acc", "Compliance Gap", "no-role acc"),
+         data=("charm-official", "charm-official", "charm-official.jsonl")),
+    Spec("multiverse-bow", "multiverse",
+         ["--model", QWEN, *LONG, "--strategy", "direct", "--set", "tasks=canon", "--set", "analysis=false",
+          "--limit", "600"],
+         ["The paper's figures", "Position bias", "Canon events", "Answer extraction"],
+         headline=("accuracy",),
+         data=("beyond-one-world", "Beyond_One_World", "beyond-one-world.json")),
+    Spec("knowledge-errors-roleke", "knowledge-errors",
+         ["--model", QWEN, *LONG, "--judge", "self", "--strategy", "vanilla", "--limit", "270"],
+         ["Table 3 layout", "Judge outputs"],
+         data=("roleke-bench", "rp_kw_errors/RoleKE-Bench.json", "roleke-bench.jsonl")),
+]
+STARTER = [
     Spec("charm-1100", "charm",
          ["--model", QWEN, *ENGINE, "--strategy", "independent,no-role", "--limit", "1100"],
          ["BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Table 16", "Verified override",
@@ -148,6 +191,7 @@ SPECS = [
          "direct; a 1.5B coder model says nothing about that comparison. What this run cannot show: dilemmas, "
          "the Judge think/act scores and TAM, and role-play ability."),
 ]
+SPECS = PAPERS + STARTER
 BY_NAME = {s.name: s for s in SPECS}
 
 
@@ -156,9 +200,14 @@ def run(names: list[str]) -> int:
     exe = Path(sys.executable).with_name("rolebound")
     rc = 0
     for spec in [BY_NAME[n] for n in names] if names else SPECS:
-        cmd = [str(exe), *spec.command()[1:]]
+        prep = spec.prepare()
+        if prep and not Path(spec.argv(prep)[-1]).exists():
+            print("$", shlex.join(prep), flush=True)
+            if subprocess.call([str(exe), *spec.argv(prep)[1:]], cwd=ROOT):
+                rc = rc or 2
+                continue
         print("$", shlex.join(spec.command()), flush=True)
-        rc = subprocess.call(cmd, cwd=ROOT) or rc
+        rc = subprocess.call([str(exe), *spec.argv(spec.command())[1:]], cwd=ROOT) or rc
     return rc
 
 
@@ -262,6 +311,20 @@ def departures(suite: str, rd: Path) -> str:
     return "; ".join(out) or "none"
 
 
+def unfinished(rd: Path, m: dict) -> str:
+    """How far an unfinished run got: items with every call answered, over how many invocations."""
+    from rolebound.store import load_records
+
+    done: dict[tuple, bool] = {}
+    for r in load_records(rd) if (rd / "records.jsonl").exists() else []:
+        key = (r.item_id, r.strategy)
+        done[key] = done.get(key, True) and not r.error
+    c = m.get("counts") or {}
+    n = c.get("jobs") or m.get("n_items")
+    return (f"{sum(done.values())} of {n} jobs (item x strategy) answered after {c.get('invocations', 1)} "
+            f"invocation(s), {(c.get('wall_s') or 0) / 3600:.1f} h of wall time")
+
+
 def describe(spec: Spec, rd: Path) -> str:
     if not (rd / "manifest.json").exists():
         return f"## {spec.name}\n\nNot run yet: `{shlex.join(spec.command())}`\n"
@@ -269,7 +332,12 @@ def describe(spec: Spec, rd: Path) -> str:
     c = m.get("counts", {})
     proto = m.get("protocol", {})
     w = wall_s(m)
-    lines = [f"## {spec.name}", "", "```", shlex.join(spec.command()), "```", ""]
+    prep = spec.prepare()
+    lines = [f"## {spec.name}", "", "```", *([shlex.join(prep)] if prep else []), shlex.join(spec.command()),
+             "```", ""]
+    if not m.get("finished"):
+        lines += [f"**Unfinished**: {unfinished(rd, m)}. The figures below are of the answers so far, "
+                  "not of the run's sample; the same command resumes it.", ""]
     facts = [
         ("model", m["model"]), ("judge", (m.get("judge") or "-") + (" (self-judged)" if proto.get("self_judged") else "")),
         ("protocol", proto.get("label", "-")),

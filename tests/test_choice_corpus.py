@@ -120,3 +120,13 @@ def test_fourth_blind_split_first_read_and_bars():
     recall, wrong, false, n_none = _blind("blind4")
     assert wrong == [] and false == []
     assert recall >= 0.98
+
+
+def test_fifth_blind_split_first_read_and_bars():
+    """"blind5" (issue 39 section 3): 6 canon + 6 dilemma replies per model (sample_bow.py blind5, seed 25),
+    drawn and committed before issue 39's rules were written, labelled after they were committed and
+    before the rules read them. First read: recall 0.929 (52 of 56), 0 wrong, 1 false commit of 4 (the
+    rules before issue 39 read the same)."""
+    recall, wrong, false, n_none = _blind("blind5")
+    assert wrong == [] and len(false) <= 1
+    assert recall >= 0.92

@@ -686,3 +686,23 @@ def test_an_options_own_title_restated_with_no_label():
     poles = [("A", "Duty - Save the ocean"), ("B", "Personal Desire - Go to his mother, out of family duty")]
     assert read_choice("I choose duty.", poles) == 0
     assert read_choice("I choose duty and personal desire.", poles) is None
+
+
+# -- blind5's misses (issue 39 section 3), fixed after its first read ------------------------------------
+def test_finding_a_way_to_save_both_after_a_labelled_pick_is_hope():
+    got = _read_row("bow-claude-440")     # "I choose Option B - ..." then "I will find a way to save both ..."
+    assert (got.value, got.rule) == (1, "decision")
+    opts = [("A", "Save the city"), ("B", "Save her")]
+    assert read_choice("I choose Option B. I will find a way to save both.", opts) == 1
+    assert read_choice("I choose to save her. I will find a way to save both.", opts) is None    # no label
+    assert read_choice("I choose Option B. I will save both.", opts) is None                     # not a hope
+    assert read_choice("I choose A. No, I choose B. I will find a way to save both.", opts) is None
+
+
+def test_a_pick_by_words_after_answering_with_an_option_of_ones_own():
+    got = _read_row("bow-claude-486")     # "neither A nor B. I choose C - ..." then "I choose to be the hero ..."
+    assert (got.value, got.rule) == (None, "none:after_setting_the_options_aside")
+    hero = [("A", "Hero - Remain the Hero"), ("B", "Villain - Lose His Powers")]
+    assert read_choice("Neither. I choose to be the hero.", hero) == 0     # setting aside alone does not
+    assert read_choice("I choose C. On second thought, I choose A.", hero) == 0   # a label still answers
+    assert read_choice("I choose C. On second thought, I choose to be the hero.", hero) is None

@@ -312,6 +312,8 @@ _NONE_SENT = re.compile(
     r"|(?i:\b(?:a|my|the)\s+hybrid\s+(?:approach|plan|solution|strategy|option|path)\b)"
     r"|(?i:\b(?:i|we)(?:'ll|'d|'m)?\s+(?:\w+\s+){0,2}?(?:take|choose|find|forge|propose|chart|choosing)\s+(?:a|my|our)\s+"
     r"(?:third|own|different|new)\s+(?:option|path|way|choice)\b)")
+_HOPES_BOTH = re.compile(r"(?i:\b(?:find\s+a\s+way\s+to|somehow|try\s+to|strive\s+to|attempt\s+to|hope\s+to)\s+"
+                         r"(?:\w+\s+){0,2}?(?:save|protect|do)\s+both\b)")
 _NONE_KEYWORDS = ("both", "neither", "third", "combination", "blend", "modified", "own", "hybrid")
 
 
@@ -701,9 +703,9 @@ def _read(text: str, opts: _Options) -> Reading:
     confused = any(e.none_reason == "reference_and_text_disagree" for e in events + lines)
     firm = [e for e in events if not e.conditional]
     if firm:
-        last = firm[-1]
-        if (closing := _closing_line(lines, last, opts)) is not None:
-            return closing
+        last, settled = _settle(firm, lines, opts)
+        if settled is not None:
+            return settled
         if last.value is None:
             return Reading(None, "none:" + last.none_reason, last.span)
         if confused and last.bare:
@@ -772,6 +774,26 @@ def _read(text: str, opts: _Options) -> Reading:
                 if idx is not None and idx != reading.value and how != "out_of_range":
                     return Reading(None, "none:also_takes_another_option", sent.strip()[:160])
     return reading
+
+
+def _settle(firm: list[_Event], lines: list[_Event], opts: _Options) -> tuple[_Event, Reading | None]:
+    """The decision that counts (the last, unless it only hopes for both after a labelled pick), or a
+    reading that overrules it: a closing answer line after it, or none after an option of the reply's own."""
+    last = firm[-1]
+    if (closing := _closing_line(lines, last, opts)) is not None:
+        return last, closing
+    # "I choose Option B - to adhere to my moral code. ... I will find a way to save both": a hope after a
+    # labelled pick, not a second choice
+    picked = [e for e in firm[:-1] if e.value is not None and not e.rule.endswith("_text")]
+    if last.none_reason == "not_one_option" and _HOPES_BOTH.search(last.span) and picked \
+            and len({e.value for e in picked}) == 1 and firm[-2].value is not None:
+        last = picked[-1]
+    # "my answer is neither A nor B. I choose C - ... And I choose to be the hero": after the reply answered
+    # with an option of its own, a pick made only by words is no answer to the prompt's
+    if last.value is not None and last.rule.endswith("_text") and any(
+            e.none_reason == "names_an_option_not_offered" for e in firm[:-1]):
+        return last, Reading(None, "none:after_setting_the_options_aside", last.span)
+    return last, None
 
 
 def _closing_line(lines: list[_Event], last: _Event, opts: _Options) -> Reading | None:

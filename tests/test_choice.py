@@ -706,3 +706,11 @@ def test_a_pick_by_words_after_answering_with_an_option_of_ones_own():
     assert read_choice("Neither. I choose to be the hero.", hero) == 0     # setting aside alone does not
     assert read_choice("I choose C. On second thought, I choose A.", hero) == 0   # a label still answers
     assert read_choice("I choose C. On second thought, I choose to be the hero.", hero) is None
+
+
+def test_an_ellipsis_between_my_approach_and_was():
+    got = _read_row("bow-v3-215")         # "My first approach... was to try reasoning with him."
+    assert (got.value, got.rule) == (0, "decision_text")
+    opts = [("A", "Try reasoning with him, appealing to his emotions"), ("B", "Fight him directly")]
+    assert read_choice("My first approach... was to fight him directly.", opts) == 1
+    assert read_choice("My first approach... was not to fight him directly.", opts) is None

@@ -236,7 +236,8 @@ _DECIDE = re.compile(
     r"|(?i:\b(?:choice|decision|verdict|chosen\s+path|final\s+decision|my\s+choice|my\s+answer|pick)\s*[:：])"
     r"|(?i:\b(?:option|choice|answer|course)\b[^.!?\n:]{0,40}\b(?:is|would\s+be)\s*[:：])"
     r"|(?i:\b(?:the|my|his|her|their|our)\s+(?:[\w-]+\s+){0,2}?(?:answer|choice|option|pick|decision|move|instinct|"
-    r"response|reaction|course\s+of\s+action|approach|verdict)(?:\s+(?:here\s+|then\s+|for\s+me\s+|that\s+fits\s+best\s+)?"
+    # "My first approach... was to try reasoning with him": an ellipsis may hold the phrase open
+    r"response|reaction|course\s+of\s+action|approach|verdict)(?:(?:\.\.\.|…)?\s+(?:here\s+|then\s+|for\s+me\s+|that\s+fits\s+best\s+)?"
     r"(?:is|was|would\s+be|will\s+be|has\s+to\s+be|must\s+be)\b"
     # "the answer's D", "my choice's clear: B"
     r"|'s(?=\s*(?:[:\-–—]|\(?[A-H1-9]\b|(?:option|choice)\b|[a-z]+ly\b|clear\b|simple\b|obvious\b))))"

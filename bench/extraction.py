@@ -2,6 +2,7 @@
 
     python bench/extraction.py            # figures per suite, kind and model, dev and held-out
     python bench/extraction.py --show     # also every reply read wrongly or not read
+    python bench/extraction.py --split blind5 --show   # one split only (a blind split's figure)
 
 recall: committed replies (label is an option / Yes / No) read as their label.
 wrong: committed replies read as something else. false commit: a "none" reply read as a value.
@@ -112,9 +113,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--show", action="store_true", help="print the replies read wrongly or not read")
     ap.add_argument("--baseline", action="store_true", help="the same figures for the parsers on main before issue 12")
+    ap.add_argument("--split", help="only the replies of this split (dev, heldout, blind, blind2, ...)")
     args = ap.parse_args(argv)
     using = (lambda r: _Value(baseline(r))) if args.baseline else None
     rows = load()
+    if args.split:
+        rows = [r for r in rows if r.get("split", "dev") == args.split]
+        if not rows:
+            print(f"bench/extraction.py: no reply in split {args.split!r}", file=sys.stderr)
+            return 2
     print(f"{'group':<34} {'n':>4} {'commit':>5} {'recall':>7} {'wrong':>6} {'none':>5} false commits")
     groups: dict[str, list] = defaultdict(list)
     for r in rows:

@@ -623,3 +623,94 @@ def test_an_answer_line_that_denies_its_option_reads_nothing():
     assert read_choice("B) I mostly tried to avoid the bully and stay out of their way.", bully) == 1
     never = [("A", "Never give up"), ("B", "Walk away")]
     assert read_choice("A) Never give up.", never) == 0            # the option's own negation
+
+
+# -- issue 39 section 3: the families missed on unseen frontier-model replies, each on real release replies
+CODE = [("Option 1", "The Ends Justify the Means"), ("Option 2", "Adhere to the Moral Code")]
+
+
+def test_a_letter_naming_a_numbered_option_then_its_own_words_or_no_question():
+    got = _read_row("bow-claude-456")     # "Option B. I'm sticking to the code." (options "Option 1"/"Option 2")
+    assert (got.value, got.rule) == (1, "answer_line_by_position")
+    got = _read_row("bow-claude-420")     # "Option B, no question."
+    assert (got.value, got.rule) == (1, "ref_then_commit_by_position")
+    assert read_choice("Option B. I'm sticking to the code.", CODE) == 1
+    assert read_choice("Option B. I'm sticking to the means.", CODE) is None     # option 1's words after it
+    assert read_choice("Option B. I'm sticking to the code?", CODE) is None
+    assert read_choice("Option B would be easier, no question, but I won't.", CODE) is None
+    assert read_choice("No question about it: Option A is a trap.", CODE) is None
+
+
+def test_a_closing_line_restating_an_option_after_a_long_narrative():
+    got = _read_row("bow-gemini2_thinking-94")    # "I propose Option D. ..." then "(D) Propose a probationary period"
+    assert (got.value, got.rule) == (3, "decision")     # was read as A, from "Keeping her... Option A... immediately,"
+    got = _read_row("bow-r1-3")                   # "A) Duty" (no option's text), then "A) Duty – Activate the Iron Legion"
+    assert (got.value, got.rule) == (0, "closing_line")
+    opts = [("A", "Stay and fight"), ("B", "Walk away"), ("C", "Train others")]
+    assert read_choice("Option A would be noble, and I choose A.\n\nC) Train others", opts) == 2
+    assert read_choice("I choose A) Stay and fight.\n\nB) Walk away: never.", opts) == 0   # a comment on B
+    assert read_choice("I choose A) Stay and fight.\n\nB) Walk away\nC) Train others", opts) == 0   # a list
+    assert read_choice("I propose we all go home.", opts) is None
+
+
+def test_an_options_title_coming_first():
+    got = _read_row("bow-gemini2_thinking-347")   # "But Metropolis must come first." (option 2: Stay in Metropolis)
+    assert (got.value, got.rule) == (1, "text_then_commit")
+    duty = [("A", "Duty - Protect Atlantis"), ("B", "Personal Desire - Go to his mother")]
+    assert read_choice("My duty to the seas must come first.", duty) == 0
+    assert read_choice("Should duty come first?", duty) is None
+    assert read_choice("If my duty must come first, I lose her.", duty) is None
+
+
+def test_a_pick_inside_a_sentence_after_a_walk_through_every_option():
+    got = _read_row("bow-gemini2_thinking-203")   # A)? B)? C)? D)? ... "I C) Kept quiet, hoping to learn more first."
+    assert (got.value, got.rule) == (2, "ref_with_text_after_review")
+    opts = [("A", "Alerted the Ancient One immediately"), ("B", "Confronted Mordo and demanded the truth")]
+    walk = "A) Alerted the Ancient One immediately?\nB) Confronted Mordo and demanded the truth?\n"
+    assert read_choice(walk + "In the end, I B) Confronted Mordo and demanded the truth.", opts) == 1
+    assert read_choice(walk + "In the end, I never B) Confronted Mordo and demanded the truth.", opts) is None
+    assert read_choice(walk + "In the end, A) Alerted the Ancient One immediately, but also "
+                       "B) Confronted Mordo and demanded the truth.", opts) is None
+
+
+def test_an_options_own_title_restated_with_no_label():
+    got = _read_row("bow-claude-350")     # "I'll embrace the heroic path - with transparency and accountability."
+    assert (got.value, got.rule) == (0, "paraphrase")
+    got = _read_row("bow-claude-403")     # "I choose... DUTY!" where option B's text says "family duty" too
+    assert (got.value, got.rule) == (0, "decision_text")
+    titled = [("Embrace the Heroic Path", "Choice: Clark upholds his identity as Superman"),
+              ("Retreat and Reevaluate", "Choice: Clark steps back for a while")]
+    assert read_choice("I'll embrace the heroic path.", titled) == 0
+    assert read_choice("I'll never embrace the heroic path.", titled) is None
+    assert read_choice("I'll embrace the heroic path, or retreat and reevaluate.", titled) is None
+    poles = [("A", "Duty - Save the ocean"), ("B", "Personal Desire - Go to his mother, out of family duty")]
+    assert read_choice("I choose duty.", poles) == 0
+    assert read_choice("I choose duty and personal desire.", poles) is None
+
+
+# -- blind5's misses (issue 39 section 3), fixed after its first read ------------------------------------
+def test_finding_a_way_to_save_both_after_a_labelled_pick_is_hope():
+    got = _read_row("bow-claude-440")     # "I choose Option B - ..." then "I will find a way to save both ..."
+    assert (got.value, got.rule) == (1, "decision")
+    opts = [("A", "Save the city"), ("B", "Save her")]
+    assert read_choice("I choose Option B. I will find a way to save both.", opts) == 1
+    assert read_choice("I choose to save her. I will find a way to save both.", opts) is None    # no label
+    assert read_choice("I choose Option B. I will save both.", opts) is None                     # not a hope
+    assert read_choice("I choose A. No, I choose B. I will find a way to save both.", opts) is None
+
+
+def test_a_pick_by_words_after_answering_with_an_option_of_ones_own():
+    got = _read_row("bow-claude-486")     # "neither A nor B. I choose C - ..." then "I choose to be the hero ..."
+    assert (got.value, got.rule) == (None, "none:after_setting_the_options_aside")
+    hero = [("A", "Hero - Remain the Hero"), ("B", "Villain - Lose His Powers")]
+    assert read_choice("Neither. I choose to be the hero.", hero) == 0     # setting aside alone does not
+    assert read_choice("I choose C. On second thought, I choose A.", hero) == 0   # a label still answers
+    assert read_choice("I choose C. On second thought, I choose to be the hero.", hero) is None
+
+
+def test_an_ellipsis_between_my_approach_and_was():
+    got = _read_row("bow-v3-215")         # "My first approach... was to try reasoning with him."
+    assert (got.value, got.rule) == (0, "decision_text")
+    opts = [("A", "Try reasoning with him, appealing to his emotions"), ("B", "Fight him directly")]
+    assert read_choice("My first approach... was to fight him directly.", opts) == 1
+    assert read_choice("My first approach... was not to fight him directly.", opts) is None

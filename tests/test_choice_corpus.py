@@ -120,3 +120,16 @@ def test_fourth_blind_split_first_read_and_bars():
     recall, wrong, false, n_none = _blind("blind4")
     assert wrong == [] and false == []
     assert recall >= 0.98
+
+
+def test_fifth_blind_split_first_read_and_bars():
+    """"blind5" (issue 39 section 3): 6 canon + 6 dilemma replies per model (sample_bow.py blind5, seed 25),
+    drawn and committed before issue 39's rules were written, labelled after they were committed and
+    before the rules read them. First read: recall 0.929 (52 of 56), 0 wrong, 1 false commit of 4 (the
+    rules before issue 39 read the same). Two general rules from its misses ("find a way to save both"
+    after a labelled pick is hope; a pick by words after answering "C" reads none) then read 53 of 56
+    with no false commit, and a third ("My first approach... was to ...") 54 of 56; the two left commit
+    only by narration or implication."""
+    recall, wrong, false, n_none = _blind("blind5")
+    assert wrong == [] and false == []
+    assert recall >= 0.96

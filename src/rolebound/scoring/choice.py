@@ -142,6 +142,11 @@ class _Options:
         self.title_words = [_words(self.titles[i] or re.split(r"\s[-–—:]\s|:\s", self.texts[i])[0]
                                    if self.titles[i] or re.search(r"\s[-–—:]\s|:\s", self.texts[i]) else self.titles[i])
                             for i in range(self.n)]
+        # an option's title as words ("duty" for "Duty - Choice: Arthur decides ..."), to know a head that
+        # is nothing but the title even when the other option's text shares its word ("family duty")
+        self.head_titles = [_norm(self.titles[i] or re.split(r"\s[-–—:]\s|:\s", self.texts[i])[0])
+                            if self.titles[i] or re.search(r"\s[-–—:]\s|:\s", self.texts[i]) else ""
+                            for i in range(self.n)]
         # words that tell options apart (a word every option shares says nothing)
         common = set.intersection(*self.words) if self.words else set()
         self.distinct = [w - common for w in self.words]
@@ -231,7 +236,8 @@ _DECIDE = re.compile(
     r"|(?i:\b(?:choice|decision|verdict|chosen\s+path|final\s+decision|my\s+choice|my\s+answer|pick)\s*[:：])"
     r"|(?i:\b(?:option|choice|answer|course)\b[^.!?\n:]{0,40}\b(?:is|would\s+be)\s*[:：])"
     r"|(?i:\b(?:the|my|his|her|their|our)\s+(?:[\w-]+\s+){0,2}?(?:answer|choice|option|pick|decision|move|instinct|"
-    r"response|reaction|course\s+of\s+action|approach|verdict)(?:\s+(?:here\s+|then\s+|for\s+me\s+|that\s+fits\s+best\s+)?"
+    # "My first approach... was to try reasoning with him": an ellipsis may hold the phrase open
+    r"response|reaction|course\s+of\s+action|approach|verdict)(?:(?:\.\.\.|…)?\s+(?:here\s+|then\s+|for\s+me\s+|that\s+fits\s+best\s+)?"
     r"(?:is|was|would\s+be|will\s+be|has\s+to\s+be|must\s+be)\b"
     # "the answer's D", "my choice's clear: B"
     r"|'s(?=\s*(?:[:\-–—]|\(?[A-H1-9]\b|(?:option|choice)\b|[a-z]+ly\b|clear\b|simple\b|obvious\b))))"
@@ -244,6 +250,8 @@ _DECIDE = re.compile(
     # "I'm taking Option A.", "I'll take B)": take only with a label right after it (not "I'll take the blame")
     r"|(?i:\b(?:i'm|i\s+am|we're|we\s+are|i'll|i\s+will|i'd|i\s+would|we'll|we\s+will)\s+(?:taking|take)\b"
     r"(?=\s+(?:(?:option|choice)\s+(?:[A-H]|\d)\b|\(?(?-i:[A-H])\)|(?-i:[A-H])\b(?!['’]))))"
+    # "Therefore, I propose Option D.": propose / suggest / recommend decide only with a label right after
+    r"|(?i:\b(?:i|we)\s+(?:propose|suggest|recommend)(?=\s+(?:option|choice)\s+(?:[A-H]|\d)\b))"
     # "the answer, the obvious answer, the one even a caveman could see, is C)"
     r"|(?i:\b(?:the|my)\s+(?:[\w-]+\s+){0,2}?answer,[^.!?\n]{0,160}?,\s*(?:is|was|would\s+be)\b)"
     # "There is only one path." followed by the option
@@ -257,10 +265,12 @@ _AFTER_REF = re.compile(
     r"(?i:\b(?:(?<!\bas\s)it\s+is(?:\s+then)?(?=\s*(?:[.!,;:…)\]\"'”\-–—]|$))|all\s+the\s+way|"
     # "C, obviously.", "Option B, of course!" right after the label and ending the sentence (not "B, obviously,
     # is tempting", nor "Manipulation (B) is always an option, of course.")
-    r"(?-i:(?<=\b[A-H],\s)|(?<=[A-H]\),\s)|(?<=\b[1-9],\s)|(?<=[1-9]\),\s))(?:obviously|of\s+course|naturally|easily)(?=\s*(?:[.!…]|$))|without\s+(?:a\s+)?(?:question|doubt)|for\s+sure|hands\s+down|"
+    r"(?-i:(?<=\b[A-H],\s)|(?<=[A-H]\),\s)|(?<=\b[1-9],\s)|(?<=[1-9]\),\s))(?:obviously|of\s+course|naturally|easily|no\s+question(?:\s+about\s+it)?|no\s+doubt(?:\s+about\s+it)?)(?=\s*(?:[.!…]|$))|without\s+(?:a\s+)?(?:question|doubt)|for\s+sure|hands\s+down|"
     r"it's\s+the\s+one|that's\s+the\s+one|that's\s+my\s+(?:choice|answer|pick)|is\s+(?:my|your|our)\s+(?:final\s+)?(?:choice|answer|pick|decision)|"
     # "Option A is the only guaranteed way to save everyone", "... is the only real choice here"
     r"is\s+(?:the\s+)?(?:only|best|right|clear|obvious|wisest|most\s+\w+)\s+(?:(?!not\b)[a-z]+\s+)?(?:path|choice|option|way|answer|course)|"
+    # "my duty to the seas must come first": what comes first is the pick
+    r"(?:must|will\s+always|always|has\s+to|shall)\s+come\s+first|comes\s+first(?!\s+(?:to|in)\b)|"
     r"it\s+(?:has\s+to|must)\s+be|(?:is|would\s+be)\s+the\s+one|(?:is|would\s+be)\s+(?:the\s+)?closest|(?:is|would\s+be)\s+(?:closer|nearer)\s+to\s+the\s+truth|"
     r"is\s+the\s+(?:correct|right|best|most\s+appropriate|most\s+accurate)\s+(?:answer|choice|option)|"
     r"is\s+(?:definitely\s+|clearly\s+|certainly\s+|really\s+)?the\s+(?:way|path)\s+to\s+go|"
@@ -303,6 +313,8 @@ _NONE_SENT = re.compile(
     r"|(?i:\b(?:a|my|the)\s+hybrid\s+(?:approach|plan|solution|strategy|option|path)\b)"
     r"|(?i:\b(?:i|we)(?:'ll|'d|'m)?\s+(?:\w+\s+){0,2}?(?:take|choose|find|forge|propose|chart|choosing)\s+(?:a|my|our)\s+"
     r"(?:third|own|different|new)\s+(?:option|path|way|choice)\b)")
+_HOPES_BOTH = re.compile(r"(?i:\b(?:find\s+a\s+way\s+to|somehow|try\s+to|strive\s+to|attempt\s+to|hope\s+to)\s+"
+                         r"(?:\w+\s+){0,2}?(?:save|protect|do)\s+both\b)")
 _NONE_KEYWORDS = ("both", "neither", "third", "combination", "blend", "modified", "own", "hybrid")
 
 
@@ -364,6 +376,10 @@ def _title_value(target: str, opts: _Options) -> int | None:
         sentence = head         # what is chosen over is rejected: the rest names no second choice
     q = opts.quoted(sentence)
     head = " ".join(head.split()[:8])
+    # "I choose duty.", "I choose... DUTY!": the head is an option's title and nothing else
+    titled = [i for i in range(opts.n) if opts.head_titles[i] and re.sub(r"^the\s", "", _norm(head)) == opts.head_titles[i]]
+    if q is None and len(titled) == 1:
+        q = titled[0]
     if q is None:
         w = _words(head)
         if not w or re.search(r"\b(?:not|never|no|nor|cannot)\b|n't\b", head, re.I):
@@ -386,7 +402,10 @@ def _title_value(target: str, opts: _Options) -> int | None:
                 return None
         q = best
     rest = _words(sentence) - _words(head)
+    said = f" {_norm(sentence)} "
     for j in range(opts.n):
+        if j != q and opts.head_titles[j] and f" {opts.head_titles[j]} " in said:
+            return None     # "I choose duty and personal desire": another option's title, whole
         dj = opts.title_words[j] & opts.distinct[j] or opts.distinct[j]
         if j != q and dj and (opts.quoted(sentence) == j or (len(rest & dj) >= 2 or (rest & dj and len(dj) <= 2))
                               or len(rest & opts.alias_words[j]) >= 2):
@@ -620,7 +639,11 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
                 # "Option A. Always the hero": one dot ends the answer (not "D... now that's got my spider-sense
                 # tingling", an ellipsis that goes on to muse)
                 dotted = s[m.end():m.end() + 1] == "." and s[m.end() + 1:m.end() + 2] not in (".", "…") \
-                    and not any(_words(rest) & w for w in opts.words)
+                    and (not any(_words(rest) & w for w in opts.words)
+                         # "Option B. I'm sticking to the code.": the words after the dot are that option's own
+                         # (more of them than of any other), in the speaker's plain voice
+                         or (best == idx and score > runner_up and re.match(r"(?:i|we)\b", rest, re.I)
+                             and not _HEDGE.search(_norm(rest)) and not rest.rstrip().endswith("?")))
                 # "A) I've got to handle this.": the label, then the speaker's own resolve
                 resolve = _RESOLVE.match(rest) and not _HEDGE.search(_norm(rest))
                 # "B) I mostly tried to avoid the bullies and stay out of their way.": the label, then the
@@ -681,7 +704,9 @@ def _read(text: str, opts: _Options) -> Reading:
     confused = any(e.none_reason == "reference_and_text_disagree" for e in events + lines)
     firm = [e for e in events if not e.conditional]
     if firm:
-        last = firm[-1]
+        last, settled = _settle(firm, lines, opts)
+        if settled is not None:
+            return settled
         if last.value is None:
             return Reading(None, "none:" + last.none_reason, last.span)
         if confused and last.bare:
@@ -752,6 +777,40 @@ def _read(text: str, opts: _Options) -> Reading:
     return reading
 
 
+def _settle(firm: list[_Event], lines: list[_Event], opts: _Options) -> tuple[_Event, Reading | None]:
+    """The decision that counts (the last, unless it only hopes for both after a labelled pick), or a
+    reading that overrules it: a closing answer line after it, or none after an option of the reply's own."""
+    last = firm[-1]
+    if (closing := _closing_line(lines, last, opts)) is not None:
+        return last, closing
+    # "I choose Option B - to adhere to my moral code. ... I will find a way to save both": a hope after a
+    # labelled pick, not a second choice
+    picked = [e for e in firm[:-1] if e.value is not None and not e.rule.endswith("_text")]
+    if last.none_reason == "not_one_option" and _HOPES_BOTH.search(last.span) and picked \
+            and len({e.value for e in picked}) == 1 and firm[-2].value is not None:
+        last = picked[-1]
+    # "my answer is neither A nor B. I choose C - ... And I choose to be the hero": after the reply answered
+    # with an option of its own, a pick made only by words is no answer to the prompt's
+    if last.value is not None and last.rule.endswith("_text") and any(
+            e.none_reason == "names_an_option_not_offered" for e in firm[:-1]):
+        return last, Reading(None, "none:after_setting_the_options_aside", last.span)
+    return last, None
+
+
+def _closing_line(lines: list[_Event], last: _Event, opts: _Options) -> Reading | None:
+    """A line that restates one option in full, label and whole text, after the reply's last decision
+    phrase ("Therefore, I propose Option D. ... This is my vote. A probationary period.\n\n(D) Propose
+    a probationary period instead"): the reply's closing answer, when every option line after that
+    decision is this option's and none of them comments on it."""
+    after = [e for e in lines if e.pos > last.pos]
+    if not after or any(e.review or e.value is None or e.value != after[-1].value for e in after):
+        return None
+    v = after[-1].value
+    if v == last.value or not any(opts.quoted(e.span) == v for e in after):
+        return None
+    return Reading(v, "closing_line", after[-1].span)
+
+
 def _restated_pick(text: str, opts: _Options, lines: list[_Event]) -> _Event | None:
     """The last option line, when it restates its option's whole text after every other option was
     named, and the earlier lines were comments rather than restatements of their own (a review, then
@@ -811,6 +870,8 @@ def _ref_with_text(text: str, opts: _Options) -> tuple[int, str, str] | None:
     sentence neither negates, hedges nor asks."""
     found = set()
     span = ""
+    named: list[tuple[int, bool]] = []     # (option, inside a sentence) in reply order
+    mixed = False
     for _, _, sent in _sentences(text):
         for m in _REF.finditer(sent):
             idx, how = _ref_value(m, opts)
@@ -823,14 +884,29 @@ def _ref_with_text(text: str, opts: _Options) -> tuple[int, str, str] | None:
                 continue
             found.add(idx)
             if len(sent[:m.start()].split()) < 2:
+                named.append((idx, False))
                 continue        # a line opening with its label is an answer or a review line
+            # a sentence that names two options ("C) Acceptance ... but also D) Hope") takes up neither alone
+            mixed |= any(_ref_value(r, opts)[0] not in (idx, None) for r in _REF.finditer(sent))
+            named.append((idx, True))
             # the hedge that counts is in the label's own clause ("So, while anger may have been a flicker ...
             # the very reason I kept fighting... it was B) Love and belief ...": the "may" is conceded before)
             clause = sent[max([0] + [c.end() for c in re.finditer(r"[,;:—–]|\.\.\.|…", sent[:m.start()])]):]
             if sent.rstrip().endswith("?") or _hedged(clause, opts.texts[idx]):
                 return None
             span = sent.strip()[:160]
-    return (found.pop(), "ref_with_text", span) if len(found) == 1 and span else None
+    if len(found) == 1 and span:
+        return found.pop(), "ref_with_text", span
+    # a walk through the options, each on a line opening with its label, then one of them taken up
+    # inside a sentence ("... when the whispers began to reach my ears, I C) Kept quiet, hoping to learn
+    # more first."): read when that is the only option named so, and every other was named before it
+    inside = {i for i, own in named if own}
+    if len(inside) == 1 and span and not mixed:
+        pick = next(iter(inside))
+        last = max(k for k, (i, own) in enumerate(named) if own)
+        if all(i == pick for i, _ in named[last:]) and all(not own for i, own in named if i != pick):
+            return pick, "ref_with_text_after_review", span
+    return None
 
 
 def _text_line(text: str, opts: _Options) -> tuple[int, str, str] | None:
@@ -863,6 +939,7 @@ def _undecided(text: str, opts: _Options) -> bool:
             after = sent[m.end():m.end() + 160]
             named = {v for r in _REF.finditer(after) if (v := _ref_value(r, opts)[0]) is not None}
             named |= {j for j in range(opts.n) if (t := opts.title_words[j] & opts.distinct[j]) and t <= _words(after)}
+            named |= {j for j in range(opts.n) if opts.head_titles[j] and f" {opts.head_titles[j]} " in f" {_norm(after)} "}
             if re.match(r"\W*(?:to\s+)?between\b", after, re.I) or len(named) > 1:
                 return True
     return bool(re.search(r"\bneither\s+[\w-]+\s+nor\b", text, re.I))
@@ -897,8 +974,14 @@ def _paraphrase(text: str, opts: _Options) -> tuple[int, str, str] | None:
         (best, i), second = hits[0], hits[1][0] if len(hits) > 1 else 0
         core = len(w & opts.core[i])      # a long option's act before its comma: "Cast a spell to bring her back, showing ..."
         # or the whole of a short act before its comma ("I will return to the fight" for "Return to the fight, inspired by ...")
+        # or the option's whole title of two words or more, and no word of another option's title ("I'll
+        # embrace the heroic path - with transparency" for the title "Embrace the Heroic Path")
+        title = opts.title_words[i] & opts.distinct[i]
+        titled = len(title) >= 2 and title <= w and not any(
+            w & opts.title_words[j] & opts.distinct[j] for j in range(opts.n) if j != i)
         if best < 2 or (2 * best < len(opts.distinct[i]) and not (core >= 3 and 2 * core >= len(opts.core[i]))
-                        and not (core >= 2 and core == len(opts.core[i]) and opts.core[i] != opts.distinct[i])) \
+                        and not (core >= 2 and core == len(opts.core[i]) and opts.core[i] != opts.distinct[i])
+                        and not titled) \
                 or second * 2 > best:
             continue
         if m.group("ing") and _stem(m.group("ing").lower()) not in opts.distinct[i]:

@@ -143,14 +143,19 @@ BLIND3_SEED = 23
 # -- a fourth blind split ("blind4"), drawn the same way before the rules that followed blind3's, seed 24
 BLIND4_SEED = 24
 
+# -- a fifth blind split ("blind5", issue 39), drawn the same way before issue 39's rules, seed 25
+BLIND5_SEED = 25
+
 
 if __name__ == "__main__":
-    # sample_bow.py SRC OUT  |  sample_bow.py blind2|blind3|blind4 SRC CORPUS OUT
+    # sample_bow.py SRC OUT  |  sample_bow.py blind2|blind3|blind4|blind5 SRC CORPUS OUT
     if sys.argv[1] == "blind2":
         blind2(*sys.argv[2:5])
     elif sys.argv[1] == "blind3":
         blind2(*sys.argv[2:5], seed=BLIND3_SEED, split="blind3")
     elif sys.argv[1] == "blind4":
         blind2(*sys.argv[2:5], seed=BLIND4_SEED, split="blind4")
+    elif sys.argv[1] == "blind5":
+        blind2(*sys.argv[2:5], seed=BLIND5_SEED, split="blind5")
     else:
         main(*sys.argv[1:3])

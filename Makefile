@@ -43,7 +43,8 @@ setup: $(STAMP)
 qwen: $(STAMP)
 	$(VENV)/bin/rolebound models install qwen2.5-coder-1.5b
 
-# The runs behind docs/results.md (needs `make qwen`; about an hour on 2 cores) and the page itself.
+# The runs behind docs/results.md (needs `make qwen llamacpp` and ../shared; the papers' data at size
+# takes many hours on 2 cores: each run resumes with the same command) and the page itself.
 results: $(STAMP)
 	$(VENV)/bin/python bench/results.py run
 	$(VENV)/bin/python bench/results.py write

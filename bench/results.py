@@ -367,31 +367,32 @@ def describe(spec: Spec, rd: Path) -> str:
     if spec.reading:
         lines += ["**Reading** (written after the run, about the tool, not about role-play ability): "
                   + spec.reading, ""]
+    else:
+        lines += ["*No reading yet: one is written after the run has finished.*", ""]
     return "\n".join(lines)
 
 
-HEAD = """# Results on the second bundled model
+HEAD = """# Results on the papers' data and on our starter sets
 
-Every suite end to end on `bundled:qwen2.5-coder-1.5b` (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M) on
-the llamacpp engine (`make llamacpp`; bench/engines.py measured it faster than the torch engine
+Every run below is `bundled:qwen2.5-coder-1.5b` (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M) on the
+llamacpp engine (`make qwen llamacpp`; bench/engines.py measured it faster than the torch engine
 for this model, docs/engines.md), in the papers' protocol: generated answers and the papers'
 decoding, departing only as each run lists. Only Qwen among the bundled models writes the judges'
 formats (SmolLM2 as a judge answers "no" to everything), so the judged suites are self-judged and
-flagged so. These runs test the tool on a model that writes the papers' answer formats; a 1.5B
-coder model says nothing about role-play ability.
+flagged so. A 1.5B coder model says nothing about role-play ability: these runs test the tool on
+the papers' own benchmarks with a model that writes their answer formats.
 
-Issue 21 asks each headline figure's 95% CI to be at most +-6 points (+-0.06 for capability's
-0-1 scores). The CHARM run meets it: 1,100 questions under independent and no-role on 2 cores,
-resumed from a 620-question run's response cache. The capability run (80 of the bank's 186
-questions, all six roles, identity, injection and no-role) meets it for injection's three figures
-and misses it for identity (TA +-0.063) and no-role (+-0.10; the whole bank would give +-0.07).
-The multiverse run (120 of the 180 canon items under direct, cot and cross-direct; no dilemmas and
-no thinking/acting analysis, listed as departures) meets it for direct (+-5.4) and cross-direct
-(+-5.0) and misses it for CoT (+-7.9; at its accuracy even the whole canon would give about +-6.5).
-knowledge-errors is a 16-item run (vanilla, cot and s2rd, self-judged), far from the bar, which even its whole 120-item starter set cannot reach. The CHARM and capability sections are kept from the page as an earlier machine wrote
-them (their run folders are not on this one). Each reading says what a run at the bar would take
-and where its time goes. Written by `python bench/results.py write` from the run folders
-under `runs/results/` (run them with `python bench/results.py run`, or both with `make results`).
+The first part runs the papers' own public benchmarks at the sizes issue 39 asks: CHARM from its
+authors' release (`rolebound data import charm-official`, all 2,748 questions of Table 7 under
+independent, and the 732 BC Cross questions again with no role), Beyond One World's canon events
+(600 balanced over the versions, direct) and RoleKE-Bench (270 queries balanced over KKE/UKE and
+memory types, vanilla, self-judged). On 2 cores these take many hours each: a run still going
+says how far it got, and its figures are of the answers so far. The second part keeps the runs
+on our own starter sets, as what they are: the pipeline on our data.
+
+Written by `python bench/results.py write` from the run folders under `runs/results/` (or
+`$ROLEBOUND_RESULTS`); `python bench/results.py run` imports the papers' data from `../shared`
+and runs every command shown (a run is resumed by the same command), `make results` does both.
 Figures are copied from each run's report.md; wall times of runs that shared the 2 cores with
 other work (tests, benches) are upper bounds.
 """
@@ -427,12 +428,12 @@ def kept(section: str) -> str:
     return f"{head}\n\n{KEPT}\n{rest}"
 
 
-def summary(kept_rows: dict[str, str] | None = None) -> list[str]:
+def summary(kept_rows: dict[str, str] | None = None, specs: list[Spec] | None = None) -> list[str]:
     """One row per run: wall time, what was read, the starter-set estimate."""
     rows = ["| run | wall time | answers read (gold-labelled) | judge verdicts read | widest 95% CI | "
             "whole starter set (estimate) |", "|---|---|---|---|---|---|"]
     total = 0.0
-    for spec in SPECS:
+    for spec in SPECS if specs is None else specs:
         rd = RUNS / spec.name
         if not (rd / "manifest.json").exists():
             old = (kept_rows or {}).get(spec.name)
@@ -443,8 +444,10 @@ def summary(kept_rows: dict[str, str] | None = None) -> list[str]:
         m = json.loads((rd / "manifest.json").read_text())
         w = wall_s(m) or 0.0
         total += w
-        n_full = starter_size(spec.suite)
+        n_full = None if spec.data else starter_size(spec.suite)
         est = f"about {w * n_full / m['n_items'] / 3600:.1f} h" if w and n_full and m.get("n_items") else "-"
+        if spec.data and not m.get("finished"):
+            est = "unfinished: " + unfinished(rd, m).split(" answered")[0]
         if est != "-" and (m.get("counts") or {}).get("cache_hits"):
             est += f" (low: {m['counts']['cache_hits']} cache hits)"
         widest = ci_widths(rd, spec.suite, spec.headline).split(";")[0]
@@ -455,6 +458,10 @@ def summary(kept_rows: dict[str, str] | None = None) -> list[str]:
                    "strategies and options).", ""]
 
 
+PART_PAPERS = "Part 1: the papers' own benchmarks"
+PART_STARTER = "Part 2: our starter sets (the pipeline on our own data)"
+
+
 def write(refresh: bool = True) -> Path:
     if refresh:
         for spec in SPECS:
@@ -462,10 +469,12 @@ def write(refresh: bool = True) -> Path:
                 print(f"{spec.name}: {rebuild(RUNS / spec.name)}")
     secs, rows = kept_from_page(PAGE.read_text(encoding="utf-8")) if PAGE.exists() else ({}, {})
     body = [HEAD, f"*Page written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.*", ""]
-    body += summary(rows)
-    for spec in SPECS:
-        here = (RUNS / spec.name / "manifest.json").exists()
-        body.append(describe(spec, RUNS / spec.name) if here or spec.name not in secs else kept(secs[spec.name]))
+    for title, part in ((PART_PAPERS, PAPERS), (PART_STARTER, STARTER)):
+        specs = [s for s in part if s in SPECS]
+        body += [f"## {title}", ""] + summary(rows, specs)
+        for spec in specs:
+            here = (RUNS / spec.name / "manifest.json").exists()
+            body.append(describe(spec, RUNS / spec.name) if here or spec.name not in secs else kept(secs[spec.name]))
     PAGE.write_text("\n".join(body).rstrip() + "\n", encoding="utf-8")
     return PAGE
 

@@ -49,7 +49,7 @@ def test_every_spec_names_a_registered_suite_and_strategy():
         suite = get_suite(spec.suite)
         strategies = spec.args[spec.args.index("--strategy") + 1].split(",")
         assert set(strategies) <= set(suite.strategies), spec.name
-        assert spec.reading, spec.name
+        assert spec.reading or spec.data, spec.name     # a run on the papers' data is read once finished
 
 
 def test_a_run_whose_folder_is_absent_keeps_its_section_and_row(tmp_path, monkeypatch):
@@ -77,3 +77,15 @@ def test_wall_time_sums_the_invocations_only_when_each_was_timed():
     assert r.wall_s({"counts": {"invocations": 3, "timed_invocations": 1, "wall_s": 70}, "timing": timing}) == 60
     assert "not timed" in r.wall_note({"counts": {"invocations": 3, "timed_invocations": 1, "wall_s": 70}})
     assert r.wall_note({"counts": {"invocations": 2, "timed_invocations": 2, "wall_s": 70}}) == " (over 2 invocations)"
+
+
+def test_an_unfinished_run_counts_the_jobs_answered_in_full(tmp_path):
+    rows = [
+        {"item_id": "a", "strategy": "s", "call_id": "a1", "role": "model", "stage": "bc"},
+        {"item_id": "a", "strategy": "s", "call_id": "a2", "role": "model", "stage": "ba"},
+        {"item_id": "b", "strategy": "s", "call_id": "b1", "role": "model", "stage": "bc", "error": "timeout"},
+        {"item_id": "a", "strategy": "t", "call_id": "a3", "role": "model", "stage": "nr"},
+    ]
+    (tmp_path / "records.jsonl").write_text("".join(json.dumps({"suite": "charm", **r}) + "\n" for r in rows))
+    m = {"counts": {"jobs": 10, "invocations": 3, "wall_s": 7200}}
+    assert _results().unfinished(tmp_path, m) == "2 of 10 jobs (item x strategy) answered after 3 invocation(s), 2.0 h of wall time"

@@ -134,13 +134,6 @@ def test_backend_options_reach_the_backend(tmp_path):
 
 @pytest.mark.slow
 def test_misspelt_yes_no_option_is_an_error_not_false(tmp_path):
-    from rolebound.suites.base import flag
-
-    assert flag({}, "analysis", True) is True
-    assert flag({"analysis": "Off"}, "analysis", True) is False and flag({"x": " yes "}, "x", False) is True
-    with pytest.raises(InputError) as exc:
-        flag({"analysis": "flase"}, "analysis", True)
-    assert exc.value.field == "analysis"
     res = cli("run", "charm", "--model", "fake:random", "--limit", "4", "--set", "similarity=nope",
               "--out", str(tmp_path / "r"))
     assert res.returncode == 2 and "similarity" in res.stderr and "Traceback" not in res.stderr

@@ -108,10 +108,6 @@ def check_size(n: int, axes: dict[str, list] | None = None, file: str | None = N
                          "split it into smaller grids", file=file)
 
 
-def _given(opts: BackendOptions | None) -> dict[str, Any] | None:
-    return opts.model_dump(exclude_none=True) or None if opts is not None else None
-
-
 def load_config(path: str | Path) -> RunConfig:
     data = read_yaml(path)
     return validate_yaml(RunConfig, data, file=path)

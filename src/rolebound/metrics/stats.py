@@ -38,11 +38,6 @@ def rate_ci(values: Sequence, **kw) -> dict:
     return {"rate": rate(values), "lo": lo, "hi": hi, "n": len(values)}
 
 
-def ratio_ci(num_flags: Sequence[bool], *, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> dict:
-    """Rate of a conditional event: num_flags are the outcomes inside the denominator set."""
-    return rate_ci(list(num_flags), n_boot=n_boot, seed=seed, level=level)
-
-
 def mean_sem(values: Iterable[float]) -> tuple[float | None, float | None]:
     """Mean and standard error of the mean (sample std, ddof=1). One value: SEM 0."""
     v = [float(x) for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]

@@ -363,23 +363,6 @@ class Item(BaseModel):
     id: str
 
 
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-
-
-def flag(options: dict[str, Any], key: str, default: bool) -> bool:
-    """A yes/no `--set key=value`; anything but true/false/yes/no/on/off/1/0 is an error (a typo
-    such as `analysis=flase` must not silently mean False)."""
-    v = options.get(key)
-    if v is None or isinstance(v, bool):
-        return default if v is None else v
-    s = str(v).strip().lower()
-    if s in _TRUE or s in _FALSE:
-        return s in _TRUE
-    from ..errors import InputError
-
-    raise InputError(f"{key} must be true or false, not {v!r}", field=key)
-
-
 def interleave(groups: Sequence[Sequence[Any]]) -> list[Any]:
     """Round-robin over groups: a1, b1, c1, a2, b2, c2, ... (shorter groups drop out)."""
     out, i = [], 0

@@ -109,7 +109,7 @@ class ReplyTooLarge(Exception):
 
     def __init__(self, limit: int, encoding: str | None):
         how = f" once {encoding}-decompressed" if encoding else ""
-        super().__init__(f"the server's reply is over {limit // (1 << 20)} MiB{how}; not read further")
+        super().__init__(f"the server's reply is over {limit / (1 << 20):g} MiB{how}; not read further")
 
 
 class _BoundedBody:
@@ -137,7 +137,8 @@ class _BoundedBody:
                     except zlib.error:
                         if not (first and enc == "deflate"):
                             raise
-                        d = zlib.decompressobj(-zlib.MAX_WBITS)     # raw deflate, as some servers send
+                        enc = "raw deflate"         # no zlib header, as some servers send it
+                        d = zlib.decompressobj(-zlib.MAX_WBITS)
                         continue
                     data = d.unconsumed_tail
                 first = False

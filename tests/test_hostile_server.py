@@ -259,3 +259,17 @@ def test_a_bad_endpoint_is_one_line_and_exit_2(tmp_path, data, flags, env, says)
     err = one_error(res, 2)
     assert says in err and "hunter2pw" not in err
     assert not out.exists() and data.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_a_gzip_bomb_at_props_is_no_template_and_is_never_inflated():
+    from rolebound.models.chat_template import from_server
+    from rolebound.testing import fake_server
+
+    class PropsBomb(FakeServer):
+        async def _answer(self, method, path, raw, n, arrival, key=""):
+            return 200, {}, fake_server.EDITS["gzip-bomb"]({}, key)
+
+    with PropsBomb() as srv:
+        assert from_server(srv.url + "/v1", None) is None
+        assert srv.stats.requests == 1

@@ -25,7 +25,7 @@ from rolebound.errors import RunStopped
 from rolebound.models.base import GenRequest, ScoreRequest
 from rolebound.records import Decoding, Message
 from rolebound.store import load_records
-from rolebound.testing.fake_server import FakeServer, token_logprob, tokenize, top_alternatives
+from rolebound.testing.fake_server import MODES, FakeServer, token_logprob, tokenize, top_alternatives
 
 KEY = "sk-fake-0123456789-do-not-leak"
 TRANSPORT = "sdk"
@@ -250,6 +250,55 @@ async def test_connection_errors_are_retried(transport):
         assert "Connect" in res.error.split(":")[0] and b.retries == 2
     finally:
         await b.close()
+
+
+async def test_a_retry_after_past_the_stop_limit_ends_the_run_without_waiting(server, transport):
+    server.fail(status=503, retry_after=3600, times=1)
+    b = backend(server, timeout=5.0)        # the run waits max(3 x 5 s, 30 s) for an endpoint
+    try:
+        res, = await b.generate([chat_req()], Decoding())
+        assert res.error.startswith("HTTP 503") and b.waits == [] and server.stats.requests == 1
+        assert "asks to wait 3600 s (Retry-After), past the 30 s" in b.fatal_error
+    finally:
+        await b.close()
+
+
+# -- replies: compressed, bombs, numbers that are not numbers -----------------------------------------
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+async def test_a_compressed_reply_is_read(server, transport, encoding):
+    server.fail(edit=encoding)
+    b = backend(server)
+    try:
+        res, = await b.generate([chat_req()], Decoding())
+        assert res.error is None and res.text == "B"
+    finally:
+        await b.close()
+
+
+@pytest.mark.slow
+async def test_a_gzip_bomb_fails_its_call_without_a_retry(server, transport):
+    server.fail(**MODES["gzip-bomb"])
+    b = backend(server)
+    try:
+        res, = await b.generate([chat_req()], Decoding())
+        assert f"over {oa.MAX_REPLY_BYTES >> 20} MiB once gzip-decompressed" in res.error
+        assert server.stats.requests == 1 and b.fatal_error is None
+    finally:
+        await b.close()
+
+
+@pytest.mark.parametrize("mode, says", [("nan-logprob", "is nan"), ("inf-logprob", "is inf"),
+                                        ("huge-logprob", "is inf")])
+async def test_a_log_prob_that_is_not_a_number_fails_the_score(transport, mode, says):
+    with FakeServer(reply="C") as srv:
+        srv.fail(**MODES[mode])
+        b = backend(srv)
+        try:
+            req = ScoreRequest(continuations=["A", "B", "C"], messages=[Message(role="user", content="Pick")])
+            res, = await b.score([req])
+            assert says in res.error and not res.logprobs
+        finally:
+            await b.close()
 
 
 # -- scoring --------------------------------------------------------------------------------------

@@ -97,7 +97,7 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
         manifest.timing = {k: round(v, 3) for k, v in timing.items()}   # epoch seconds, for benchmarks
         rd.write_manifest(manifest)
         if session.errors:
-            rd.write_text("errors.log", "\n".join(session.errors) + "\n")
+            rd.write_text("errors.log", "\n".join(session.mask(e) for e in session.errors) + "\n")
         elif not stopped:
             rd.remove("errors.log")      # a clean pass: the earlier pass's failures are gone
         if req.report:

@@ -173,7 +173,8 @@ def run(
         # only what was given: the rest comes from the suite's protocol (protocol.py)
         bopts = dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout, dtype=dtype, threads=threads,
                      concurrency=concurrency, engine=engine)
-        bopts = {k: v for k, v in bopts.items() if v is not None} | parse_sets(backend_opts, "--backend-opt")
+        bopts = _merge_opts({k: v for k, v in bopts.items() if v is not None}, backend_opts, "--backend-opt",
+                            {"concurrency": "--concurrency"})
         runs = [make_request(dict(
             suite=suite, model=model, strategies=strategy, data=data, limit=limit, out=out, scoring=scoring,
             judge=judge, repeats=repeats, protocol=protocol, allow_greedy_repeats=allow_greedy_repeats,
@@ -238,9 +239,20 @@ def sweep(config: List[Path] = typer.Argument(..., help="YAML grid config(s), on
 
 def endpoint_opts(base_url: str | None, api_key_env: str | None, opts: list[str] | None, flag: str) -> dict | None:
     """A judge's or extractor's own backend options (None: none given)."""
-    out = parse_sets(opts, flag)
-    out.update({k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env).items() if v is not None})
-    return out or None
+    who = flag.removesuffix("-opt")                    # --judge-opt -> --judge, --backend-opt -> --backend
+    names = {} if who == "--backend" else {k: f"{who}-{k.replace('_', '-')}" for k in ("base_url", "api_key_env")}
+    flags = {k: v for k, v in dict(base_url=base_url, api_key_env=api_key_env).items() if v is not None}
+    return _merge_opts(flags, opts, flag, names) or None
+
+
+def _merge_opts(flags: dict, opts: list[str] | None, flag: str, names: dict[str, str] | None = None) -> dict:
+    """Options given by their own flags and by `flag key=value`; one given both ways is an error
+    (which would win is not for the tool to guess)."""
+    given = parse_sets(opts, flag)
+    for key in flags.keys() & given.keys():
+        own = (names or {}).get(key, "--" + key.replace("_", "-"))
+        raise InputError(f"{own} and {flag} {key} are both given; give it once")
+    return {**flags, **given}
 
 
 _FLAGS = {"strategies": "--strategy", "use_cache": "--no-cache", "options": "--set"}

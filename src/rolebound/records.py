@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+import math
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_serializer
 
 
 class Message(BaseModel):
@@ -32,11 +34,34 @@ class Decoding(BaseModel):
 CallKind = Literal["chat", "complete", "score"]
 
 
+def _null_is_minus_inf(value: Any) -> Any:
+    """null in a written record's log-probs is -inf (an option the server ranked below its
+    top-k): JSON has no infinity."""
+    if isinstance(value, list):
+        return [-math.inf if x is None else x for x in value]
+    return value
+
+
+def _no_nan(value: list[float]) -> list[float]:
+    for x in value:
+        if math.isnan(x) or x == math.inf:
+            raise ValueError(f"{x!r} is not a log-prob")
+    if value and all(x == -math.inf for x in value):
+        # what an older version wrote for NaN or +inf: a score names at least one option
+        raise ValueError("no option has a log-prob (all null)")
+    return value
+
+
+LogProbs = Annotated[list[float], BeforeValidator(_null_is_minus_inf), AfterValidator(_no_nan)]
+
+
 class Record(BaseModel):
     """One model call (or one scored probe). Append-only in records.jsonl; the last record per
     call_id wins, so a failed call retried on resume supersedes its error record."""
 
-    model_config = ConfigDict(extra="allow")
+    # NaN and infinities are written as the constants strict JSON refuses, so record_line()
+    # catches them instead of pydantic's silent null
+    model_config = ConfigDict(extra="allow", ser_json_inf_nan="constants")
 
     call_id: str                   # unique inside a run: item/strategy/stage[/step][#repeat]
     item_id: str
@@ -50,7 +75,8 @@ class Record(BaseModel):
     prompt: Any = None             # list of messages or a raw text prompt
     continuations: list[str] | None = None   # score calls: the options scored
     response: str | None = None    # raw text (score calls: the chosen continuation)
-    logprobs: list[float] | None = None      # score calls: one summed log-prob per continuation
+    logprobs: LogProbs | None = None         # score calls: one summed log-prob per continuation
+                                             # (-inf, written null: below the server's top-k)
     tied: list[str] | None = None  # score calls: the continuations tied for the best log-prob (2+),
                                    # when there is a tie; `response` is then the first of them
     seed: int | None = None        # generation calls: the sampling seed sent (one per repeat)
@@ -65,6 +91,80 @@ class Record(BaseModel):
     error: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)   # item fields metrics group by
     time: str | None = None
+
+    @field_serializer("logprobs", when_used="json")
+    def _logprobs_json(self, value: list[float] | None) -> list[float | None] | None:
+        return None if value is None else [None if x == -math.inf else x for x in value]
+
+
+# What the model's reply fills in: a written record whose fields outside these read back is a
+# record of the call whose reply could not be kept (store.py reads it as a failed call).
+REPLY_FIELDS = frozenset({"response", "logprobs", "tied", "parsed", "correct", "latency_s", "prompt_tokens",
+                          "completion_tokens", "finish_reason", "error", "cached"})
+
+
+class Unkeepable(ValueError):
+    """A record that cannot be written as strict JSON and read back."""
+
+
+class _Constant(ValueError):
+    pass
+
+
+def _refuse(name: str):
+    raise _Constant(name)
+
+
+def record_line(rec: Record) -> str:
+    """The record as one line of strict JSON (no NaN or Infinity; -inf log-probs are null) that
+    reads back as a record; else Unkeepable naming the field and what is wrong with it."""
+    try:
+        line = rec.model_dump_json(warnings=False)
+        Record.model_validate(json.loads(line, parse_constant=_refuse))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise Unkeepable(f"field '{loc_text(err['loc'])}': {err['msg']} (got {_short(err.get('input'))})") from None
+    except ValueError as exc:       # a constant, or pydantic's serialization error
+        raise Unkeepable(_unwritable(rec.model_dump()) or str(exc)) from None
+    return line
+
+
+def loc_text(loc: tuple) -> str:
+    """('logprobs', 2) -> 'logprobs[2]'."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _unwritable(value: Any, loc: tuple = ()) -> str | None:
+    """Where the first value strict JSON cannot hold sits: NaN, an infinity (but a -inf
+    log-prob), a lone surrogate."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        if value == -math.inf and loc[:1] == ("logprobs",):
+            return None
+        return f"field '{loc_text(loc)}' is {value!r}"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"field '{loc_text(loc)}' holds a lone surrogate ({value[exc.start]!r})"
+        return None
+    if isinstance(value, dict):
+        items = [(k, v) for k, v in value.items()] + [(k, k) for k in value if isinstance(k, str)]
+    elif isinstance(value, (list, tuple)):
+        items = list(enumerate(value))
+    else:
+        return None
+    for k, v in items:
+        if (bad := _unwritable(v, loc + (k,))) is not None:
+            return bad
+    return None
 
 
 class RunManifest(BaseModel):

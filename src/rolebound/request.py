@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Annotated, Any, Callable
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
@@ -62,12 +61,16 @@ def split_strategies(value: Any) -> Any:
 
 
 def check_url(value: str | None) -> str | None:
+    """http(s)://HOST[:PORT]/PATH, without spaces or control characters (a CR/LF would split the
+    request head) and with a port that exists."""
+    from .models.openai_api import url_problem
+
     if value is None:
         return None
-    parts = urlsplit(value.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"'{value}' is not a valid URL; give http(s)://HOST[:PORT]/v1")
-    return value.strip()
+    url = value.strip()
+    if (bad := url_problem(url)) is not None:
+        raise ValueError(f"{url!r} {bad}")
+    return url
 
 
 def check_threads(value: int | None) -> int | None:

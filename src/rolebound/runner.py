@@ -5,7 +5,10 @@ Every model call goes through `Session.call`, which in order
 2. returns the shared SQLite cache's answer for the exact request (no call),
 3. asks the backend, then writes the record (and caches the answer if it succeeded).
 A failed call is recorded with its error and raises `CallFailed`, which ends that item only;
-the next run with the same --out retries it.
+the next run with the same --out retries it. A reply that cannot be kept (a NaN log-prob, an
+object for finish_reason, a lone surrogate: anything that would not be written as strict JSON
+and read back) is a failed call, never cached; a cached answer that cannot be kept is asked
+again. The backends' secrets (API keys) are masked in every record and cached answer.
 """
 
 from __future__ import annotations
@@ -14,16 +17,18 @@ import asyncio
 import datetime as dt
 import hashlib
 import json
+import math
 import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from .errors import EndpointError, RoleboundError
+from .errors import EndpointError, InputError, RoleboundError
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
-from .records import Decoding, Message, Record, RunManifest
+from .records import Decoding, Message, Record, RunManifest, Unkeepable, record_line
 from .protocol import repeat_seed
 from .constants import INVALID
 from .reading import Reading
@@ -138,7 +143,7 @@ class Session:
     def __init__(self, run_dir: RunDir, suite_name: str, backend: Backend, decoding: Decoding, *,
                  judge: Backend | None = None, cache: ResponseCache | None = None,
                  use_cache: bool = True, judge_decoding: Decoding | None = None,
-                 extractor: Backend | None = None):
+                 extractor: Backend | None = None, completed: dict[str, Record] | None = None):
         self.run_dir = run_dir
         self.suite_name = suite_name
         self.backend = backend
@@ -147,7 +152,7 @@ class Session:
         self.decoding = decoding
         self.judge_decoding = judge_decoding     # calls not made by the model under test
         self.cache = cache if use_cache else None
-        self.completed = run_dir.completed()
+        self.completed = completed if completed is not None else run_dir.completed()
         self._earlier, self._resumed = set(self.completed), set()    # records of earlier invocations
         self.dispatchers = {id(backend): Dispatcher(backend)}
         if judge is not None and id(judge) not in self.dispatchers:
@@ -159,11 +164,30 @@ class Session:
         self.errors: list[str] = []
         self._failures_in_row: dict[int, int] = {}
         self.jobs_done = 0      # (item, strategy, repeat) jobs finished in this invocation, failed or not
+        self._secrets: tuple[str, ...] = ()
+        self._gather_secrets()
+        self._bad_cache_warned = False
+
+    def _gather_secrets(self) -> None:
+        found = set(self._secrets)
+        for b in (self.backend, self.judge, self.extractor, *self.roles.values()):
+            if b is not None:
+                found.update(s for s in b.secrets() if s)
+        # the longest first, so a key that contains another is masked whole
+        self._secrets = tuple(sorted(found, key=len, reverse=True))
+
+    def mask(self, text: str) -> str:
+        """`text` with every backend secret (API key) replaced by ***."""
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
 
     def add_backend(self, role: str, backend: Backend) -> None:
         """Calls with this role go to `backend` (batched by its own dispatcher)."""
         self.roles[role] = backend
         self.dispatchers.setdefault(id(backend), Dispatcher(backend))
+        self._gather_secrets()
 
     def backend_for(self, role: str) -> Backend:
         if role in self.roles:
@@ -198,10 +222,10 @@ class Session:
         dec = decoding if kind != "score" else None
         key = self.cache_key(backend, kind, request.cache_payload(), dec, repeat)
         started = time.perf_counter()
-        cached = self.cache.get(key) if self.cache else None
+        cached = self._from_cache(key, kind, request) if self.cache else None
         if cached is not None:
             self.counts.cache_hits += 1
-            result = (ScoreResult if kind == "score" else GenResult)(**cached)
+            result = cached
             latency = None
         else:
             disp = self.dispatchers[id(backend)]
@@ -212,15 +236,17 @@ class Session:
             else:
                 result = await disp.generate(request, decoding)  # type: ignore[arg-type]
             latency = round(time.perf_counter() - started, 4)
+            result = self._checked(result, request)
             if self.cache and result.error is None:
-                self.cache.put(key, dict(result.__dict__))
-        rec = self._record(call_id=call_id, item_id=item_id, strategy=strategy, stage=stage,
-                           kind=kind, request=request, result=result, role=role, repeat=repeat,
-                           parse=parse, gold=gold, check=check, meta=meta, backend=backend,
-                           latency=latency, cached=cached is not None)
+                self._to_cache(key, result)
+        args = dict(call_id=call_id, item_id=item_id, strategy=strategy, stage=stage, kind=kind, request=request,
+                    role=role, repeat=repeat, parse=parse, gold=gold, check=check, meta=meta, backend=backend,
+                    latency=latency, cached=cached is not None)
+        rec = self._record(result=result, **args)
         if kind != "score":
             rec.seed = decoding.seed
-        self.run_dir.append(rec)
+        rec, line = self._keepable(rec, lambda why: self._record(result=type(result)(error=why), **args))
+        self.run_dir.append(rec, line)
         if rec.error:
             self.counts.errors += 1
             if cached is None:
@@ -229,6 +255,78 @@ class Session:
         self._failures_in_row[id(backend)] = 0
         self.completed[call_id] = rec
         return rec
+
+    # -- what is kept: checked, masked, strict JSON ---------------------------------------------
+    def _checked(self, result: GenResult | ScoreResult, request) -> GenResult | ScoreResult:
+        """The backend's result with secrets masked; a failed call if it cannot be kept."""
+        if isinstance(result, GenResult):
+            if isinstance(result.text, str):
+                result.text = self.mask(result.text)
+            if result.error is None and (why := result.problem()):
+                return GenResult(error=self.mask(f"the reply cannot be kept: {why}"))
+        elif result.error is None and (why := result.problem(len(request.continuations))):
+            return ScoreResult(error=f"the reply cannot be kept: {why}")
+        if isinstance(result.error, str):
+            result.error = self.mask(result.error)
+        return result
+
+    def _to_cache(self, key: str, result: GenResult | ScoreResult) -> None:
+        value = dict(result.__dict__)
+        if isinstance(value.get("logprobs"), list):        # strict JSON has no -inf
+            value["logprobs"] = [None if x == -math.inf else x for x in value["logprobs"]]
+        try:
+            self.cache.put(key, value)
+        except ValueError:
+            pass            # not strict JSON (a backend's `extra`): only costs the call next time
+
+    def _from_cache(self, key: str, kind: str, request) -> GenResult | ScoreResult | None:
+        """A cached answer; None if there is none or it cannot be kept (an older version cached
+        it), said once per run: the call is made again and its answer replaces the entry."""
+        value = self.cache.get(key)
+        if value is None:
+            return None
+        why = None
+        try:
+            if kind == "score":
+                lps = value.get("logprobs")
+                if isinstance(lps, list):
+                    value = {**value, "logprobs": [-math.inf if x is None else x for x in lps]}
+                result = ScoreResult(**value)
+                why = result.error or result.problem(len(request.continuations))
+            else:
+                result = GenResult(**value)
+                why = result.error or result.problem() or \
+                    (self._secrets and self.mask(result.text) != result.text and "it holds an API key")
+        except TypeError as exc:
+            why = str(exc)
+        if not why:
+            return result       # type: ignore[possibly-undefined]
+        self.cache.hits -= 1
+        self.cache.misses += 1
+        if not self._bad_cache_warned:
+            self._bad_cache_warned = True
+            print(f"warning: {self.cache.path}: a cached reply cannot be kept ({why}); such replies are asked "
+                  "again and replaced", file=sys.stderr, flush=True)
+        return None
+
+    def _keepable(self, rec: Record, failed: Callable[[str], Record]) -> tuple[Record, str]:
+        """(record, its line): masked, strict JSON that reads back. A record that cannot be
+        written is replaced by failed(why), a failed call; if even that cannot be written, the
+        request itself holds what cannot be kept: the item's data is at fault (exit 2)."""
+        try:
+            line = record_line(rec)
+        except Unkeepable as exc:
+            seed, rec = rec.seed, failed(self.mask(f"the reply cannot be kept: {exc}"))
+            rec.seed = seed
+            try:
+                line = record_line(rec)
+            except Unkeepable as again:
+                raise InputError(f"item '{rec.item_id}' cannot be written to records.jsonl: {again}") from None
+        if self._secrets:
+            masked = self.mask(line)
+            if masked != line:
+                line, rec = masked, Record.model_validate_json(masked)
+        return rec, line
 
     def _stop_if_endpoint_down(self, backend: Backend, rec: Record) -> None:
         """Fail fast: an error the backend calls fatal (401, unknown model, nothing listening)
@@ -361,11 +459,12 @@ def open_session(rd: RunDir, suite_name: str, backend: Backend, decoding: Decodi
         if on_locked is not None:
             on_locked()
         rd.repair()
+        done = rd.completed()
         rd.open_for_append()
         cache = ResponseCache() if use_cache else None
         try:
             yield Session(rd, suite_name, backend, decoding, judge=judge, cache=cache, use_cache=use_cache,
-                          judge_decoding=judge_decoding, extractor=extractor)
+                          judge_decoding=judge_decoding, extractor=extractor, completed=done)
         finally:
             rd.close()
             if cache:

@@ -3,7 +3,10 @@
 records.jsonl is the source of truth. Each record is written and flushed as soon as its call
 returns, so `kill -9` loses at most the calls in flight. A torn last line (killed mid-write) is
 cut off when the run is reopened. On reading, the last record per call_id wins: a failed call
-that succeeds on resume supersedes its error record.
+that succeeds on resume supersedes its error record. Every line is strict JSON that reads back
+(records.record_line); a line written by an older version whose reply fields do not read back
+(a NaN log-prob, an object for finish_reason) is read as a failed call of that call_id, with one
+warning line, so a resume makes the call again and its new record supersedes the line.
 """
 
 from __future__ import annotations
@@ -12,14 +15,17 @@ import fcntl
 import json
 import os
 import sqlite3
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Iterator
 
+from pydantic import ValidationError
+
 from .errors import InputError, RoleboundError, RunDirError
 from .io import validate_record, write_text_atomic
 from .paths import cache_dir
-from .records import Record, RunManifest
+from .records import REPLY_FIELDS, Record, RunManifest, loc_text, record_line
 
 MANIFEST, RECORDS, METRICS = "manifest.json", "records.jsonl", "metrics.json"
 
@@ -36,6 +42,39 @@ def iter_records(path: Path) -> Iterator[tuple[int, dict]]:
                 raise InputError("corrupt record (not JSON)", file=str(path), line=lineno) from None
 
 
+def read_record(obj: Any, *, file: Path, line: int) -> tuple[Record, str | None]:
+    """(record, None), or for a line whose only unreadable fields are the reply's, (a failed
+    call of that call_id, why); anything else that does not read is an InputError naming the
+    file, line and field."""
+    try:
+        return Record.model_validate(obj), None
+    except ValidationError as exc:
+        errors = exc.errors()
+        if isinstance(obj, dict) and all(e["loc"] and e["loc"][0] in REPLY_FIELDS for e in errors):
+            why = f"field '{loc_text(errors[0]['loc'])}': {errors[0]['msg'].removeprefix('Value error, ')}"
+            kept = {k: v for k, v in obj.items() if k not in REPLY_FIELDS}
+            try:
+                return Record.model_validate({**kept, "error": f"unreadable reply ({why})"}), why
+            except ValidationError:
+                pass
+    return validate_record(Record, obj, file=file, line=line), None
+
+
+_WARNED: set[tuple[str, int, int]] = set()
+
+
+def warn_unreadable(path: Path, bad: list[tuple[int, str]], then: str) -> None:
+    """One warning line (once a process) for the records read as failed calls because their
+    reply did not read back."""
+    seen = (str(path), len(bad), bad[0][0] if bad else 0)
+    if bad and seen not in _WARNED:
+        _WARNED.add(seen)
+        n = len(bad)
+        print(f"warning: {path}: {n} record{'s' if n != 1 else ''} with a reply that cannot be read back "
+              f"(line {bad[0][0]}: {bad[0][1]}) {'are' if n != 1 else 'is'} read as failed calls; {then}",
+              file=sys.stderr, flush=True)
+
+
 def load_records(run_dir: str | Path, *, latest: bool = True) -> list[Record]:
     """All records of a run; with latest=True only the last one per call_id, in first-seen order."""
     path = Path(run_dir) / RECORDS
@@ -43,10 +82,16 @@ def load_records(run_dir: str | Path, *, latest: bool = True) -> list[Record]:
         raise InputError("no records.jsonl here; is this a run directory?", file=str(path))
     recs: dict[str, Record] = {}
     every = []
+    bad: dict[str, tuple[int, str]] = {}
     for lineno, obj in iter_records(path):
-        rec = validate_record(Record, obj, file=path, line=lineno)
+        rec, why = read_record(obj, file=path, line=lineno)
         every.append(rec)
         recs[rec.call_id] = rec
+        if why:
+            bad[rec.call_id] = (lineno, why)
+        else:
+            bad.pop(rec.call_id, None)       # superseded by a record that reads
+    warn_unreadable(path, sorted(bad.values()), "rerun the run's command to make those calls again")
     return list(recs.values()) if latest else every
 
 
@@ -158,12 +203,18 @@ class RunDir:
         if not self.records_path.exists():
             return {}
         done: dict[str, Record] = {}
-        for _, obj in iter_records(self.records_path):
-            rec = Record.model_validate(obj)
+        bad: dict[str, tuple[int, str]] = {}
+        for lineno, obj in iter_records(self.records_path):
+            rec, why = read_record(obj, file=self.records_path, line=lineno)
+            if why:
+                bad[rec.call_id] = (lineno, why)
+            else:
+                bad.pop(rec.call_id, None)
             if rec.error is None:
                 done[rec.call_id] = rec
             else:
                 done.pop(rec.call_id, None)
+        warn_unreadable(self.records_path, sorted(bad.values()), "their calls run again")
         return done
 
     def open_for_append(self) -> None:
@@ -173,8 +224,9 @@ class RunDir:
         except OSError as exc:
             raise RunDirError(self.records_path, exc) from None
 
-    def append(self, rec: Record) -> None:
-        line = rec.model_dump_json(exclude_none=False) + "\n"
+    def append(self, rec: Record, line: str | None = None) -> None:
+        """Write one record (`line`: its record_line(), when the caller has it already)."""
+        line = (line if line is not None else record_line(rec)) + "\n"
         with self._write_lock:
             try:
                 self._fh.write(line)
@@ -229,22 +281,30 @@ class ResponseCache:
                               "it (it is only a cache: a new one is made), or run with --no-cache")
 
     def get(self, key: str) -> dict | None:
+        """The value stored under key; None if there is none, or it is not a JSON object (the
+        caller asks again, and put() replaces it)."""
         with self._lock:
             try:
                 row = self._conn.execute("SELECT value FROM responses WHERE key=?", (key,)).fetchone()
             except sqlite3.Error as exc:
                 raise self._unusable(exc) from None
-        if row is None:
+        try:
+            value = json.loads(row[0]) if row is not None else None
+        except (TypeError, ValueError):
+            value = None
+        if not isinstance(value, dict):
             self.misses += 1
             return None
         self.hits += 1
-        return json.loads(row[0])
+        return value
 
     def put(self, key: str, value: dict) -> None:
+        """Strict JSON only (ValueError for NaN or an infinity): what is cached must read back."""
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")            # a lone surrogate: UnicodeEncodeError, a ValueError too
         with self._lock:
             try:
-                self._conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
-                                   (key, json.dumps(value, ensure_ascii=False)))
+                self._conn.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)", (key, text))
                 self._conn.commit()
             except sqlite3.Error as exc:
                 raise self._unusable(exc) from None

@@ -7,6 +7,7 @@ so one failure never sinks a batch. Backends know nothing about suites.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -88,6 +89,20 @@ class GenResult:
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def problem(self) -> str | None:
+        """Why this answer cannot be kept (written as strict JSON and read back), or None. A
+        server's reply is checked where it enters a record: what fails is a failed call."""
+        if not isinstance(self.text, str):
+            return f"the text is {_kind(self.text)}, not a string"
+        if (bad := _unwritable(self.text)) is not None:
+            return f"the text holds {bad}"
+        if self.finish_reason is not None and not isinstance(self.finish_reason, str):
+            return f"finish_reason is {_kind(self.finish_reason)}, not a string"
+        if isinstance(self.finish_reason, str) and (bad := _unwritable(self.finish_reason)) is not None:
+            return f"finish_reason holds {bad}"
+        return _count_problem("prompt_tokens", self.prompt_tokens) or \
+            _count_problem("completion_tokens", self.completion_tokens)
+
 
 @dataclass
 class ScoreResult:
@@ -95,6 +110,46 @@ class ScoreResult:
     token_counts: list[int] = field(default_factory=list)
     prompt_tokens: int | None = None
     error: str | None = None
+
+    def problem(self, n: int) -> str | None:
+        """Why these scores of `n` continuations cannot be kept, or None: one number each,
+        neither NaN nor +inf (-inf is an option the server ranked below its top-k)."""
+        if not isinstance(self.logprobs, list):
+            return f"the log-probs are {_kind(self.logprobs)}, not a list"
+        if len(self.logprobs) != n:
+            return f"{len(self.logprobs)} log-probs for {n} options"
+        for i, lp in enumerate(self.logprobs, 1):
+            if isinstance(lp, bool) or not isinstance(lp, (int, float)):
+                return f"log-prob {i} of {n} is {_kind(lp)}, not a number"
+            if math.isnan(lp) or lp == math.inf:
+                return f"log-prob {i} of {n} is {lp!r}"
+        if n and all(lp == -math.inf for lp in self.logprobs):
+            return "no option has a log-prob (all -inf)"
+        counts = self.token_counts if isinstance(self.token_counts, list) else [self.token_counts]
+        for c in counts:
+            if (bad := _count_problem("token count", c)) is not None:
+                return bad
+        return _count_problem("prompt_tokens", self.prompt_tokens)
+
+
+def _kind(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def _unwritable(text: str) -> str | None:
+    """A lone surrogate (from a \\udXXX escape in the server's JSON) cannot be written as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"a lone surrogate ({text[exc.start]!r} at character {exc.start})"
+    return None
+
+
+def _count_problem(name: str, value: Any) -> str | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return None
+    return f"{name} is {_kind(value)}, not a count"
 
 
 class Backend:
@@ -123,6 +178,11 @@ class Backend:
     def info(self) -> dict[str, Any]:
         """Free-form facts for the manifest (dtype, runtime versions, load time)."""
         return {}
+
+    def secrets(self) -> tuple[str, ...]:
+        """Texts never to be written (an API key): the runner masks them in everything it keeps,
+        the model's own replies included."""
+        return ()
 
     # what to set so that the backend can prefill an assistant turn, where it can with some help
     prefill_hint: str = ""

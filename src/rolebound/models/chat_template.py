@@ -152,6 +152,9 @@ def server_root(base_url: str) -> str:
     return url[: -len("/v1")] if url.endswith("/v1") else url
 
 
+MAX_PROPS_BYTES = 16 * 1024 * 1024     # GET /props: a template and settings, some KB
+
+
 def from_server(base_url: str | None, key: str | None, timeout: float = 10.0) -> Template | None:
     """The template llama-server reports at GET /props; None when the server offers none (any
     error: another server, or none listening)."""
@@ -166,8 +169,15 @@ def from_server(base_url: str | None, key: str | None, timeout: float = 10.0) ->
     url = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
     headers = {} if auth or not key or key == "EMPTY" else {"Authorization": f"Bearer {key}"}
     try:
-        resp = httpx2.get(url, headers=headers, auth=auth, timeout=timeout)
-        data = resp.json() if resp.status_code == 200 else None
+        with httpx2.stream("GET", url, headers=headers, auth=auth, timeout=timeout) as resp:
+            if resp.status_code != 200:
+                return None
+            body = bytearray()
+            for chunk in resp.iter_bytes():     # decompressed a piece at a time: a bomb stops here
+                body += chunk
+                if len(body) > MAX_PROPS_BYTES:
+                    return None
+        data = json.loads(body)
     except Exception:  # noqa: BLE001 - no template there, whatever the reason
         return None
     tpl = data.get("chat_template") if isinstance(data, dict) else None

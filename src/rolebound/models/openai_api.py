@@ -6,6 +6,9 @@ server, the Gemini and Anthropic compatibility endpoints.
 - At most `concurrency` requests are in flight; each has a timeout.
 - 429, 5xx, timeouts and connection errors are retried with exponential backoff and full jitter,
   honouring Retry-After (up to `backoff_max`) when the server sends it. Other 4xx errors fail at once.
+  A Retry-After past max(3 x timeout, 30 s), the time the run waits for a dead endpoint, says the
+  endpoint will not serve this run: `fatal_error`, instead of retries that cannot succeed.
+- A reply body is read up to MAX_REPLY_BYTES once decompressed (a gzip bomb fails the call).
 - Fail fast: 401, 403, 404 or "model not found" set `fatal_error` at once, and so does a server
   that refuses connections `connect_retries` times in a row; the runner then stops the run (exit 3,
   records kept). The runner also stops after `max_consecutive_failures` failed calls in a row.
@@ -24,12 +27,15 @@ HTTP pools, since a pool's bookkeeping grows with the number of connections it h
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
+import json
 import math
 import os
 import random
 import re
 import time
+import zlib
 from typing import Any, Sequence
 
 from .. import limits
@@ -42,6 +48,9 @@ from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, PREFILL, Backend, Gen
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 POOL_SIZE = 16          # connections per HTTP client; more clients for higher concurrency
 TOP_LOGPROBS = 20       # the most the OpenAI API (and vLLM by default) returns
+# The largest reply body read, once decompressed: a chat reply with top-20 log-probs for 4096
+# tokens is about 7 MB.
+MAX_REPLY_BYTES = 64 * 1024 * 1024
 
 
 class RetryableError(Exception):
@@ -81,8 +90,6 @@ class BadReply(Exception):
 
 
 def _body(resp: Any) -> str:
-    import json
-
     return json.dumps(resp, ensure_ascii=False, default=str)[:500]
 
 
@@ -97,6 +104,103 @@ class EndpointDown(Exception):
     """Raised instead of sending a request once `fatal_error` is set."""
 
 
+class ReplyTooLarge(Exception):
+    """A reply body past MAX_REPLY_BYTES (decompressed): the call fails, without a retry."""
+
+    def __init__(self, limit: int, encoding: str | None):
+        how = f" once {encoding}-decompressed" if encoding else ""
+        super().__init__(f"the server's reply is over {limit / (1 << 20):g} MiB{how}; not read further")
+
+
+class _BoundedBody:
+    """A response body (an async iterable of raw chunks) decoded here, gzip and deflate in
+    pieces of at most 64 KiB, and cut at `limit` bytes: a small gzip bomb never inflates in
+    memory. Encodings other than these are refused (the client only asks for these)."""
+
+    PIECE = 1 << 16
+
+    def __init__(self, raw, encoding: str | None, limit: int):
+        self.raw, self.encoding, self.limit = raw, encoding, limit
+
+    async def __aiter__(self):
+        enc = self.encoding
+        d = None if enc is None else zlib.decompressobj(zlib.MAX_WBITS | 16 if enc in ("gzip", "x-gzip")
+                                                        else zlib.MAX_WBITS)
+        first, total = True, 0
+        async for data in self.raw:
+            while data:
+                if d is None:
+                    out, data = data, b""
+                else:
+                    try:
+                        out = d.decompress(data, self.PIECE)
+                    except zlib.error:
+                        if not (first and enc == "deflate"):
+                            raise
+                        enc = "raw deflate"         # no zlib header, as some servers send it
+                        d = zlib.decompressobj(-zlib.MAX_WBITS)
+                        continue
+                    data = d.unconsumed_tail
+                first = False
+                total += len(out)
+                if total > self.limit:
+                    raise ReplyTooLarge(self.limit, enc)
+                if out:
+                    yield out
+        if d is not None and (tail := d.flush()):
+            if total + len(tail) > self.limit:
+                raise ReplyTooLarge(self.limit, enc)
+            yield tail
+
+
+def _encoding(value: str | None) -> str | None:
+    """The one content-encoding a body is decoded from (None: identity); BadReply for others."""
+    codings = [c.strip().lower() for c in (value or "").split(",") if c.strip().lower() not in ("", "identity")]
+    if not codings:
+        return None
+    if len(codings) == 1 and codings[0] in ("gzip", "x-gzip", "deflate"):
+        return codings[0]
+    raise BadReply(f"the server's reply is in content-encoding {value!r}, which was not asked for")
+
+
+async def _bound_reply(response) -> None:
+    """httpx2 response hook, before the body is read: decode it here, within MAX_REPLY_BYTES."""
+    enc = _encoding(response.headers.get("content-encoding"))
+    response.stream = _stream_class()(response.stream, enc)
+    if enc is not None:
+        del response.headers["content-encoding"]      # decoded here: httpx2 must not decode it again
+
+
+@functools.cache
+def _stream_class():
+    import httpx2
+
+    class BoundedStream(httpx2.AsyncByteStream):
+        def __init__(self, inner, encoding: str | None):
+            self.inner, self.body = inner, _BoundedBody(inner, encoding, MAX_REPLY_BYTES)
+
+        async def __aiter__(self):
+            async for chunk in self.body:
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return BoundedStream
+
+
+async def _read_aiohttp(resp) -> bytes:
+    """An aiohttp body (decompressed by aiohttp in bounded pieces), cut at MAX_REPLY_BYTES."""
+    parts, total = [], 0
+    async for chunk in resp.content.iter_any():
+        total += len(chunk)
+        if total > MAX_REPLY_BYTES:
+            resp.close()
+            raise ReplyTooLarge(MAX_REPLY_BYTES, resp.headers.get("Content-Encoding"))
+        parts.append(chunk)
+    return b"".join(parts)
+
+
 class HTTPStatusError(Exception):
     """An error status from the aiohttp transport (the SDK raises its own APIStatusError)."""
 
@@ -107,8 +211,6 @@ class HTTPStatusError(Exception):
 
 
 def _error_message(text: str) -> str:
-    import json
-
     try:
         err = json.loads(text).get("error")
         return str(err.get("message") if isinstance(err, dict) else err)[:300]
@@ -220,7 +322,10 @@ class OpenAIBackend(Backend):
             import openai
         except ImportError:  # pragma: no cover - core dependency
             raise BackendError("the openai backend needs the openai SDK: pip install openai") from None
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None     # empty: unset
+        if self.base_url is not None and (bad := url_problem(self.base_url)):
+            where = "base_url" if base_url else "OPENAI_BASE_URL"
+            raise BackendError(f"{where} {_public_url(self.base_url)!r} {bad}")
         key = api_key(self.base_url, api_key_env or "OPENAI_API_KEY")
         if endpoint not in ("chat", "completions"):
             raise BackendError(f"endpoint must be 'chat' or 'completions', not '{endpoint}'")
@@ -251,10 +356,15 @@ class OpenAIBackend(Backend):
         per = math.ceil(self.concurrency / shards) + 2
         limits = httpx2.Limits(max_connections=per, max_keepalive_connections=per)
         tls = httpx2.create_ssl_context()     # one for all clients: loading the CA store takes 17 ms
-        self._clients = [] if transport == "aiohttp" else [openai.AsyncOpenAI(
-            api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout,
-            http_client=httpx2.AsyncClient(limits=limits, timeout=self.timeout, verify=tls))
-            for _ in range(shards)]
+        try:
+            self._clients = [] if transport == "aiohttp" else [openai.AsyncOpenAI(
+                api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout,
+                http_client=httpx2.AsyncClient(limits=limits, timeout=self.timeout, verify=tls,
+                                               headers={"Accept-Encoding": "gzip, deflate"},
+                                               event_hooks={"response": [_bound_reply]}))
+                for _ in range(shards)]
+        except ImportError as exc:      # a SOCKS proxy in the environment, without its package
+            raise BackendError(_proxy_problem(exc)) from None
         self._load = [0] * max(1, len(self._clients))   # requests in flight per client
         self._sem: asyncio.Semaphore | None = None
         self._tokenizer_path = tokenizer
@@ -292,6 +402,17 @@ class OpenAIBackend(Backend):
 
     def identity(self) -> dict[str, Any]:
         return {"backend": self.backend, "model": self.name, "base_url": _public_url(self.base_url) or "default"}
+
+    def secrets(self) -> tuple[str, ...]:
+        """The API key, and a password in the base URL: masked in everything the run writes."""
+        out = [self._secret] if self._secret else []
+        try:
+            _, auth = _split_credentials(self.base_url or "")
+        except ValueError:
+            auth = None
+        if auth and len(auth[1]) >= 6:
+            out.append(auth[1])
+        return tuple(out)
 
     def info(self) -> dict[str, Any]:
         return {"base_url": self.endpoint_url(), "concurrency": self.concurrency,
@@ -363,6 +484,12 @@ class OpenAIBackend(Backend):
                         raise
                 retry = classify(exc)
                 self._failed(exc, retry)
+                if retry is not None and retry.retry_after is not None and retry.retry_after > self.stop_within:
+                    # the server will not serve within the time the run waits for an endpoint
+                    self.fatal_error = (f"{_public_url(self.base_url) or 'the API'} answers {self._describe(exc)} "
+                                        f"and asks to wait {_duration(retry.retry_after)} (Retry-After), past the "
+                                        f"{self.stop_within:g} s this run waits for an endpoint; rerun later")
+                    raise
                 if self.fatal_error or retry is None or attempt >= self.max_retries:
                     raise
                 attempt += 1
@@ -374,6 +501,7 @@ class OpenAIBackend(Backend):
     # -- a dead endpoint ----------------------------------------------------------------------
     def _init_down(self, down_after: float | None) -> None:
         budget = max(3 * self.timeout, 30.0)
+        self.stop_within = budget        # a Retry-After past this: the endpoint will not serve the run
         self.down_after = float(down_after) if down_after is not None else \
             max(0.5, min(max(2 * self.timeout, 10.0), budget - self.timeout - 2.0))
         self._down_since: float | None = None   # first failure with no answer since (monotonic)
@@ -432,11 +560,12 @@ class OpenAIBackend(Backend):
                 auth=aiohttp.BasicAuth(*auth) if auth else None,
                 headers=None if auth else {"Authorization": f"Bearer {self._key}"})
         url = self._url + path
-        async with self._session.post(url, json=body) as resp:
+        async with self._session.post(url, json=body, headers={"Accept-Encoding": "gzip, deflate"}) as resp:
+            data = await _read_aiohttp(resp)
             if resp.status >= 400:
-                text = await resp.text()
+                text = data.decode("utf-8", errors="replace")
                 raise HTTPStatusError(resp.status, _error_message(text), dict(resp.headers))
-            return await resp.json(content_type=None)
+            return json.loads(data)
 
     def _describe(self, exc: BaseException) -> str:
         text = _describe(exc)
@@ -513,8 +642,10 @@ class OpenAIBackend(Backend):
             raise BackendError("the server returned no log-probs (does it support logprobs=true?)")
         top: dict[str, float] = {}
         for alt in content[0].get("top_logprobs") or []:
-            key = alt["token"].strip()
-            top[key] = max(top.get(key, -math.inf), float(alt["logprob"]))
+            key, lp = alt["token"].strip(), float(alt["logprob"])
+            if math.isnan(lp) or lp == math.inf:
+                raise BadReply(f"the server's log-prob for {alt['token']!r} is {lp!r}: {_body(resp)}")
+            top[key] = max(top.get(key, -math.inf), lp)
         lps = [top.get(c.strip(), -math.inf) for c in req.continuations]
         if all(lp == -math.inf for lp in lps):
             seen = ", ".join(repr(k) for k in list(top)[:5])
@@ -632,6 +763,45 @@ class OpenAIBackend(Backend):
                 self._frozen = False
 
 
+def url_problem(url: str) -> str | None:
+    """What makes `url` unusable as a base URL (None: nothing): control characters or spaces
+    (a CR/LF would split the request head), a scheme other than http(s), no host, a bad port."""
+    from urllib.parse import urlsplit
+
+    if any(ord(c) < 33 or ord(c) == 127 for c in url):
+        bad = next(c for c in url if ord(c) < 33 or ord(c) == 127)
+        return f"holds the character {bad!r}; give http(s)://HOST[:PORT]/v1"
+    try:
+        parts = urlsplit(url)
+        parts.port      # raises ValueError past 65535 or for a non-number
+    except ValueError as exc:
+        return f"is not a valid URL ({exc}); give http(s)://HOST[:PORT]/v1"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "is not a valid URL; give http(s)://HOST[:PORT]/v1"
+    if parts.port == 0:
+        return "has port 0; give http(s)://HOST[:PORT]/v1 with a port from 1 to 65535"
+    return None
+
+
+def _proxy_problem(exc: ImportError) -> str:
+    """The one line for a proxy from the environment that httpx2 cannot use (SOCKS without socksio)."""
+    for name in ("ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        value = os.environ.get(name, "")
+        if value.lower().startswith("socks"):
+            return (f"the proxy in {name} ({_public_url(value)}) is a SOCKS proxy, which needs the socksio package "
+                    f"(pip install socksio); install it, or unset {name}")
+    return f"cannot set up the HTTP client: {exc}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds == math.inf:
+        return "forever"
+    for unit, size in (("years", 365 * 86400), ("days", 86400), ("hours", 3600)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
 def _public_url(url: str | None) -> str | None:
     """The URL without user:password@ (never written to the manifest)."""
     if not url or "@" not in url:
@@ -658,7 +828,7 @@ def _describe(exc: BaseException) -> str:
 
     if isinstance(exc, HTTPStatusError):
         return str(exc)[:500]
-    if isinstance(exc, BadReply):
+    if isinstance(exc, (BadReply, ReplyTooLarge)):
         return str(exc)[:600]
     if isinstance(exc, openai.APIStatusError):
         msg = re.sub(r"^Error code: \d+ - ", "", str(exc.message))

@@ -14,6 +14,10 @@ POST /_fake/reset.
 
 Broken servers, whole or in part: `srv.fail(**MODES["hang"])` (accepts, never answers),
 `MODES["500"]`, `MODES["no-choices"]`, `MODES["null-content"]`; `--mode NAME` on the command line.
+Hostile ones, whose replies a client must not keep or must bound: log-probs that are NaN,
+Infinity or the literal 1e999, a `finish_reason` that is an object, a lone surrogate in the text,
+a reply quoting the caller's API key, a gzip bomb, and a 429 whose Retry-After is ten years away
+(`HOSTILE` lists them).
 
 Answers are deterministic: `reply` (a fixed text, or a function of the request body), by default
 an echo of the last message (chat) or of the prompt (completions). Text is cut into "tokens" by
@@ -48,8 +52,20 @@ MODES: dict[str, dict[str, Any]] = {
     "no-choices": {"body": {"id": "x", "object": "chat.completion", "choices": []}},
     "null-content": {"body": {"id": "x", "object": "chat.completion", "choices": [
         {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": None}}]}},
+    # hostile replies: the normal answer, edited (EDITS below)
+    "nan-logprob": {"edit": "nan-logprob"},
+    "inf-logprob": {"edit": "inf-logprob"},
+    "huge-logprob": {"edit": "huge-logprob"},
+    "object-finish": {"edit": "object-finish"},
+    "surrogate": {"edit": "surrogate"},
+    "key-echo": {"edit": "key-echo"},
+    "gzip-bomb": {"edit": "gzip-bomb"},
+    "429-forever": {"status": 429, "retry_after": 10 * 365 * 86400, "message": "come back in ten years"},
 }
+HOSTILE = ["nan-logprob", "inf-logprob", "huge-logprob", "object-finish", "surrogate", "key-echo", "gzip-bomb",
+           "429-forever"]
 MAX_BODY = 16 * 1024 * 1024
+BOMB_BYTES = 256 * 1024 * 1024     # what the gzip bomb inflates to (about 256 KB on the wire)
 
 
 def tokenize(text: str) -> list[str]:
@@ -86,6 +102,7 @@ class Fault:
     hang: float = 0.0                      # seconds to wait before answering
     message: str = "injected fault"
     body: Any = None
+    edit: str | None = None                # a name in EDITS: the normal answer, made hostile
 
 
 @dataclass
@@ -141,11 +158,13 @@ class FakeServer:
     def fail(self, status: int | None = None, *, retry_after: float | None = None, hang: float = 0.0,
              times: int | None = None, on: list[int] | None = None,
              when: Callable[[str, dict], bool] | None = None, message: str = "injected fault",
-             body: Any = None) -> None:
+             body: Any = None, edit: str | None = None) -> None:
         """Add a fault rule. `times`: the next N matching requests; `on`: these request numbers
         (1-based, counted since start or reset); `when(path, body)`: requests it matches.
         Without any of them the rule hits every request. The first matching rule wins."""
-        rule = _Rule(Fault(status, retry_after, hang, message, body), times, set(on) if on else None, when)
+        if edit is not None and edit not in EDITS:
+            raise ValueError(f"no edit {edit!r}; one of {sorted(EDITS)}")
+        rule = _Rule(Fault(status, retry_after, hang, message, body, edit), times, set(on) if on else None, when)
         with self._rules_lock:
             self._rules.append(rule)
 
@@ -254,7 +273,7 @@ class FakeServer:
         if auth.lower().startswith("bearer "):
             st.keys_seen.add(auth[7:])
         try:
-            status, extra, payload = await self._answer(method, path, raw, n, arrival)
+            status, extra, payload = await self._answer(method, path, raw, n, arrival, auth[7:])
         finally:
             st.in_flight -= 1
         arrival["status"] = status
@@ -275,7 +294,7 @@ class FakeServer:
                 return rule.fault
         return None
 
-    async def _answer(self, method: str, path: str, raw: bytes, n: int, arrival: dict):
+    async def _answer(self, method: str, path: str, raw: bytes, n: int, arrival: dict, key: str = ""):
         route = path.split("?", 1)[0].rstrip("/")
         if method == "GET" and route == "/props":
             if self.chat_template is None:
@@ -310,7 +329,8 @@ class FakeServer:
         if fault is not None and fault.status is not None:
             extra = {}
             if fault.retry_after is not None:
-                extra["Retry-After"] = f"{fault.retry_after:g}"
+                ra = fault.retry_after
+                extra["Retry-After"] = str(int(ra)) if ra == int(ra) else f"{ra:g}"
             kind = {400: "invalid_request_error", 429: "rate_limit_error"}.get(fault.status, "server_error")
             return fault.status, extra, _error_body(fault.message, kind)
         if body.get("stream"):
@@ -318,11 +338,12 @@ class FakeServer:
         if not body.get("model"):
             return 400, {}, _error_body("model is required", "invalid_request_error")
         try:
-            if route == "/v1/chat/completions":
-                return 200, {}, self._chat(body, n)
-            return 200, {}, self._completions(body, n)
+            answer = self._chat(body, n) if route == "/v1/chat/completions" else self._completions(body, n)
         except (KeyError, TypeError, ValueError) as exc:
             return 400, {}, _error_body(f"bad request: {exc}", "invalid_request_error")
+        if fault is not None and fault.edit is not None:
+            return 200, {}, EDITS[fault.edit](answer, key)
+        return 200, {}, answer
 
     # -- answers ----------------------------------------------------------------------------
     def _reply_text(self, body: dict, default: str) -> str:
@@ -416,6 +437,78 @@ def _cut(tokens: list[str], max_tokens: Any, stop: Any) -> tuple[list[str], str]
     return tokens, finish
 
 
+# -- hostile edits of a normal answer: each returns the payload (a dict), or _Raw bytes to send as they are
+@dataclass
+class _Raw:
+    data: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _set_logprobs(answer: dict, value: Any) -> dict:
+    """Every log-prob in the answer (chat's content/top_logprobs, completions' token_logprobs
+    and top_logprobs) set to `value`."""
+    for ch in answer.get("choices") or []:
+        lp = ch.get("logprobs") or {}
+        for tok in lp.get("content") or []:
+            tok["logprob"] = value
+            for alt in tok.get("top_logprobs") or []:
+                alt["logprob"] = value
+        if lp.get("token_logprobs") is not None:
+            lp["token_logprobs"] = [None if v is None else value for v in lp["token_logprobs"]]
+            lp["top_logprobs"] = [None if t is None else {k: value for k in t} for t in lp["top_logprobs"]]
+    return answer
+
+
+def _huge(answer: dict, key: str) -> _Raw:
+    """1e999 as a JSON number: Python's json reads it as inf, and cannot write it back."""
+    text = json.dumps(_set_logprobs(answer, "__huge__"))
+    return _Raw(text.replace('"__huge__"', "1e999").encode("utf-8"))
+
+
+def _texts(answer: dict, change: Callable[[str], str]) -> dict:
+    for ch in answer.get("choices") or []:
+        if isinstance(ch.get("message"), dict):
+            ch["message"]["content"] = change(ch["message"].get("content") or "")
+        if isinstance(ch.get("text"), str):
+            ch["text"] = change(ch["text"])
+    return answer
+
+
+def _finish_object(answer: dict, key: str) -> dict:
+    for ch in answer.get("choices") or []:
+        ch["finish_reason"] = {"type": "stop", "detail": ch.get("finish_reason")}
+    return answer
+
+
+_BOMB: list[bytes] = []
+
+
+def _gzip_bomb(answer: dict, key: str) -> _Raw:
+    """A 200 whose gzip body is a valid JSON object BOMB_BYTES long once inflated."""
+    if not _BOMB:
+        z = zlib.compressobj(6, zlib.DEFLATED, 31)
+        chunk = b"a" * (1 << 20)
+        parts = [z.compress(b'{"padding": "')]
+        parts += [z.compress(chunk) for _ in range(BOMB_BYTES >> 20)]
+        parts += [z.compress(b'"}'), z.flush()]
+        _BOMB.append(b"".join(parts))
+    return _Raw(_BOMB[0], {"Content-Encoding": "gzip"})
+
+
+EDITS: dict[str, Callable[[dict, str], Any]] = {
+    "nan-logprob": lambda a, key: _set_logprobs(a, math.nan),          # json writes NaN
+    "inf-logprob": lambda a, key: _set_logprobs(a, math.inf),          # json writes Infinity
+    "huge-logprob": _huge,
+    "object-finish": _finish_object,
+    "surrogate": lambda a, key: _texts(a, lambda t: "B \ud800 " + t),  # a lone surrogate, escaped
+    "key-echo": lambda a, key: _texts(a, lambda t: f"B (my key is {key})"),
+    "gzip-bomb": _gzip_bomb,
+    # not hostile: the normal answer compressed, as api.openai.com sends it
+    "gzip": lambda a, key: _Raw(zlib.compress(json.dumps(a).encode(), wbits=31), {"Content-Encoding": "gzip"}),
+    "deflate": lambda a, key: _Raw(zlib.compress(json.dumps(a).encode()), {"Content-Encoding": "deflate"}),
+}
+
+
 def _error_body(message: str, kind: str) -> dict:
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
@@ -469,7 +562,10 @@ async def _read_request(reader: asyncio.StreamReader):
 
 
 def _write_response(writer: asyncio.StreamWriter, status: int, payload: Any, extra: dict, keep: bool) -> None:
-    data = json.dumps(payload).encode("utf-8")
+    if isinstance(payload, _Raw):
+        data, extra = payload.data, {**extra, **payload.headers}
+    else:
+        data = json.dumps(payload).encode("utf-8")
     head = [f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}", "Content-Type: application/json",
             f"Content-Length: {len(data)}", f"Connection: {'keep-alive' if keep else 'close'}"]
     head += [f"{k}: {v}" for k, v in extra.items()]
@@ -487,7 +583,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--chat-template", default=None, help="a Jinja file GET /props reports (default: 404)")
     ap.add_argument("--mode", choices=sorted(MODES), default=None,
                     help="a broken server: hang (never answers), 500 (errors to everything), "
-                         "no-choices, null-content")
+                         "no-choices, null-content; or a hostile one: " + ", ".join(HOSTILE))
     args = ap.parse_args(argv)
     tpl = open(args.chat_template, encoding="utf-8").read() if args.chat_template else None
     srv = FakeServer(delay=args.delay, reply=args.reply, port=args.port, chat_template=tpl).start()

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from .errors import EndpointError, RoleboundError
+from .loop import STOP_GRACE_S
+from .models.engine_calls import EngineStopped
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest
 from .protocol import repeat_seed
@@ -111,6 +113,10 @@ class Dispatcher:
                     results = await self.backend.generate(reqs, Decoding.model_validate_json(key[1]), **kw)
                 else:
                     results = await self.backend.score(reqs, **kw)
+            except EngineStopped:
+                for _, fut in chunk:        # the run is stopping: these calls get no answer
+                    fut.cancel()
+                continue
             except Exception as exc:  # noqa: BLE001 - a whole-batch failure becomes per-call errors
                 cls = GenResult if key[0] == "gen" else ScoreResult
                 results = [cls(error=f"{type(exc).__name__}: {exc}") for _ in reqs]
@@ -122,7 +128,7 @@ class Dispatcher:
 # ------------------------------------------------------------------------------------------------
 @dataclass
 class Counts:
-    calls: int = 0          # requests sent to a backend
+    calls: int = 0          # replies from a backend (each one is recorded; a call cut off by a stop is not)
     cache_hits: int = 0
     resumed: int = 0        # answered from this run's own records
     errors: int = 0
@@ -198,19 +204,16 @@ class Session:
         dec = decoding if kind != "score" else None
         key = self.cache_key(backend, kind, request.cache_payload(), dec, repeat)
         started = time.perf_counter()
+        stopping = False
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
             self.counts.cache_hits += 1
             result = (ScoreResult if kind == "score" else GenResult)(**cached)
             latency = None
         else:
-            disp = self.dispatchers[id(backend)]
+            result, stopping = await self._ask(self.dispatchers[id(backend)], kind, request, decoding)
             self.counts.calls += 1
             self.counts.by_role[role] = self.counts.by_role.get(role, 0) + 1
-            if kind == "score":
-                result = await disp.score(request)  # type: ignore[arg-type]
-            else:
-                result = await disp.generate(request, decoding)  # type: ignore[arg-type]
             latency = round(time.perf_counter() - started, 4)
             if self.cache and result.error is None:
                 self.cache.put(key, dict(result.__dict__))
@@ -223,12 +226,33 @@ class Session:
         self.run_dir.append(rec)
         if rec.error:
             self.counts.errors += 1
+        if stopping:
+            raise asyncio.CancelledError     # written; now the stop goes on
+        if rec.error:
             if cached is None:
                 self._stop_if_endpoint_down(backend, rec)
             raise CallFailed(rec)
         self._failures_in_row[id(backend)] = 0
         self.completed[call_id] = rec
         return rec
+
+    async def _ask(self, disp: Dispatcher, kind: str, request, decoding: Decoding) -> tuple[Any, bool]:
+        """The backend's reply, and whether the run is stopping. A stop (Ctrl-C, a signal, another
+        item's fatal error) cancels the item; a reply that is already in, or comes within
+        STOP_GRACE_S, is still returned so that it is written (a second Ctrl-C ends the wait)."""
+        call = asyncio.ensure_future(disp.score(request) if kind == "score" else disp.generate(request, decoding))
+        try:
+            return await asyncio.shield(call), False
+        except asyncio.CancelledError:
+            if not call.done():
+                try:
+                    await asyncio.wait([call], timeout=STOP_GRACE_S)
+                except asyncio.CancelledError:
+                    pass
+            if call.done() and not call.cancelled() and call.exception() is None:
+                return call.result(), True
+            call.cancel()
+            raise
 
     def _stop_if_endpoint_down(self, backend: Backend, rec: Record) -> None:
         """Fail fast: an error the backend calls fatal (401, unknown model, nothing listening)

@@ -4,8 +4,23 @@ runs on a worker thread, and a batch that fails as a whole is retried item by it
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from .base import GenResult, ScoreResult
+
+# Set when the run is stopped (Ctrl-C, SIGTERM, SIGHUP): the engines' worker threads end their batch
+# at the next forward pass instead of running it to its end (a stopped run waited for a whole
+# batch, minutes on a CPU, before it could exit).
+STOP = threading.Event()
+
+
+class EngineStopped(Exception):
+    """The run is stopping: the batch is left unfinished (its calls get no record, and run on resume)."""
+
+
+def check_stop() -> None:
+    if STOP.is_set():
+        raise EngineStopped("the run is stopping")
 
 
 def run_safe(fn, requests, *args, cls, emit=None):
@@ -13,6 +28,8 @@ def run_safe(fn, requests, *args, cls, emit=None):
     (results already emitted stand; the runner ignores a second answer for them)."""
     try:
         return fn(requests, *args, emit=emit)
+    except EngineStopped:
+        raise
     except Exception:  # noqa: BLE001
         if len(requests) == 1:
             import traceback

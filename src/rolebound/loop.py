@@ -117,7 +117,8 @@ async def bounded(jobs: Sequence[Any], fn: Callable[[Any], Awaitable[Any]], *, c
         return list(await asyncio.gather(*tasks))
     finally:
         for t in tasks:
-            t.cancel()
+            if not t.cancelling():      # one cancel each: a job given STOP_GRACE_S keeps it
+                t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if prog:
             prog.stop()

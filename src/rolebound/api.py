@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from . import __version__
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
 from .models import create_backend, parse_spec
+from .models.engine_calls import EngineStopped
 from .protocol import is_demo, overrides_of, repeat_seed, resolve
 from .records import Decoding, RunManifest, canonical_order
 from .request import RunRequest, make_request
@@ -243,7 +244,7 @@ def _execute(s, req: RunRequest, plan: _Plan, dataset, items, session, timing, s
     try:
         asyncio.run(sig.attach(_run_all(s, dataset, items, plan.settings, session, plan.concurrency, req.progress,
                                         plan.backend, plan.judge, timing, plan.extractor)))
-    except (asyncio.CancelledError, KeyboardInterrupt):
+    except (asyncio.CancelledError, KeyboardInterrupt, EngineStopped):
         if sig.code is None:
             raise
         return _signal_stop(sig.code)

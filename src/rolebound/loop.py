@@ -7,7 +7,6 @@ import asyncio
 import signal
 import threading
 from contextlib import contextmanager
-from types import SimpleNamespace
 from typing import Any, Awaitable, Callable, Iterator, Sequence
 
 
@@ -62,6 +61,12 @@ class StopState:
             self.loop = self.task = None
 
 
+def signalled() -> bool:
+    """A stop signal came during the current run (its calls in flight get STOP_GRACE_S)."""
+    return any(st.code is not None for st in _ACTIVE)
+
+
+_ACTIVE: list[StopState] = []
 STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
@@ -78,17 +83,20 @@ def stop_signals() -> Iterator[StopState]:
         yield state
         return
     STOP.clear()
+    LAST_STOP["code"] = None
 
     def on_signal(signum, frame):
         state.hit(signum)
 
     old = {}
+    _ACTIVE.append(state)
     for sig in STOP_SIGNALS:
         if signal.getsignal(sig) is not signal.SIG_IGN:
             old[sig] = signal.signal(sig, on_signal)
     try:
         yield state
     finally:
+        _ACTIVE.remove(state)
         for sig, handler in old.items():
             signal.signal(sig, handler)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from .errors import EndpointError, RoleboundError
-from .loop import STOP_GRACE_S
+from .loop import STOP_GRACE_S, signalled
 from .models.engine_calls import EngineStopped
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest
@@ -237,14 +237,15 @@ class Session:
         return rec
 
     async def _ask(self, disp: Dispatcher, kind: str, request, decoding: Decoding) -> tuple[Any, bool]:
-        """The backend's reply, and whether the run is stopping. A stop (Ctrl-C, a signal, another
-        item's fatal error) cancels the item; a reply that is already in, or comes within
-        STOP_GRACE_S, is still returned so that it is written (a second Ctrl-C ends the wait)."""
+        """The backend's reply, and whether the run is stopping. A stop (a signal, another item's
+        fatal error) cancels the item; a reply already in is still returned so that it is written,
+        and after a stop signal so is one that comes within STOP_GRACE_S (no new request starts
+        then: engine_calls.STOP; a second signal ends the wait)."""
         call = asyncio.ensure_future(disp.score(request) if kind == "score" else disp.generate(request, decoding))
         try:
             return await asyncio.shield(call), False
         except asyncio.CancelledError:
-            if not call.done():
+            if not call.done() and signalled():
                 try:
                     await asyncio.wait([call], timeout=STOP_GRACE_S)
                 except asyncio.CancelledError:

@@ -110,6 +110,7 @@ def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: i
         out: str | Path | None = None, progress: bool = True, use_cache: bool = True,
         resamples: int | None = None, concurrency: int | None = None) -> CheckResult:
     from ..loop import stop_signals
+    from ..models.engine_calls import EngineStopped
     from ..runner import check_resumable, now, open_session
     from .data import load
 
@@ -141,7 +142,7 @@ def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: i
         try:
             with stop_signals() as sig:     # Ctrl-C, SIGTERM, SIGHUP: what is done is kept (loop.py)
                 failed = asyncio.run(sig.attach(_judge_all(session, check, rows, settings, progress, concurrency)))
-        except (KeyboardInterrupt, asyncio.CancelledError):
+        except (KeyboardInterrupt, asyncio.CancelledError, EngineStopped):
             code = (sig.code if sig is not None else None) or 130
             stopped = RunStopped(f"{'terminated' if code == 143 else 'interrupted'}; the same command resumes {out}",
                                  exit_code=code)

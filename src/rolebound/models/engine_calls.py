@@ -10,12 +10,13 @@ from .base import GenResult, ScoreResult
 
 # Set when the run is stopped (Ctrl-C, SIGTERM, SIGHUP): the engines' worker threads end their batch
 # at the next forward pass instead of running it to its end (a stopped run waited for a whole
-# batch, minutes on a CPU, before it could exit).
+# batch, minutes on a CPU, before it could exit), and API backends send no new request.
 STOP = threading.Event()
 
 
-class EngineStopped(Exception):
-    """The run is stopping: the batch is left unfinished (its calls get no record, and run on resume)."""
+class EngineStopped(BaseException):
+    """The run is stopping: no new request starts, a batch is left unfinished (its calls get no
+    record, and run on resume). Not an Exception, so no backend records it as a failed call."""
 
 
 def check_stop() -> None:

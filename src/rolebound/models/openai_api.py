@@ -36,6 +36,7 @@ from .. import limits
 from ..errors import BackendError
 from ..loop import API_CONCURRENCY
 from ..records import Decoding
+from .engine_calls import check_stop
 from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, PREFILL, Backend, GenRequest, GenResult, ScoreRequest,
                    ScoreResult)
 
@@ -333,6 +334,7 @@ class OpenAIBackend(Backend):
     async def _post_retrying(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         attempt = refusals = 0
         while True:
+            check_stop()                # a stopped run sends nothing new (models/engine_calls.py)
             self._check_down()          # raises once another request found the endpoint unusable
             try:
                 async with self.sem, limits.slot(self.base_url):   # limits: a sweep's cap per endpoint

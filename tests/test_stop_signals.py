@@ -164,3 +164,20 @@ def test_a_batch_cut_by_the_stop_is_no_failed_call():
             asyncio.run(ask())
     finally:
         STOP.clear()
+
+
+@pytest.mark.model
+def test_a_local_engine_stops_mid_batch_on_a_second_ctrl_c(tmp_path):
+    """The bundled model on torch, 256 prompts in flight: before, the run waited for the engine's
+    whole batch (over 120 s here) after two Ctrl-C, and counted 272 calls for 16 records."""
+    data = write_mcq(tmp_path / "q.jsonl", 600)
+    out = tmp_path / "r"
+    proc = start(["run", "mcq", "--model", "bundled", "--engine", "torch", "--data", data, "--scoring", "generate",
+                  "--out", out, "--quiet", "--no-cache"])
+    wait_for_records(out, 1, proc, limit=300)
+    rc, err, took = stop(proc, signal.SIGINT, signal.SIGINT, gap=0.1, within=60)
+    assert rc == 130, err
+    assert err.splitlines()[-1].startswith("interrupted") and "Traceback" not in err
+    assert took < 30
+    _, recs = kept(out)
+    assert 0 < len(recs) < 600

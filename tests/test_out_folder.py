@@ -135,3 +135,20 @@ def test_claim_folder_takes_new_empty_and_own_folders_only(tmp_path):
         claim_run_folder(tmp_path / "killed")
     (tmp_path / "killed" / "manifest.json").touch()                # a run's folder: the manifest decides
     claim_run_folder(tmp_path / "killed")
+
+
+@pytest.mark.slow
+def test_a_card_or_a_sweep_leaves_a_folder_of_other_files_alone(tmp_path, data):
+    import yaml
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "index.html").write_text("<p>my own page</p>")
+    (mine / "card.md").write_text("my notes")
+    before = snapshot(mine)
+    refused(rolebound("card", "--model", "fake:random", "--out", mine), "not a card folder", "--out")
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text(yaml.safe_dump({"suite": "mcq", "model": ["fake:random", "fake:constant"], "data": str(data),
+                                   "limit": 2}))
+    refused(rolebound("sweep", cfg, "--out", mine, "--quiet"), "not a sweep folder", "--out")
+    assert snapshot(mine) == before

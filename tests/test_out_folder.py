@@ -152,3 +152,19 @@ def test_a_card_or_a_sweep_leaves_a_folder_of_other_files_alone(tmp_path, data):
                                    "limit": 2}))
     refused(rolebound("sweep", cfg, "--out", mine, "--quiet"), "not a sweep folder", "--out")
     assert snapshot(mine) == before
+
+
+@pytest.mark.slow
+def test_compare_never_writes_into_a_run_or_a_users_folder(tmp_path, data):
+    runs = []
+    for name in ("a", "b"):
+        res = rolebound(*run_args(data, tmp_path / name))
+        assert res.returncode == 0, res.stderr
+        runs.append(tmp_path / name)
+    before = snapshot(runs[0])
+    refused(rolebound("compare", *runs, "--out", runs[0]), "not a comparison folder")
+    assert snapshot(runs[0]) == before          # the run's own report.md/html untouched
+    res = rolebound("compare", *runs, "--out", tmp_path / "cmp")
+    assert res.returncode == 0, res.stderr
+    again = rolebound("compare", *runs, "--out", tmp_path / "cmp")
+    assert again.returncode == 0, again.stderr

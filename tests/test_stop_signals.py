@@ -88,20 +88,20 @@ def fake_run(tmp_path: Path, n: int = 3000) -> tuple[list, Path]:
 ])
 def test_a_stop_writes_what_is_done_and_counts_only_what_is_recorded(tmp_path, signals, code, word):
     args, out = fake_run(tmp_path)
-    proc = start(args, env={"ROLEBOUND_FAKE_DELAY": "0.5"})
+    proc = start(args, env={"ROLEBOUND_FAKE_DELAY": "1"})
     wait_for_records(out, 1, proc)
     rc, err, took = stop(proc, *signals)
     assert rc == code, err
     assert one_line(err).startswith(word) and "rerun the same command to resume" in err
-    assert took < 10
+    assert took < 15
     _, recs = kept(out)
     assert 0 < len(recs) < 3000
     assert len({r["call_id"] for r in recs}) == len(recs) and not any(r["error"] for r in recs)
 
 
 def test_the_run_resumes_after_a_double_ctrl_c(tmp_path):
-    args, out = fake_run(tmp_path, n=600)
-    proc = start(args, env={"ROLEBOUND_FAKE_DELAY": "0.5"})
+    args, out = fake_run(tmp_path, n=1000)
+    proc = start(args, env={"ROLEBOUND_FAKE_DELAY": "1"})
     wait_for_records(out, 1, proc)
     rc, err, _ = stop(proc, signal.SIGINT, signal.SIGINT)
     assert rc == 130, err
@@ -109,13 +109,13 @@ def test_the_run_resumes_after_a_double_ctrl_c(tmp_path):
     again = subprocess.run([str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["finished"] and len({r["call_id"] for r in records(out)}) == 600
-    assert manifest["counts"]["model_calls"] == 600         # summed over both invocations: each reply once
+    assert manifest["finished"] and len({r["call_id"] for r in records(out)}) == 1000
+    assert manifest["counts"]["model_calls"] == 1000        # summed over both invocations: each reply once
 
 
 @pytest.mark.parametrize("signals", [(signal.SIGINT,), (signal.SIGINT, signal.SIGINT)])
 def test_every_reply_an_api_server_sent_before_the_stop_is_kept(tmp_path, signals):
-    data = write_mcq(tmp_path / "q.jsonl", 200)
+    data = write_mcq(tmp_path / "q.jsonl", 600)
     out = tmp_path / "r"
     with FakeServer(delay=0.2, reply="B") as srv:
         args = ["run", "mcq", "--model", "openai:test-model", "--base-url", srv.url + "/v1", "--data", data,
@@ -127,7 +127,7 @@ def test_every_reply_an_api_server_sent_before_the_stop_is_kept(tmp_path, signal
         one_line(err)
         answered = srv.stats.by_status.get(200, 0)
     _, recs = kept(out)
-    assert len(recs) < 200
+    assert len(recs) < 600
     # the second Ctrl-C may cut off calls still in flight, never a reply the server had sent
     assert len(recs) == answered or (len(signals) > 1 and len(recs) <= answered), (len(recs), answered)
 

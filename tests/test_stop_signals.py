@@ -138,7 +138,8 @@ def test_a_batch_cut_by_the_stop_is_no_failed_call():
     import asyncio
 
     from rolebound.models.base import GenRequest, GenResult
-    from rolebound.models.engine_calls import STOP, EngineStopped, check_stop, run_safe
+    from rolebound.loop import STOP, EngineStopped, check_stop
+    from rolebound.models.engine_calls import run_safe
     from rolebound.records import Decoding
     from rolebound.runner import Dispatcher
 

@@ -17,14 +17,13 @@ from typing import Any, Sequence
 from . import __version__
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
 from .models import create_backend, parse_spec
-from .models.engine_calls import EngineStopped
 from .protocol import is_demo, overrides_of, repeat_seed, resolve
 from .records import Decoding, RunManifest, canonical_order
 from .request import RunRequest, make_request
 from .runner import RunResult, check_resumable, execute, git_revision, now, open_session
 from .store import MANIFEST, METRICS, RECORDS, RunDir, claim_run_folder, load_records, records_frame
 from .suites import get_suite
-from .loop import default_concurrency, stop_signals
+from .loop import EngineStopped, default_concurrency, stop_signals
 from .suites.base import RunSettings, validate_options
 
 

@@ -18,6 +18,22 @@ def default_concurrency(backend) -> int:
     return LOCAL_CONCURRENCY if getattr(backend, "batching", False) else API_CONCURRENCY
 
 
+# Set when the run is stopped (Ctrl-C, SIGTERM, SIGHUP): the local engines' worker threads end their
+# batch at the next forward pass instead of running it to its end (a stopped run waited for a whole
+# batch, minutes on a CPU, before it could exit), and API backends send no new request.
+STOP = threading.Event()
+
+
+class EngineStopped(BaseException):
+    """The run is stopping: no new request starts, a batch is left unfinished (its calls get no
+    record, and run on resume). Not an Exception, so no backend records it as a failed call."""
+
+
+def check_stop() -> None:
+    if STOP.is_set():
+        raise EngineStopped("the run is stopping")
+
+
 STOP_GRACE_S = 1.0     # after a stop, how long a call in flight may still bring its reply in
 LAST_STOP = {"code": None}     # the exit code of the last stop signal (130 SIGINT, 143 SIGTERM/SIGHUP)
 
@@ -34,8 +50,6 @@ class StopState:
         self.task: asyncio.Task | None = None
 
     def hit(self, signum: int) -> None:
-        from .models.engine_calls import STOP
-
         self.count += 1
         if self.code is None:
             self.code = 130 if signum == signal.SIGINT else 143
@@ -76,8 +90,6 @@ def stop_signals() -> Iterator[StopState]:
     closed) all stop a run the same way: the calls in flight are cancelled, what is done is
     written and the resume line printed. A signal the process inherited as ignored (nohup, a
     background job of a script) stays ignored."""
-    from .models.engine_calls import STOP
-
     state = StopState()
     if threading.current_thread() is not threading.main_thread():
         yield state

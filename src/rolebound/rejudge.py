@@ -160,8 +160,7 @@ def rejudge(run_dir: str | Path, judge_spec: str, *, progress: bool = True,
                           meta=plan.context_meta(a) if plan.context_meta else {})
         await plan.judge_one(ctx, a, round_, judge.spec)
 
-    from .loop import stop_signals
-    from .models.engine_calls import EngineStopped
+    from .loop import EngineStopped, stop_signals
 
     sig = None
     try:

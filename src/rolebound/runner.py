@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from .errors import EndpointError, RoleboundError
-from .loop import STOP_GRACE_S, signalled
-from .models.engine_calls import EngineStopped
+from .loop import STOP_GRACE_S, EngineStopped, signalled
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest
 from .protocol import repeat_seed

@@ -109,8 +109,7 @@ async def _judge_all(session, check: JudgeCheck, rows: list[Labelled], settings:
 def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: int | None = None,
         out: str | Path | None = None, progress: bool = True, use_cache: bool = True,
         resamples: int | None = None, concurrency: int | None = None) -> CheckResult:
-    from ..loop import stop_signals
-    from ..models.engine_calls import EngineStopped
+    from ..loop import EngineStopped, stop_signals
     from ..runner import check_resumable, now, open_session
     from .data import load
 

@@ -4,24 +4,9 @@ runs on a worker thread, and a batch that fails as a whole is retried item by it
 from __future__ import annotations
 
 import asyncio
-import threading
 
+from ..loop import EngineStopped, check_stop  # noqa: F401 - the stop check lives with the signals (loop.py)
 from .base import GenResult, ScoreResult
-
-# Set when the run is stopped (Ctrl-C, SIGTERM, SIGHUP): the engines' worker threads end their batch
-# at the next forward pass instead of running it to its end (a stopped run waited for a whole
-# batch, minutes on a CPU, before it could exit), and API backends send no new request.
-STOP = threading.Event()
-
-
-class EngineStopped(BaseException):
-    """The run is stopping: no new request starts, a batch is left unfinished (its calls get no
-    record, and run on resume). Not an Exception, so no backend records it as a failed call."""
-
-
-def check_stop() -> None:
-    if STOP.is_set():
-        raise EngineStopped("the run is stopping")
 
 
 def run_safe(fn, requests, *args, cls, emit=None):

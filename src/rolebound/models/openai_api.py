@@ -34,9 +34,8 @@ from typing import Any, Sequence
 
 from .. import limits
 from ..errors import BackendError
-from ..loop import API_CONCURRENCY
+from ..loop import API_CONCURRENCY, check_stop
 from ..records import Decoding
-from .engine_calls import check_stop
 from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, PREFILL, Backend, GenRequest, GenResult, ScoreRequest,
                    ScoreResult)
 

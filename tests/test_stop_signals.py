@@ -182,3 +182,24 @@ def test_a_local_engine_stops_mid_batch_on_a_second_ctrl_c(tmp_path):
     assert took < 30
     _, recs = kept(out)
     assert 0 < len(recs) < 600
+
+
+def test_a_signal_before_the_loop_starts_stops_it_at_once_and_handlers_come_back():
+    import asyncio
+    import warnings
+
+    from rolebound.loop import stop_signals
+
+    before = signal.getsignal(signal.SIGHUP)
+
+    async def work():
+        await asyncio.sleep(30)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no "coroutine was never awaited" on stderr
+        with stop_signals() as state:
+            os.kill(os.getpid(), signal.SIGHUP)    # while the run is being set up: waits for the loop
+            with pytest.raises(asyncio.CancelledError):
+                asyncio.run(state.attach(work()))
+    assert state.code == 143
+    assert signal.getsignal(signal.SIGHUP) == before

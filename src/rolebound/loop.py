@@ -69,6 +69,7 @@ class StopState:
         self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
         try:
             if self.code is not None:       # a signal came before the loop started
+                getattr(coro, "close", lambda: None)()
                 raise asyncio.CancelledError
             return await coro
         finally:
@@ -109,6 +110,7 @@ def stop_signals() -> Iterator[StopState]:
         yield state
     finally:
         _ACTIVE.remove(state)
+        STOP.clear()        # the engines' threads have let go (asyncio.run waited for them)
         for sig, handler in old.items():
             signal.signal(sig, handler)
 

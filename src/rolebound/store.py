@@ -205,13 +205,21 @@ class RunDir:
             return 0
         if not p.is_file():
             raise InputError("is not a regular file; a run's records.jsonl must be one", file=str(p))
-        fd = os.open(p, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "r+b") as fh:
-            data = fh.read()
+        try:
+            with os.fdopen(os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
+                data = fh.read()
             if not data or data.endswith(b"\n"):
                 return 0
             cut = data.rfind(b"\n") + 1
-            fh.truncate(cut)
+            fd = os.open(p, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                os.ftruncate(fd, cut)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                refuse_link(p)
+            raise RunDirError(p, exc) from None
         return len(data) - cut
 
     def completed(self) -> dict[str, Record]:

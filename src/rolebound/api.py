@@ -21,9 +21,9 @@ from .protocol import is_demo, overrides_of, repeat_seed, resolve
 from .records import Decoding, RunManifest, canonical_order
 from .request import RunRequest, make_request
 from .runner import RunResult, check_resumable, execute, git_revision, now, open_session
-from .store import MANIFEST, METRICS, RECORDS, RunDir, load_records, records_frame
+from .store import MANIFEST, METRICS, RECORDS, RunDir, claim_run_folder, load_records, records_frame
 from .suites import get_suite
-from .loop import default_concurrency, sigterm_as_interrupt
+from .loop import EngineStopped, default_concurrency, stop_signals
 from .suites.base import RunSettings, validate_options
 
 
@@ -51,7 +51,10 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
     plan = _plan(s, req)
     dataset, items = _items(s, req, plan.settings)
     out = req.out or default_out(req.suite, req.model, plan.settings.strategies, plan.settings.scoring)
+    claim_run_folder(out)       # a user's folder is never written into; checked again under the lock
     rd = RunDir(out)
+    if req.overwrite and rd.exists():
+        rd.read_manifest()      # --overwrite clears a run's folder only: said before a .lock is made there
     manifest = _manifest(s, req, plan, dataset, items)
     manifest.counts = {"invocations": 1}       # written at start: a killed first invocation still counts
     earlier: dict[str, int] = {}
@@ -62,10 +65,12 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
         """Under the lock, before anything in the folder is touched: a running run is never
         cleared by --overwrite, and a different run is never resumed."""
         nonlocal new_run
+        claim_run_folder(out)
         if not rd.exists():
             new_run = not (out / RECORDS).exists()
             return
         if req.overwrite:
+            rd.read_manifest()          # --overwrite clears a run's folder only
             for name in (RECORDS, METRICS, MANIFEST, "errors.log"):
                 rd.remove(name)
             return
@@ -80,11 +85,12 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
     jobs = len(items) * len(plan.settings.strategies) * req.repeats
     timing: dict[str, float] = {"start": time.time()}
     metrics, paths = ({}, [])
-    with open_session(rd, req.suite, plan.backend, plan.decoding, judge=plan.judge, use_cache=req.use_cache,
-                      judge_decoding=manifest.judge_decoding, extractor=plan.extractor,
-                      on_locked=take_over) as session:
+    with stop_signals() as sig, \
+            open_session(rd, req.suite, plan.backend, plan.decoding, judge=plan.judge, use_cache=req.use_cache,
+                         judge_decoding=manifest.judge_decoding, extractor=plan.extractor,
+                         on_locked=take_over) as session:
         rd.write_manifest(manifest)
-        stopped = _execute(s, req, plan, dataset, items, session, timing,
+        stopped = _execute(s, req, plan, dataset, items, session, timing, sig,
                            leave_nothing=lambda: new_run and not session.completed)
         c = session.counts
         manifest.finished = None if stopped else now()
@@ -102,6 +108,8 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
             rd.remove("errors.log")      # a clean pass: the earlier pass's failures are gone
         if req.report:
             metrics, paths = _report_after(out, stopped)
+        if stopped is None and sig.code is not None:     # a signal while the above was written
+            stopped = _signal_stop(sig.code)
         if stopped is not None:
             raise _stopped(stopped, out, session, jobs, paths)
     return RunResult(run_dir=out, manifest=manifest, counts=c, metrics=metrics, report_paths=paths,
@@ -225,15 +233,21 @@ def _manifest(s, req: RunRequest, plan: _Plan, dataset, items) -> RunManifest:
         package_version=__version__, git_revision=git_revision(), started=now())
 
 
-def _execute(s, req: RunRequest, plan: _Plan, dataset, items, session, timing,
+def _signal_stop(code: int) -> RunStopped:
+    return RunStopped("terminated" if code == 143 else "interrupted", exit_code=code)
+
+
+def _execute(s, req: RunRequest, plan: _Plan, dataset, items, session, timing, sig,
              leave_nothing) -> RoleboundError | None:
-    """Every job of the run; returns why it stopped early (None: it did not)."""
+    """Every job of the run; returns why it stopped early (None: it did not). A stop signal
+    cancels the calls (loop.stop_signals); the caller then writes what is done."""
     try:
-        with sigterm_as_interrupt() as term:
-            asyncio.run(_run_all(s, dataset, items, plan.settings, session, plan.concurrency, req.progress,
-                                 plan.backend, plan.judge, timing, plan.extractor))
-    except KeyboardInterrupt:
-        return RunStopped("terminated", exit_code=143) if term.hit else RunStopped("interrupted", exit_code=130)
+        asyncio.run(sig.attach(_run_all(s, dataset, items, plan.settings, session, plan.concurrency, req.progress,
+                                        plan.backend, plan.judge, timing, plan.extractor)))
+    except (asyncio.CancelledError, KeyboardInterrupt, EngineStopped):
+        if sig.code is None:
+            raise
+        return _signal_stop(sig.code)
     except EndpointError as exc:
         session.errors.append(f"run stopped: {exc}")
         return exc
@@ -244,7 +258,7 @@ def _execute(s, req: RunRequest, plan: _Plan, dataset, items, session, timing,
             for name in (MANIFEST, RECORDS):
                 session.run_dir.remove(name)
         raise
-    return None
+    return _signal_stop(sig.code) if sig.code is not None else None
 
 
 def _report_after(out: Path, stopped: RoleboundError | None) -> tuple[dict, list[Path]]:

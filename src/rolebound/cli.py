@@ -121,7 +121,7 @@ def run(
     strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="one or more, comma-separated"),
     data: Optional[str] = typer.Option(None, "--data", help="dataset file (default: the suite's starter set)"),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="run only N items"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (same --out resumes)"),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="run directory (same --out resumes)"),
     scoring: Optional[str] = typer.Option(None, "--scoring", help="generate or logprob (suites that offer both)"),
     judge: Optional[str] = typer.Option(None, "--judge", help="judge model BACKEND:NAME, or 'self' to judge "
                                                                "with the model under test (suites with a judge)"),
@@ -170,6 +170,8 @@ def run(
     else:
         if not suite:
             raise InputError("give a SUITE or --config FILE", field="suite")
+        if out is not None and not out.strip():
+            raise InputError("is empty; give a folder (a new one, or one holding the same run)", field="--out")
         # only what was given: the rest comes from the suite's protocol (protocol.py)
         bopts = dict(base_url=base_url, api_key_env=api_key_env, timeout=timeout, dtype=dtype, threads=threads,
                      concurrency=concurrency, engine=engine)
@@ -569,6 +571,9 @@ def data_import(fmt: str = typer.Argument(..., metavar="FORMAT", help="see `role
     imps = all_importers()
     if fmt not in imps:
         raise InputError(f"unknown format '{fmt}'; available: {', '.join(sorted(imps)) or 'none'}", field="FORMAT")
+    from .io import check_output_file
+
+    check_output_file(out, src)
     out.parent.mkdir(parents=True, exist_ok=True)
     print(imps[fmt][0](src, str(out)))
 
@@ -586,15 +591,17 @@ TERM = {"hit": False}
 
 
 def _on_term(signum, frame):
-    # SIGTERM outside a run's calls (loading, writing the report): Ctrl-C's path with exit 143;
-    # during the calls api's own handler takes it (loop.sigterm_as_interrupt)
+    # SIGTERM or SIGHUP outside a run (loading): Ctrl-C's path with exit 143; during a run
+    # api's own handler takes it (loop.stop_signals)
     TERM["hit"] = True
     raise KeyboardInterrupt
 
 
 def _interrupted() -> int:
     # click re-raises a KeyboardInterrupt as Abort, and typer may make it Exit(130): the flag says which
-    if TERM["hit"]:
+    from .loop import LAST_STOP
+
+    if TERM["hit"] or LAST_STOP["code"] == 143:
         print(f"\nterminated; {RESUME}", file=sys.stderr)
         return 143
     print(f"\n{INTERRUPTED}", file=sys.stderr)
@@ -604,8 +611,10 @@ def _interrupted() -> int:
 def main() -> None:
     import signal
 
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:     # an inherited ignore is kept
-        signal.signal(signal.SIGTERM, _on_term)
+    for name in ("SIGTERM", "SIGHUP"):     # SIGHUP (the terminal closed) acts as SIGTERM
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:     # an inherited ignore is kept
+            signal.signal(sig, _on_term)
     _fill_closed_std_fds()
     try:
         code = _main(sys.argv[1:])

@@ -9,7 +9,7 @@ from .errors import InputError
 from .records import canonical_order
 from .report.builder import Report
 from .scoring.model_extract import split
-from .store import RunDir, load_records
+from .store import RunDir, claim_folder, load_records
 from .suites import get_suite
 
 
@@ -39,6 +39,8 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     else:
         suite.compare(rep, entries)
     out = Path(out) if out else Path("runs") / (f"compare__{suite.name}" + ("__paper" if paper else ""))
+    # its report.md/html are written there, then renamed: never into a user's (or a run's) folder
+    claim_folder(out, marker="compare.md", before=frozenset({"figures"}), what="comparison")
     out.mkdir(parents=True, exist_ok=True)
     paths = rep.write(out)
     return [p.rename(p.with_name(p.name.replace("report", "compare"))) for p in paths]

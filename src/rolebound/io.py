@@ -69,6 +69,30 @@ def check_file(path: str | Path) -> Path:
     return path
 
 
+def check_output_file(out: str | Path, *sources: str | Path, flag: str = "--out") -> Path:
+    """`out` as a file to write, if writing it harms nothing: not a link, a folder or a device
+    (/dev/null), and not one of the `sources` being read."""
+    out = Path(out)
+    if not str(out).strip():
+        raise InputError("is empty; give a file", field=flag)
+    if out.is_symlink():
+        raise InputError(f"{out} is a symbolic link; give the file itself (nothing is written through a link)",
+                         field=flag)
+    if out.exists() and not out.is_file():
+        raise InputError(f"{out} is not a regular file", field=flag)
+    real = out.resolve()
+    for src in map(Path, sources):
+        if not src.exists():
+            continue
+        s = src.resolve()
+        # the file read, or (a source folder) a file in it that may be read: `x/../src` too
+        if real == s or (out.exists() and os.path.samefile(src, out)) or (src.is_dir() and out.exists()
+                                                                          and s in real.parents):
+            raise InputError(f"{out} is the source being imported" + (" (or a file in it)" if src.is_dir() else "")
+                             + "; give another file", field=flag)
+    return out
+
+
 def _not_utf8(path: Path, exc: UnicodeDecodeError, line: int | None = None) -> InputError:
     return InputError(f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); save the file as UTF-8",
                       file=str(path), line=line)
@@ -328,6 +352,7 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     target = Path(target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
+        tmp.unlink(missing_ok=True)     # a link left at this name is never written through
         yield Path(tmp)
         os.replace(tmp, target)
     except BaseException as exc:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, Sequence
 
-from .errors import InputError
+from .errors import InputError, RunStopped
 from .records import Record, RunManifest
 from .store import RunDir
 
@@ -160,7 +160,16 @@ def rejudge(run_dir: str | Path, judge_spec: str, *, progress: bool = True,
                           meta=plan.context_meta(a) if plan.context_meta else {})
         await plan.judge_one(ctx, a, round_, judge.spec)
 
-    failed = asyncio.run(judge_answers(rd, manifest, judge, plan.answers, one, progress=progress))
+    from .loop import EngineStopped, stop_signals
+
+    sig = None
+    try:
+        with stop_signals() as sig:     # Ctrl-C, SIGTERM, SIGHUP: the verdicts received are kept (loop.py)
+            failed = asyncio.run(sig.attach(judge_answers(rd, manifest, judge, plan.answers, one, progress=progress)))
+    except (KeyboardInterrupt, asyncio.CancelledError, EngineStopped):
+        code = (sig.code if sig is not None else None) or 130
+        raise RunStopped(f"{'terminated' if code == 143 else 'interrupted'}; the verdicts so far are kept in "
+                         f"{rd.records_path}; the same command resumes round {round_}", exit_code=code) from None
     entry = {"round": round_, "judge": judge.spec, **({"judge_scoring": plan.mode} if plan.mode else {}),
              "answers": len(plan.answers), "failed": failed, **endpoint_of(judge)}
     log_rejudge(rd, manifest, entry)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from .errors import EndpointError, InputError, RoleboundError
+from .loop import STOP_GRACE_S, EngineStopped, signalled
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest, Unkeepable, record_line
 from .protocol import repeat_seed
@@ -116,6 +117,10 @@ class Dispatcher:
                     results = await self.backend.generate(reqs, Decoding.model_validate_json(key[1]), **kw)
                 else:
                     results = await self.backend.score(reqs, **kw)
+            except EngineStopped:
+                for _, fut in chunk:        # the run is stopping: these calls get no answer
+                    fut.cancel()
+                continue
             except Exception as exc:  # noqa: BLE001 - a whole-batch failure becomes per-call errors
                 cls = GenResult if key[0] == "gen" else ScoreResult
                 results = [cls(error=f"{type(exc).__name__}: {exc}") for _ in reqs]
@@ -127,7 +132,7 @@ class Dispatcher:
 # ------------------------------------------------------------------------------------------------
 @dataclass
 class Counts:
-    calls: int = 0          # requests sent to a backend
+    calls: int = 0          # replies from a backend (each one is recorded; a call cut off by a stop is not)
     cache_hits: int = 0
     resumed: int = 0        # answered from this run's own records
     errors: int = 0
@@ -222,19 +227,16 @@ class Session:
         dec = decoding if kind != "score" else None
         key = self.cache_key(backend, kind, request.cache_payload(), dec, repeat)
         started = time.perf_counter()
+        stopping = False
         cached = self._from_cache(key, kind, request) if self.cache else None
         if cached is not None:
             self.counts.cache_hits += 1
             result = cached
             latency = None
         else:
-            disp = self.dispatchers[id(backend)]
+            result, stopping = await self._ask(self.dispatchers[id(backend)], kind, request, decoding)
             self.counts.calls += 1
             self.counts.by_role[role] = self.counts.by_role.get(role, 0) + 1
-            if kind == "score":
-                result = await disp.score(request)  # type: ignore[arg-type]
-            else:
-                result = await disp.generate(request, decoding)  # type: ignore[arg-type]
             latency = round(time.perf_counter() - started, 4)
             result = self._checked(result, request)
             if self.cache and result.error is None:
@@ -249,6 +251,9 @@ class Session:
         self.run_dir.append(rec, line)
         if rec.error:
             self.counts.errors += 1
+        if stopping:
+            raise asyncio.CancelledError     # written; now the stop goes on
+        if rec.error:
             if cached is None:
                 self._stop_if_endpoint_down(backend, rec)
             raise CallFailed(rec)
@@ -327,6 +332,25 @@ class Session:
             if masked != line:
                 line, rec = masked, Record.model_validate_json(masked)
         return rec, line
+
+    async def _ask(self, disp: Dispatcher, kind: str, request, decoding: Decoding) -> tuple[Any, bool]:
+        """The backend's reply, and whether the run is stopping. A stop (a signal, another item's
+        fatal error) cancels the item; a reply already in is still returned so that it is written,
+        and after a stop signal so is one that comes within STOP_GRACE_S (no new request starts
+        then: engine_calls.STOP; a second signal ends the wait)."""
+        call = asyncio.ensure_future(disp.score(request) if kind == "score" else disp.generate(request, decoding))
+        try:
+            return await asyncio.shield(call), False
+        except asyncio.CancelledError:
+            if not call.done() and signalled():
+                try:
+                    await asyncio.wait([call], timeout=STOP_GRACE_S)
+                except asyncio.CancelledError:
+                    pass
+            if call.done() and not call.cancelled() and call.exception() is None:
+                return call.result(), True
+            call.cancel()
+            raise
 
     def _stop_if_endpoint_down(self, backend: Backend, rec: Record) -> None:
         """Fail fast: an error the backend calls fatal (401, unknown model, nothing listening)

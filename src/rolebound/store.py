@@ -11,6 +11,7 @@ warning line, so a resume makes the call again and its new record supersedes the
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -28,6 +29,56 @@ from .paths import cache_dir
 from .records import REPLY_FIELDS, Record, RunManifest, loc_text, record_line
 
 MANIFEST, RECORDS, METRICS = "manifest.json", "records.jsonl", "metrics.json"
+# what a run folder may hold before its manifest is written (a first run killed at its start)
+_BEFORE_MANIFEST = frozenset({".lock", RECORDS})
+
+
+def claim_folder(path: str | Path, *, marker: str, before: frozenset[str] = frozenset(), flag: str = "--out",
+                 what: str = "run") -> Path:
+    """`path` as an output folder, if it is one the tool may write into: new, empty, holding
+    `marker` (its own earlier output) or only the names in `before`. Anything else is an
+    InputError in one line, before a file is made there: a user's folder is never written into."""
+    path = Path(path)
+    if not str(path).strip():
+        raise InputError("is empty; give a folder", field=flag)
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError) as exc:
+        raise InputError(f"cannot be resolved ({exc}); give another {flag}", file=str(path)) from None
+    if real == Path(real.anchor):
+        raise InputError(f"is the root folder; give {flag} a folder of the {what}'s own", file=str(path))
+    if not path.exists():
+        if path.is_symlink():
+            raise InputError(f"is a broken symbolic link; give another {flag}", file=str(path))
+        return path
+    if not path.is_dir():
+        raise InputError(f"is not a folder; give {flag} a folder", file=str(path))
+    if (path / marker).exists() or (path / marker).is_symlink():
+        return path
+    try:
+        others = sorted(n for n in os.listdir(path) if n not in before and not _is_temp(n))
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror or exc}); give another {flag}", file=str(path)) from None
+    if others:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise InputError(f"not a {what} folder, and not empty ({shown}); a {what} writes only into a new or "
+                         f"empty folder, or one holding the same {what}: give another {flag}", file=str(path))
+    return path
+
+
+def claim_run_folder(path: str | Path) -> Path:
+    return claim_folder(path, marker=MANIFEST, before=_BEFORE_MANIFEST)
+
+
+def _is_temp(name: str) -> bool:
+    return name.startswith(".") and name.endswith(".tmp")      # io.atomic_path's, left by a kill
+
+
+def refuse_link(path: Path) -> None:
+    """A file the tool writes is never a symbolic link: writing through one changes its target."""
+    if path.is_symlink():
+        raise InputError("is a symbolic link; a run writes only its own files, never through a link "
+                         "(remove it, or use another --out)", file=str(path))
 
 
 def iter_records(path: Path) -> Iterator[tuple[int, dict]]:
@@ -147,7 +198,8 @@ class RunDir:
         return self.write_text(name, json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
     def write_text(self, name: str, text: str) -> Path:
-        """Every file but records.jsonl is replaced whole (temp file + rename)."""
+        """Every file but records.jsonl is replaced whole (temp file + rename: a symbolic link
+        there is replaced, its target never written)."""
         target = self.path / name
         try:
             self.path.mkdir(parents=True, exist_ok=True)
@@ -165,10 +217,15 @@ class RunDir:
     def lock(self) -> None:
         """Exclusive use of the folder, taken before anything in it is read for writing."""
         path = self.path / ".lock"
+        refuse_link(path)
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            self._lock_fh = open(path, "w")
+            # never truncated, never through a link: the file only carries the lock
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            self._lock_fh = os.fdopen(fd, "w")
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                refuse_link(path)
             raise RunDirError(path, exc) from None
         try:
             fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -188,14 +245,26 @@ class RunDir:
     def repair(self) -> int:
         """Cut a torn last line left by a kill mid-write; returns bytes removed."""
         p = self.records_path
+        refuse_link(p)
         if not p.exists():
             return 0
-        data = p.read_bytes()
-        if not data or data.endswith(b"\n"):
-            return 0
-        cut = data.rfind(b"\n") + 1
-        with p.open("r+b") as fh:
-            fh.truncate(cut)
+        if not p.is_file():
+            raise InputError("is not a regular file; a run's records.jsonl must be one", file=str(p))
+        try:
+            with os.fdopen(os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
+                data = fh.read()
+            if not data or data.endswith(b"\n"):
+                return 0
+            cut = data.rfind(b"\n") + 1
+            fd = os.open(p, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                os.ftruncate(fd, cut)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                refuse_link(p)
+            raise RunDirError(p, exc) from None
         return len(data) - cut
 
     def completed(self) -> dict[str, Record]:
@@ -220,8 +289,12 @@ class RunDir:
     def open_for_append(self) -> None:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            self._fh = self.records_path.open("a", encoding="utf-8")
+            fd = os.open(self.records_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o644)
+            self._fh = os.fdopen(fd, "a", encoding="utf-8")
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                refuse_link(self.records_path)
             raise RunDirError(self.records_path, exc) from None
 
     def append(self, rec: Record, line: str | None = None) -> None:

@@ -20,7 +20,7 @@ from .. import __version__
 from ..errors import InputError
 from ..models import parse_spec
 from ..protocol import is_demo
-from ..store import METRICS, RunDir
+from ..store import METRICS, RunDir, claim_folder
 from ..suites import available, get_suite
 
 CARD_JSON = "card.json"
@@ -107,7 +107,8 @@ def make_card(model: str, *, judge: str | None = None, runs: Sequence[str | Path
     bad = sorted(set(limits) - set(names))
     if bad:
         raise InputError(f"unknown suite '{bad[0]}'; the card runs {', '.join(names)}", field="--limit")
-    out = Path(out) if out else default_out(spec)
+    out = claim_folder(Path(out) if out else default_out(spec), marker="card.json",
+                       before=frozenset({"runs", "figures", "judge-check"}), what="card")
     todo = [n for n in names if n not in reused]
     check_judge(todo, spec, judge)
     sections, failed, ran = [], 0, []

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from ..errors import InputError
 from ..io import write_text_atomic
+from ..store import claim_folder
 from ..report.builder import md_escape, md_text
 from .build import card_suites
 from ..card_figures import fmt
@@ -64,7 +65,8 @@ def compare_cards(paths: Sequence[str | Path], out: str | Path | None = None) ->
     if len(paths) < 2:
         raise InputError("--compare needs two or more cards (card folders or card.json files)", field="--compare")
     cards = [read_card(p) for p in paths]
-    out = Path(out) if out else Path("cards") / "compare"
+    out = claim_folder(Path(out) if out else Path("cards") / "compare", marker="compare.json",
+                       what="card comparison")
     out.mkdir(parents=True, exist_ok=True)
     heads = _heads(cards)
     ts = tables(cards)

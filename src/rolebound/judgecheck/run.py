@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import EndpointError, InputError, RoleboundError, RunStopped
 from ..records import Decoding, RunManifest
-from ..store import RunDir
+from ..store import RunDir, claim_run_folder
 from .spec import JudgeCheck, Labelled
 
 KIND = "judge-check"
@@ -109,6 +109,7 @@ async def _judge_all(session, check: JudgeCheck, rows: list[Labelled], settings:
 def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: int | None = None,
         out: str | Path | None = None, progress: bool = True, use_cache: bool = True,
         resamples: int | None = None, concurrency: int | None = None) -> CheckResult:
+    from ..loop import EngineStopped, stop_signals
     from ..runner import check_resumable, now, open_session
     from .data import load
 
@@ -120,11 +121,12 @@ def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: i
         raise InputError("no labelled replies the judge can be checked on", file=source)
     settings = check.settings(backend, resolved) if check.settings else {}
     manifest = _manifest(suite_name, check, backend, decoding, resolved, rows, source, limit, settings)
-    out = Path(out) if out else default_out(suite_name, backend.spec)
+    out = claim_run_folder(Path(out) if out else default_out(suite_name, backend.spec))
     rd = RunDir(out)
     earlier: dict[str, int] = {}
 
     def take_over() -> None:
+        claim_run_folder(out)       # again, under the lock
         if rd.exists():
             old = rd.read_manifest()
             check_resumable(old, manifest, out)
@@ -135,10 +137,15 @@ def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: i
     with open_session(rd, suite_name, backend, decoding, judge=backend, judge_decoding=decoding,
                       use_cache=use_cache, on_locked=take_over) as session:
         rd.write_manifest(manifest)
+        sig = None
         try:
-            failed = asyncio.run(_judge_all(session, check, rows, settings, progress, concurrency))
-        except KeyboardInterrupt:
-            stopped, failed = RunStopped(f"interrupted; the same command resumes {out}", exit_code=130), 0
+            with stop_signals() as sig:     # Ctrl-C, SIGTERM, SIGHUP: what is done is kept (loop.py)
+                failed = asyncio.run(sig.attach(_judge_all(session, check, rows, settings, progress, concurrency)))
+        except (KeyboardInterrupt, asyncio.CancelledError, EngineStopped):
+            code = (sig.code if sig is not None else None) or 130
+            stopped = RunStopped(f"{'terminated' if code == 143 else 'interrupted'}; the same command resumes {out}",
+                                 exit_code=code)
+            failed = 0
         except EndpointError as exc:      # the judge's endpoint cannot answer: stop, resumable
             stopped, failed = exc, 0
             session.errors.append(f"run stopped: {exc}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from ..loop import EngineStopped, check_stop  # noqa: F401 - the stop check lives with the signals (loop.py)
 from .base import GenResult, ScoreResult
 
 
@@ -13,6 +14,8 @@ def run_safe(fn, requests, *args, cls, emit=None):
     (results already emitted stand; the runner ignores a second answer for them)."""
     try:
         return fn(requests, *args, emit=emit)
+    except EngineStopped:
+        raise
     except Exception:  # noqa: BLE001
         if len(requests) == 1:
             import traceback

@@ -29,7 +29,7 @@ from ..errors import BackendError
 from ..records import Decoding, Message
 from ..threads import policy as thread_policy
 from ..threads import resolve_override
-from .engine_calls import EngineCalls, split_all
+from .engine_calls import EngineCalls, check_stop, split_all
 from .base import CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, Backend, GenResult, ScoreRequest, ScoreResult
 
 INSTALL_HINT = "llamacpp: backend needs llama-cpp-python; run `make llamacpp`"
@@ -219,6 +219,7 @@ class LlamaCppEngine:
         for start in range(0, len(items), self.n_batch):
             if self.closing.is_set():
                 raise BackendError("llamacpp: the engine is closing")
+            check_stop()
             part = items[start:start + self.n_batch]
             b.n_tokens = len(part)
             for j, (seq, pos, tok, want) in enumerate(part):

@@ -23,7 +23,7 @@ from ..errors import BackendError
 from ..records import Decoding, Message
 from ..threads import policy as thread_policy
 from ..threads import resolve_override
-from .engine_calls import EngineCalls, split_all
+from .engine_calls import EngineCalls, check_stop, split_all
 from .prefix_kv import PrefixKV
 from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, HIDDEN, LOGPROB, Backend, GenRequest, GenResult,
                    ScoreRequest, ScoreResult)
@@ -182,7 +182,9 @@ class TransformersEngine:
         self._head_fp32 = None
 
     def tick(self) -> None:
-        """Before each batch: this thread's torch thread count (only an adaptive one changes)."""
+        """Before each batch: this thread's torch thread count (only an adaptive one changes);
+        a stopped run ends here."""
+        check_stop()
         thread_policy().apply(self.threads_forced, self.threads_source)
 
     def _prefix_ok(self) -> bool:
@@ -617,6 +619,7 @@ class TransformersEngine:
         finish = ["length"] * n
         eos = torch.tensor(sorted(self.eos_ids), device=self.device) if self.eos_ids else None
         while alive:
+            check_stop()
             tok = self._pick(logits, decoding, gen)
             keep = []
             for r, row in enumerate(alive):

@@ -40,7 +40,7 @@ from typing import Any, Sequence
 
 from .. import limits
 from ..errors import BackendError
-from ..loop import API_CONCURRENCY
+from ..loop import API_CONCURRENCY, check_stop
 from ..records import Decoding
 from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, PREFILL, Backend, GenRequest, GenResult, ScoreRequest,
                    ScoreResult)
@@ -454,6 +454,7 @@ class OpenAIBackend(Backend):
     async def _post_retrying(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         attempt = refusals = 0
         while True:
+            check_stop()                # a stopped run sends nothing new (models/engine_calls.py)
             self._check_down()          # raises once another request found the endpoint unusable
             try:
                 async with self.sem, limits.slot(self.base_url):   # limits: a sweep's cap per endpoint

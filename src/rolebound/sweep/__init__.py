@@ -41,6 +41,10 @@ def sweep(config, *, executor: str = "local", address: str = "auto", parallel: i
         raise InputError("must be at least 1", field="--parallel")
     p = make_plan(config, out)
     _validate(p)
+    from ..store import claim_folder
+
+    # a user's folder is never written into: new, empty, an earlier sweep's, or its runs only
+    claim_folder(p.out, marker="index.json", before=frozenset(r.key for r in p.runs) | {"cards"}, what="sweep")
     outcomes: dict[str, dict[str, Any]] = {}
     todo = []
     for r in p.runs:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, RoleboundError, RunStopped
-from ..store import MANIFEST, RECORDS, RunDir
+from ..store import MANIFEST, RECORDS, RunDir, claim_run_folder
 from .plan import Plan, PlannedRun
 from .table import Tally
 
@@ -55,7 +55,7 @@ class Sink:
         """A new attempt of a run: its token and the run folder's files to resume from."""
         rd = self.dirs.get(key)
         if rd is None:
-            rd = self.dirs[key] = RunDir(self.outs[key])
+            rd = self.dirs[key] = RunDir(claim_run_folder(self.outs[key]))
             rd.lock()                      # a second sweep on the same --out is refused here
         rd.repair()
         self.tokens[key] = token = uuid.uuid4().hex
@@ -67,7 +67,8 @@ class Sink:
             return False
         rd = self.dirs[key]
         if data:
-            with rd.records_path.open("ab") as fh:
+            fd = os.open(rd.records_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "ab") as fh:      # never through a link (RunDir.repair refused one)
                 fh.write(data)
                 fh.flush()
             self.tallies[key].feed(data)

@@ -24,3 +24,29 @@ def test_every_named_test_bench_or_script_file_exists():
         for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
             missing += [f"{f.relative_to(ROOT)}:{n}: {p}" for p in PATH.findall(line) if not (ROOT / p).exists()]
     assert not missing, "\n".join(missing)
+
+
+MODULE = re.compile(r"`([\w./-]+\.py)`")
+
+
+def _readmes():
+    yield ROOT / "README.md"
+    yield from (ROOT / "src").rglob("README.md")
+
+
+def _exists(name: str, here: Path) -> bool:
+    """A module named as the reader would look it up: a bare name beside the README (a suite's
+    README names its own files; the top README, the package's), a path from the repository or
+    the package (`rolebound/dialogue/run.py`, `models/local.py`)."""
+    if "/" not in name:
+        return (here / name).exists() or (here == ROOT and (ROOT / "src" / "rolebound" / name).exists())
+    return any((b / name).exists() for b in (here, ROOT, ROOT / "src", ROOT / "src" / "rolebound"))
+
+
+def test_every_module_a_readme_names_exists():
+    missing = []
+    for f in _readmes():
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            missing += [f"{f.relative_to(ROOT)}:{n}: {m}" for m in MODULE.findall(line)
+                        if "<" not in m and "*" not in m and not _exists(m, f.parent)]
+    assert not missing, "\n".join(missing)

@@ -3,7 +3,7 @@
 
 vllm pins its own torch and transformers, so install it into a fresh environment:
     python -m venv .venv-vllm && .venv-vllm/bin/pip install 'vllm' && .venv-vllm/bin/pip install -e . --no-deps
-and the rest of rolebound's dependencies without torch (see README, "GPU").
+and the rest of rolebound's dependencies without torch (see docs/usage.md, "GPU and vLLM").
 Options: tensor_parallel_size, pipeline_parallel_size, data_parallel_size,
 distributed_executor_backend (ray: across nodes, docs/scale.md), gpu_memory_utilization,
 max_model_len, enable_prefix_caching (on by default: CHARM asks hundreds of questions under one persona).

@@ -208,7 +208,7 @@ class Report:
         return [md_path, html_path]
 
 
-SKIP_DOC = "README.md, Models: prefilling on API backends"
+SKIP_DOC = "docs/usage.md, Models: prefilling on API backends"
 
 
 def run_facts(manifest) -> list[tuple[str, Any]]:

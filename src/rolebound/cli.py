@@ -527,7 +527,9 @@ def data_stats(suite: str = typer.Argument(...), data: Optional[str] = typer.Opt
     s = get_suite(suite)
     opts = parse_sets(sets)
     settings = RunSettings(strategies=list(s.default_strategies), options=opts, opts=validate_options(s, opts))
-    ds = s.load(data, settings)
+    from .hub import load_data
+
+    ds = load_data(s, data, settings)
     con = _console()
     con.print(f"[bold]{suite}[/bold]: {len(ds.items)} items from {ds.source} (sha {ds.hash})")
     for title, df in s.stats(ds):
@@ -536,6 +538,27 @@ def data_stats(suite: str = typer.Argument(...), data: Optional[str] = typer.Opt
         for row in d.itertuples(index=False):
             t.add_row(*[str(x) for x in row])
         con.print(t)
+
+
+@data_app.command("export")
+def data_export(suite: str = typer.Argument(...),
+                out: Path = typer.Option(..., "--out", "-o", help="folder to write (a Hugging Face dataset)"),
+                data: Optional[str] = typer.Option(None, "--data", help="dataset file (default: the starter set)"),
+                license_id: Optional[str] = typer.Option(None, "--license",
+                                                         help="Hub licence id for the card (a source without a licence takes none)"),
+                sets: Optional[List[str]] = typer.Option(None, "--set")):
+    """Write a suite's items as Parquet per config, a dataset card and eval.yaml (`--data hf:OUT` reads it back)."""
+    from . import hub
+    from .suites import get_suite
+    from .suites.base import RunSettings, validate_options
+
+    s = get_suite(suite)
+    opts = parse_sets(sets)
+    settings = RunSettings(strategies=list(s.default_strategies), options=opts, opts=validate_options(s, opts))
+    meta = hub.export(s, hub.load_data(s, data, settings), out, data=data, license_id=license_id)
+    counts = ", ".join(f"{c} {n}" for c, n in meta["configs"].items())
+    print(f"{out}: {sum(meta['configs'].values())} items ({counts})"
+          + ("; for local use only (the source states no licence)" if meta["local_only"] else ""))
 
 
 @data_app.command("import")

@@ -47,6 +47,8 @@ data_app = typer.Typer(no_args_is_help=True, help="Inspect and import datasets."
 build_app = typer.Typer(cls=SuiteCommands, no_args_is_help=True,
                         help="Construction pipelines that turn seeds into benchmark items (each suite's own).")
 app.add_typer(data_app, name="data")
+import_app = typer.Typer(no_args_is_help=True, help="Turn other tools' results into rolebound run folders.")
+app.add_typer(import_app, name="import")
 PLUGIN_BUILD = typer.Typer()     # the build commands of rolebound.commands entry points
 
 
@@ -538,6 +540,21 @@ def data_stats(suite: str = typer.Argument(...), data: Optional[str] = typer.Opt
         for row in d.itertuples(index=False):
             t.add_row(*[str(x) for x in row])
         con.print(t)
+
+
+@import_app.command("inspect")
+def import_inspect(log: Path = typer.Argument(..., help="an inspect eval log of a rolebound task (.eval or .json)"),
+                   out: Path = typer.Option(..., "--out", "-o", help="run folder to write")):
+    """An inspect_ai eval log (`inspect eval rolebound/SUITE`) as a run folder, with its metrics and report."""
+    from . import api
+    from .inspect.logs import import_log
+
+    manifest, failed = import_log(log, out)
+    _, paths = api.build_report(out)
+    print(f"{out}: {manifest.suite}, {manifest.n_items} items, {manifest.counts['calls']} calls"
+          + (f"; {failed} samples without a score (errors) left out" if failed else ""))
+    for p in paths:
+        print(p)
 
 
 @data_app.command("export")

@@ -1,0 +1,115 @@
+"""A suite's own strategies, prompts and answer readers, run against inspect_ai's model.
+
+Each inspect sample is one (item, strategy) job. Its calls go through rolebound's Session, as in a
+native run (same call ids, same records: stage, parsed answer, gold, the rule that read it), into
+an in-memory run folder; the backend behind the Session is the eval's model (`--model`), and the
+judge is the `grader` model role (`--model-role grader=...`; the eval's model when not given).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from inspect_ai.model import (ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, GenerateConfig, Model,
+                              ModelName, get_model)
+
+from ..models.base import CHAT, Backend, GenRequest, GenResult
+from ..records import Decoding, Message, Record
+from ..runner import CallFailed, ItemContext, Session
+
+GRADER = "grader"
+STORE_KEY = "rolebound_records"
+
+
+class InspectBackend(Backend):
+    """rolebound's backend protocol over an inspect Model (chat only: no log-likelihoods)."""
+
+    backend = "inspect"
+    capabilities = frozenset({CHAT})
+
+    def __init__(self, model: Model | None, name: str = "model"):
+        super().__init__(str(ModelName(model)) if model is not None else name)
+        self.model = model
+
+    async def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+        return [await self._one(r, decoding) for r in requests]
+
+    async def _one(self, req: GenRequest, decoding: Decoding) -> GenResult:
+        kinds = {"user": ChatMessageUser, "assistant": ChatMessageAssistant, "system": ChatMessageSystem}
+        msgs = ([kinds[m.role](content=m.content) for m in req.messages] if req.messages
+                else [ChatMessageUser(content=req.prompt or "")])
+        config = GenerateConfig(temperature=decoding.temperature, top_p=decoding.top_p,
+                                max_tokens=req.max_tokens or decoding.max_tokens, seed=decoding.seed,
+                                stop_seqs=req.stop or decoding.stop)
+        try:
+            out = await self.model.generate(msgs, config=config)
+        except Exception as exc:  # noqa: BLE001 - recorded on the call, as a native run records it
+            return GenResult(error=f"{type(exc).__name__}: {exc}")
+        if out.error:
+            return GenResult(error=out.error)
+        usage = out.usage
+        return GenResult(text=out.completion, finish_reason=out.stop_reason,
+                         prompt_tokens=usage.input_tokens if usage else None,
+                         completion_tokens=usage.output_tokens if usage else None)
+
+
+class MemoryRunDir:
+    """What a Session needs of a run folder, kept in memory for one sample."""
+
+    path: Path | None = None
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+
+    def completed(self) -> dict[str, Record]:
+        return {}
+
+    def append(self, rec: Record) -> None:
+        self.records.append(rec)
+
+
+def decodings(suite) -> tuple[Decoding, Decoding | None]:
+    """The paper's decoding for answers and judge calls (the suite's protocol), as a native paper run."""
+    p = suite.protocol
+    answers = Decoding(**(p.decoding if p else {}))
+    judge = answers.merged(**p.judge_decoding) if p and p.judge_decoding else None
+    return answers, judge
+
+
+async def run_job(suite, item, strategy: str, settings) -> list[Record]:
+    """One (item, strategy) job against the eval's model; its records, failed calls included."""
+    backend = InspectBackend(get_model())
+    grader = InspectBackend(get_model(role=GRADER, default=get_model()))
+    answers, judge_decoding = decodings(suite)
+    rd = MemoryRunDir()
+    session = Session(rd, suite.name, backend, answers, judge=grader if suite.uses_judge else None,
+                      use_cache=False, judge_decoding=judge_decoding)
+    ctx = ItemContext(session=session, item_id=item.id, strategy=strategy)
+    try:
+        await suite.run_item(item, ctx, strategy, settings)
+    except CallFailed:
+        pass                      # the failed call is in rd.records with its error
+    return rd.records
+
+
+def transcript(records: list[Record]) -> list[Any]:
+    """The model's conversation of the job, for `inspect view`: each call's last prompt turn and reply."""
+    kinds = {"user": ChatMessageUser, "assistant": ChatMessageAssistant, "system": ChatMessageSystem}
+    out: list[Any] = []
+    for r in records:
+        if isinstance(r.prompt, list) and r.prompt:
+            last = r.prompt[-1]
+            out.append(kinds.get(last.get("role"), ChatMessageUser)(content=str(last.get("content") or "")))
+        out.append(ChatMessageAssistant(content=r.response or (f"[error] {r.error}" if r.error else "")))
+    return out
+
+
+def score_value(records: list[Record]) -> float:
+    """The share of the job's graded calls (gold or a judge's verdict) that are correct."""
+    graded = [r.correct for r in records if r.correct is not None]
+    return sum(bool(c) for c in graded) / len(graded) if graded else 0.0
+
+
+def to_message(m: Message | dict) -> dict:
+    return m.model_dump() if isinstance(m, Message) else dict(m)

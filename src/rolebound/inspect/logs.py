@@ -59,7 +59,7 @@ def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]
         judge_decoding=Decoding(**meta["judge_decoding"]) if meta.get("judge_decoding") and judge else None,
         protocol={"mode": "inspect", "log": str(path), "self_judged": bool(judge) and judge == model},
         dataset=meta["dataset"], dataset_hash=meta["dataset_hash"], n_items=len(items),
-        limit=log.eval.config.limit if isinstance(log.eval.config.limit, int) else None,
+        limit=meta.get("limit"),
         repeats=log.eval.config.epochs or 1, options=meta.get("options") or {},
         prompt_templates=meta.get("prompt_templates") or {}, package_version=meta.get("package_version", "?"),
         started=stats.started_at or None, finished=stats.completed_at or None,

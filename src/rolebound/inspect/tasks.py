@@ -1,8 +1,9 @@
 """The four suites as inspect_ai tasks: `inspect eval rolebound/charm -T strategy=sequential`.
 
 Task parameters: strategy (one or several, comma-separated; default: the suite's default
-strategies a chat-only model can run), data (a --data value: a file, or hf:DIR for an export) and
-set (the suite's --set options, `key=value,key=value`). Each sample is one (item, strategy) job;
+strategies a chat-only model can run), data (a --data value: a file, or hf:DIR for an export),
+set (the suite's --set options, `key=value,key=value`) and limit (the balanced subset `rolebound run
+--limit N` takes; inspect's own --limit takes the first samples). Each sample is one (item, strategy) job;
 its score carries the job's rolebound records (stage, parsed answer, gold, the rule that read it),
 which `rolebound import inspect LOG` turns back into a run folder.
 """
@@ -58,7 +59,7 @@ def _text(item) -> str:
     return item.id
 
 
-def build(suite_name: str, strategy: str | None, data: str | None, set: str | None) -> Task:
+def build(suite_name: str, strategy: str | None, data: str | None, set: str | None, limit: int | None) -> Task:
     suite = get_suite(suite_name)
     options = _sets(set)
     strategies = _strategies(suite, strategy)
@@ -68,7 +69,7 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
     stub = bridge.InspectBackend(None)
     dataset = load_data(suite, data, settings)
     suite.check(stub, settings, judge=stub if suite.uses_judge else None)
-    items = suite.select(dataset.items, None, settings)
+    items = suite.select(dataset.items, int(limit) if limit else None, settings)
     by_id = {i.id: i for i in items}
     samples = [Sample(id=f"{i.id}/{s}", input=_text(i), metadata={"item_id": i.id, "strategy": s})
                for s in strategies for i in items]
@@ -77,7 +78,7 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
 
     meta = {"suite": suite.name, "strategies": strategies, "scoring": settings.scoring,
             "options": settings.options, "dataset": dataset.source, "dataset_hash": dataset.hash,
-            "n_items": len(items), "decoding": answers.model_dump(),
+            "n_items": len(items), "limit": int(limit) if limit else None, "decoding": answers.model_dump(),
             "judge_decoding": judge_decoding.model_dump() if judge_decoding else None,
             "uses_judge": suite.uses_judge, "prompt_templates": _template_hashes(suite),
             "package_version": __version__}
@@ -124,24 +125,28 @@ def rolebound_score():
 
 
 @task
-def charm(strategy: str | None = None, data: str | None = None, set: str | None = None) -> Task:
+def charm(strategy: str | None = None, data: str | None = None, set: str | None = None,
+          limit: int | None = None) -> Task:
     """CHARM: temporal and cross-universe knowledge boundaries (BA, BC, KV)."""
-    return build("charm", strategy, data, set)
+    return build("charm", strategy, data, set, limit)
 
 
 @task
-def knowledge_errors(strategy: str | None = None, data: str | None = None, set: str | None = None) -> Task:
+def knowledge_errors(strategy: str | None = None, data: str | None = None, set: str | None = None,
+          limit: int | None = None) -> Task:
     """Character knowledge errors (KKE/UKE), judged by the `grader` model role."""
-    return build("knowledge-errors", strategy, data, set)
+    return build("knowledge-errors", strategy, data, set, limit)
 
 
 @task
-def multiverse(strategy: str | None = None, data: str | None = None, set: str | None = None) -> Task:
+def multiverse(strategy: str | None = None, data: str | None = None, set: str | None = None,
+          limit: int | None = None) -> Task:
     """Beyond One World: canon events and moral dilemmas of superhero versions."""
-    return build("multiverse", strategy, data, set)
+    return build("multiverse", strategy, data, set, limit)
 
 
 @task
-def capability(strategy: str | None = None, data: str | None = None, set: str | None = None) -> Task:
+def capability(strategy: str | None = None, data: str | None = None, set: str | None = None,
+          limit: int | None = None) -> Task:
     """Role-capability leakage (RoleCapBench), judged by the `grader` model role."""
-    return build("capability", strategy, data, set)
+    return build("capability", strategy, data, set, limit)

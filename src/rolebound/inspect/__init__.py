@@ -5,3 +5,6 @@ rolebound/charm`); bridge.py: a suite's own strategies run against inspect's mod
 `rolebound import inspect LOG` turns an eval log back into a rolebound run folder. Only these
 modules import inspect_ai; importing this package does not.
 """
+
+GRADER = "grader"                     # the model role that judges (`--model-role grader=...`)
+STORE_KEY = "rolebound_records"       # where a sample keeps its records until it is scored

@@ -11,15 +11,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from inspect_ai.model import (ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, GenerateConfig, Model,
-                              ModelName, get_model)
+from ..errors import BackendError
 
+try:
+    from inspect_ai.model import (ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, GenerateConfig, Model,
+                                  ModelName, get_model)
+except ImportError:
+    raise BackendError("the inspect backend needs rolebound[inspect] (pip install 'rolebound[inspect]')") from None
+
+from . import GRADER, STORE_KEY
 from ..models.base import CHAT, Backend, GenRequest, GenResult
 from ..records import Decoding, Message, Record
 from ..runner import CallFailed, ItemContext, Session
 
-GRADER = "grader"
-STORE_KEY = "rolebound_records"
 
 
 class InspectBackend(Backend):
@@ -28,9 +32,14 @@ class InspectBackend(Backend):
     backend = "inspect"
     capabilities = frozenset({CHAT})
 
-    def __init__(self, model: Model | None, name: str = "model"):
-        super().__init__(str(ModelName(model)) if model is not None else name)
+    def __init__(self, name: str = "model", decoding: Decoding | None = None, *, model: Model | None = None,
+                 **options: Any):
+        super().__init__(str(ModelName(model)) if model is not None else name, decoding, **options)
         self.model = model
+
+    async def prepare(self) -> None:
+        if self.model is None:
+            raise BackendError(f"{self.spec} runs only inside `inspect eval rolebound/SUITE` (docs/inspect.md)")
 
     async def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
         return [await self._one(r, decoding) for r in requests]
@@ -79,8 +88,8 @@ def decodings(suite) -> tuple[Decoding, Decoding | None]:
 
 async def run_job(suite, item, strategy: str, settings) -> list[Record]:
     """One (item, strategy) job against the eval's model; its records, failed calls included."""
-    backend = InspectBackend(get_model())
-    grader = InspectBackend(get_model(role=GRADER, default=get_model()))
+    backend = InspectBackend(model=get_model())
+    grader = InspectBackend(model=get_model(role=GRADER, default=get_model()))
     answers, judge_decoding = decodings(suite)
     rd = MemoryRunDir()
     session = Session(rd, suite.name, backend, answers, judge=grader if suite.uses_judge else None,

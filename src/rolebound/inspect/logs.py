@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..records import Decoding, Record, RunManifest
 from ..store import RECORDS, RunDir
-from .bridge import GRADER
+from . import GRADER
 
 SCORER = "rolebound_score"
 

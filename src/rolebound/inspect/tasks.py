@@ -46,7 +46,7 @@ def _strategies(suite, strategy: str | list | None) -> list[str]:
             raise InputError(f"unknown strategy '{bad[0]}' for suite {suite.name}; "
                              f"valid: {', '.join(suite.strategies)}", field="strategy")
         return names
-    stub = bridge.InspectBackend(None)
+    stub = bridge.InspectBackend()
     skip = suite.unavailable_strategies(stub, suite.default_strategies)
     return [s for s in suite.default_strategies if s not in skip]
 
@@ -66,7 +66,7 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
     settings = RunSettings(strategies=strategies, scoring="generate" if suite.offers_scoring else None,
                            options=options, opts=validate_options(suite, options), backend="inspect",
                            judge_requested=suite.uses_judge)
-    stub = bridge.InspectBackend(None)
+    stub = bridge.InspectBackend()
     dataset = load_data(suite, data, settings)
     suite.check(stub, settings, judge=stub if suite.uses_judge else None)
     items = suite.select(dataset.items, int(limit) if limit else None, settings)

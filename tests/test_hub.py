@@ -117,3 +117,16 @@ def test_not_an_export(tmp_path):
     (tmp_path / "rolebound.json").write_text(json.dumps({"suite": "multiverse"}))
     with pytest.raises(InputError, match="multiverse"):
         hub.load(s, f"hf:{tmp_path}", RunSettings(strategies=["independent"]))
+
+
+def test_other_data_states_no_licence_unless_told_and_travels_with_the_export(tmp_path):
+    from rolebound import hub
+    from rolebound.suites.capability.data import BANK_FILE
+
+    s, ds = built("capability")
+    meta = hub.export(s, ds, tmp_path / "a", data=str(BANK_FILE))
+    assert meta["local_only"] and meta["sources"] == [f"source/{BANK_FILE.name}"]
+    assert (tmp_path / "a" / "source" / BANK_FILE.name).read_bytes() == BANK_FILE.read_bytes()
+    assert not hub.export(s, ds, tmp_path / "b", data=str(BANK_FILE), license_id="cc-by-4.0")["local_only"]
+    back = hub.load(s, f"hf:{tmp_path / 'a'}", RunSettings(strategies=["identity"], opts=validate_options(s, {})))
+    assert [i.id for i in back.items] == [i.id for i in ds.items]

@@ -8,6 +8,7 @@ judge is the `grader` model role (`--model-role grader=...`; the eval's model wh
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -86,7 +87,26 @@ def decodings(suite) -> tuple[Decoding, Decoding | None]:
     return answers, judge
 
 
-async def run_job(suite, item, strategy: str, settings) -> list[Record]:
+class Prepared:
+    """The suite's run-level preparation (before_items: CHARM's distractor similarity, multiverse's
+    embedder), done once per task, before its first job."""
+
+    def __init__(self, suite, dataset, items, settings):
+        self.suite, self.dataset, self.items, self.settings = suite, dataset, items, settings
+        self.done = False
+        self.lock: asyncio.Lock | None = None
+
+    async def ensure(self, session: Session) -> None:
+        if self.done:
+            return
+        self.lock = self.lock or asyncio.Lock()
+        async with self.lock:
+            if not self.done:
+                await self.suite.before_items(session, self.dataset, self.items, self.settings)
+                self.done = True
+
+
+async def run_job(suite, item, strategy: str, settings, prepared: Prepared | None = None) -> list[Record]:
     """One (item, strategy) job against the eval's model; its records, failed calls included."""
     backend = InspectBackend(model=get_model())
     grader = InspectBackend(model=get_model(role=GRADER, default=get_model()))
@@ -94,6 +114,8 @@ async def run_job(suite, item, strategy: str, settings) -> list[Record]:
     rd = MemoryRunDir()
     session = Session(rd, suite.name, backend, answers, judge=grader if suite.uses_judge else None,
                       use_cache=False, judge_decoding=judge_decoding)
+    if prepared is not None:
+        await prepared.ensure(session)
     ctx = ItemContext(session=session, item_id=item.id, strategy=strategy)
     try:
         await suite.run_item(item, ctx, strategy, settings)

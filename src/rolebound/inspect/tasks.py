@@ -18,6 +18,7 @@ from inspect_ai.scorer import Score, Target, accuracy, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 
 from .. import __version__
+from ..dialogue import STRATEGY as DIALOGUE
 from ..errors import InputError
 from ..hub import load_data
 from ..suites import get_suite
@@ -41,6 +42,8 @@ def _strategies(suite, strategy: str | list | None) -> list[str]:
     if strategy:
         names = strategy if isinstance(strategy, list) else str(strategy).split(",")
         names = [n.strip() for n in names if n.strip()]
+        if DIALOGUE in names:       # its simulated user and context budget are run-level machinery
+            raise InputError(f"the {DIALOGUE} strategy runs only in `rolebound run`", field="strategy")
         bad = [n for n in names if n not in suite.strategies]
         if bad:
             raise InputError(f"unknown strategy '{bad[0]}' for suite {suite.name}; "
@@ -48,7 +51,7 @@ def _strategies(suite, strategy: str | list | None) -> list[str]:
         return names
     stub = bridge.InspectBackend()
     skip = suite.unavailable_strategies(stub, suite.default_strategies)
-    return [s for s in suite.default_strategies if s not in skip]
+    return [s for s in suite.default_strategies if s not in skip and s != DIALOGUE]
 
 
 def _text(item) -> str:
@@ -82,7 +85,8 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
             "judge_decoding": judge_decoding.model_dump() if judge_decoding else None,
             "uses_judge": suite.uses_judge, "prompt_templates": _template_hashes(suite),
             "package_version": __version__}
-    return Task(dataset=MemoryDataset(samples, name=suite.name), solver=run_suite(suite, by_id, settings),
+    prepared = bridge.Prepared(suite, dataset, items, settings)
+    return Task(dataset=MemoryDataset(samples, name=suite.name), solver=run_suite(suite, by_id, settings, prepared),
                 scorer=rolebound_score(), metadata={META_KEY: meta}, name=bridge_name(suite.name))
 
 
@@ -91,12 +95,12 @@ def bridge_name(suite_name: str) -> str:
 
 
 @solver
-def run_suite(suite, by_id: dict, settings: RunSettings):
+def run_suite(suite, by_id: dict, settings: RunSettings, prepared=None):
     """The suite's own strategy for the sample's item, its calls made with the eval's model."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         item = by_id[state.metadata["item_id"]]
-        records = await bridge.run_job(suite, item, state.metadata["strategy"], settings)
+        records = await bridge.run_job(suite, item, state.metadata["strategy"], settings, prepared)
         state.messages = bridge.transcript([r for r in records if r.role == "model"]) or state.messages
         failed = [r for r in records if r.error]
         if failed:      # a sample error: `inspect eval-retry` asks the job again

@@ -34,11 +34,12 @@ class KnowledgeErrorsSuite(Suite):
     default_strategies = ["vanilla"]
     options_model = KnowledgeErrorsOptions
     card_limit = 24
-    # the starter's errors are rolebound's, but its corpus chunks state no licence: local use only
+    # the starter (public-domain characters, corpora and errors we wrote) goes under the package's
+    # licence; an export of other data (a RoleKE-Bench import) states none unless --license says so
     hub = HubInfo(config_field="error_type", configs={"KKE": "kke", "UKE": "uke"},
                   pretty_name="Character knowledge errors (rolebound starter)",
                   citation="Revealing the Challenge of Detecting Character Knowledge Errors in LLM Role-Playing "
-                           "(Zhang et al.)")
+                           "(Zhang et al.)", license="apache-2.0")
     # Section 6.1: a separate evaluator (DeepSeek-v2, not GPT-4o, to avoid self-bias; Appendix C) writes
     # an explanation and yes/no (Tables 14-15); accuracy is mean +- SEM over three evaluations
     # (Tables 2-3). The paper states no decoding parameters, so ours stay (greedy, 256 tokens).

@@ -17,6 +17,8 @@ from ..errors import BackendError
 try:
     from inspect_ai.model import (ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, GenerateConfig, Model,
                                   ModelName, get_model)
+    from inspect_ai.model._generate_config import active_generate_config
+    from inspect_ai.model._model import active_model
 except ImportError:
     raise BackendError("the inspect backend needs rolebound[inspect] (pip install 'rolebound[inspect]')") from None
 
@@ -52,6 +54,8 @@ class InspectBackend(Backend):
         config = GenerateConfig(temperature=decoding.temperature, top_p=decoding.top_p,
                                 max_tokens=req.max_tokens or decoding.max_tokens, seed=decoding.seed,
                                 stop_seqs=req.stop or decoding.stop)
+        if self.model is active_model():      # the eval's --temperature, --max-tokens ... win over the protocol
+            config = config.merge(active_generate_config())
         try:
             out = await self.model.generate(msgs, config=config)
         except Exception as exc:  # noqa: BLE001 - recorded on the call, as a native run records it

@@ -53,9 +53,14 @@ def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]
     if meta.get("uses_judge"):
         judge = f"inspect:{roles[GRADER].model}" if GRADER in roles else model
     stats = log.stats
+    decoding = Decoding(**meta["decoding"])
+    given = log.plan.config if log.plan else None       # the eval's --temperature, --max-tokens, ...
+    if given is not None:
+        decoding = decoding.merged(temperature=given.temperature, top_p=given.top_p,
+                                   max_tokens=given.max_tokens, seed=given.seed)
     manifest = RunManifest(
         suite=meta["suite"], strategies=meta["strategies"], model=model, backend="inspect", judge=judge,
-        scoring=meta.get("scoring"), decoding=Decoding(**meta["decoding"]),
+        scoring=meta.get("scoring"), decoding=decoding,
         judge_decoding=Decoding(**meta["judge_decoding"]) if meta.get("judge_decoding") and judge else None,
         protocol={"mode": "inspect", "log": str(path), "self_judged": bool(judge) and judge == model},
         dataset=meta["dataset"], dataset_hash=meta["dataset_hash"], n_items=len(items),

@@ -28,9 +28,10 @@ from . import bridge
 META_KEY = "rolebound"
 
 
-def _sets(text: str | None) -> dict[str, Any]:
+def _sets(text: str | list | None) -> dict[str, Any]:
     out = {}
-    for part in [p for p in str(text or "").split(",") if p.strip()]:
+    parts = text if isinstance(text, list) else str(text or "").split(",")    # inspect's -T splits a,b
+    for part in [str(p) for p in parts if str(p).strip()]:
         key, eq, value = part.partition("=")
         if not eq:
             raise InputError(f"expected key=value, not {part!r}", field="set")

@@ -154,3 +154,30 @@ def test_import_command_writes_a_run_that_report_reads(tmp_path):
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "nothing.eval" in bad.stderr
     twice = rolebound("import", "inspect", log.location, "--out", tmp_path / "run")
     assert twice.returncode == 2 and "already holds a run" in twice.stderr
+
+
+@needs_entry_point
+@pytest.mark.model
+def test_charm_on_inspects_openai_api_provider_against_llama_cpps_server(tmp_path, monkeypatch):
+    """`inspect eval rolebound/charm --model openai-api/local/smollm2` against the llama.cpp server the
+    other server tests start; the run imports and reports."""
+    import importlib.util
+
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
+        pytest.skip("llama-cpp-python[server] is not installed: run `make llamacpp`")
+    from rolebound.inspect.logs import import_log
+    from rolebound.models import bundled
+    from rolebound.testing.llama_server import LlamaServer
+
+    with LlamaServer(bundled.gguf_path(), alias="smollm2") as srv:
+        monkeypatch.setenv("LOCAL_API_KEY", "sk-local")
+        monkeypatch.setenv("LOCAL_BASE_URL", srv.url)
+        [log] = inspect_eval("rolebound/charm", model="openai-api/local/smollm2", log_dir=str(tmp_path / "logs"),
+                             display="none", max_tokens=16, task_args={"limit": 3, "set": "similarity=false"})
+    assert log.status == "success", log.error
+    recs = [r for s in log.samples for r in s.scores["rolebound_score"].metadata["records"]]
+    assert recs and all(r["error"] is None and r["response"] is not None for r in recs)
+    manifest, failed = import_log(log.location, tmp_path / "run")
+    assert failed == 0 and manifest.decoding.max_tokens == 16 and manifest.model == "inspect:openai-api/local/smollm2"
+    metrics, paths = api.build_report(tmp_path / "run")
+    assert metrics["matrix"] and any(p.name == "report.md" for p in paths)

@@ -29,8 +29,8 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
              "deterministic stand-in for dry runs and tests (names: random, echo, constant)"),
     # no `rolebound run` calls it: it names the model of runs made in inspect_ai (docs/inspect.md)
     "inspect": ("rolebound.inspect.bridge", "InspectBackend",
-                "an inspect_ai model inside `inspect eval rolebound/SUITE` only (rolebound[inspect]; "
-                "runs imported with `rolebound import inspect`)"),
+                "an inspect_ai model, inside `inspect eval rolebound/SUITE` only (the inspect extra); "
+                "names the runs `rolebound import inspect` writes"),
 }
 # Where each built-in backend has run in our own tests (`rolebound models` shows it): a backend
 # that never ran says so, so that no one takes its code for a tested path.

@@ -158,6 +158,8 @@ def load(suite, data: str, settings):
     items are replaced by the Parquet rows, validated as the suite's own items, in export order."""
     _, pq = _pyarrow()
     root = Path(data[len(PREFIX):])
+    if suite.hub is None:
+        raise InputError(f"suite {suite.name} has no Hugging Face export to read", field="--data")
     meta_path = root / META
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))

@@ -570,6 +570,8 @@ def data_export(suite: str = typer.Argument(...),
     from .suites.base import RunSettings, validate_options
 
     s = get_suite(suite)
+    if s.hub is None:
+        raise InputError(f"suite {s.name} has no Hugging Face export", field="SUITE")
     opts = parse_sets(sets)
     settings = RunSettings(strategies=list(s.default_strategies), options=opts, opts=validate_options(s, opts))
     meta = hub.export(s, hub.load_data(s, data, settings), out, data=data, license_id=license_id)

@@ -109,6 +109,18 @@ def test_charm_prompts_are_the_suites_own_byte_for_byte(tmp_path):
             seen += 1
     assert seen and all(r["strategy"] == "sequential" for s_ in log.samples
                         for r in s_.scores["rolebound_score"].metadata["records"])
+    # sequential asks nothing of BA and KV items: the task holds only the jobs that ask something
+    assert all({r["stage"] for r in s_.scores["rolebound_score"].metadata["records"]} == {"seq.ba", "seq.bc"}
+               for s_ in log.samples)
+
+
+def test_a_task_holds_only_the_jobs_that_ask_something():
+    from rolebound.inspect import tasks
+
+    seq = tasks.charm(strategy="sequential")
+    assert len(seq.dataset) and all(s.metadata["item_id"].startswith("bc/") for s in seq.dataset)
+    both = tasks.charm(strategy="independent,sequential")
+    assert len(both.dataset) == len(tasks.charm().dataset) + len(seq.dataset)
 
 
 def test_unknown_strategy_is_one_clear_error():

@@ -68,6 +68,39 @@ class InspectBackend(Backend):
                          completion_tokens=usage.output_tokens if usage else None)
 
 
+class _Asked(Exception):
+    """The probe's first call: the strategy asks something of the item."""
+
+
+class ProbeBackend(InspectBackend):
+    """Stops a strategy at its first call, to learn whether it asks anything of an item."""
+
+    async def generate(self, requests, decoding):
+        raise _Asked
+
+
+def asked(suite, pairs: list[tuple[Any, str]], settings) -> list[bool]:
+    """For each (item, strategy): does the suite's strategy make a call for it (CHARM's sequential
+    asks nothing of a BA item)? Found by running the strategy up to its first call, on its own
+    event loop (a task may be built inside inspect's). Anything else it raises counts as asking."""
+    import concurrent.futures
+
+    async def one(item, strategy) -> bool:
+        session = Session(MemoryRunDir(), suite.name, ProbeBackend(), Decoding(), use_cache=False)
+        try:
+            await suite.run_item(item, ItemContext(session=session, item_id=item.id, strategy=strategy),
+                                 strategy, settings)
+        except Exception:  # noqa: BLE001 - _Asked, or a failure the real job will record
+            return True
+        return False
+
+    async def every() -> list[bool]:
+        return [await one(i, s) for i, s in pairs]
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, every()).result()
+
+
 class MemoryRunDir:
     """What a Session needs of a run folder, kept in memory for one sample."""
 

@@ -75,8 +75,10 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
     suite.check(stub, settings, judge=stub if suite.uses_judge else None)
     items = suite.select(dataset.items, int(limit) if limit else None, settings)
     by_id = {i.id: i for i in items}
+    pairs = [(i, s) for s in strategies for i in items]
+    # only the jobs that ask something: CHARM's sequential asks nothing of a BA item
     samples = [Sample(id=f"{i.id}/{s}", input=_text(i), metadata={"item_id": i.id, "strategy": s})
-               for s in strategies for i in items]
+               for (i, s), asks in zip(pairs, bridge.asked(suite, pairs, settings)) if asks]
     answers, judge_decoding = bridge.decodings(suite)
     from ..api import _template_hashes
 
@@ -123,7 +125,6 @@ def rolebound_score():
         records = [Record.model_validate(r) for r in dumped]
         answers = [f"{r.stage}={r.parsed}" for r in records if r.role == "model"]
         return Score(value=bridge.score_value(records), answer="; ".join(answers) or None,
-                     explanation=None if records else "this strategy asks nothing of this item",
                      metadata={"records": dumped})
 
     return score

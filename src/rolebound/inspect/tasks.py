@@ -20,7 +20,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 from .. import __version__
 from ..dialogue import STRATEGY as DIALOGUE
 from ..errors import InputError
-from ..hub import load_data
+from ..hub import load_data, task_name
 from ..suites import get_suite
 from ..suites.base import RunSettings, validate_options
 from . import bridge
@@ -88,20 +88,22 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
             "judge_decoding": judge_decoding.model_dump() if judge_decoding else None,
             "uses_judge": suite.uses_judge, "prompt_templates": _template_hashes(suite),
             "package_version": __version__}
-    prepared = bridge.Prepared(suite, dataset, items, settings)
-    return Task(dataset=MemoryDataset(samples, name=suite.name), solver=run_suite(suite, by_id, settings, prepared),
-                scorer=rolebound_score(), metadata={META_KEY: meta}, name=bridge_name(suite.name))
+    # the solver's parameters go into the log's plan: it gets a key, not the items
+    key = f"{suite.name}:{len(_JOBS)}"
+    _JOBS[key] = (suite, by_id, settings, bridge.Prepared(suite, dataset, items, settings))
+    return Task(dataset=MemoryDataset(samples, name=suite.name), solver=run_suite(key),
+                scorer=rolebound_score(), metadata={META_KEY: meta}, name=task_name(suite.name))
 
 
-def bridge_name(suite_name: str) -> str:
-    return suite_name.replace("-", "_")
+_JOBS: dict[str, tuple] = {}      # key -> (suite, items by id, settings, run-level preparation)
 
 
 @solver
-def run_suite(suite, by_id: dict, settings: RunSettings, prepared=None):
+def run_suite(key: str):
     """The suite's own strategy for the sample's item, its calls made with the eval's model."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
+        suite, by_id, settings, prepared = _JOBS[key]
         item = by_id[state.metadata["item_id"]]
         records = await bridge.run_job(suite, item, state.metadata["strategy"], settings, prepared)
         state.messages = bridge.transcript([r for r in records if r.role == "model"]) or state.messages

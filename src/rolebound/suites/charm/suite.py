@@ -39,7 +39,9 @@ class CharmSuite(Suite):
     card_limit = 600
     # the CHARM release states no licence (and the starter's profiles are its Table 5): local use only
     hub = HubInfo(config_field="stage", pretty_name="CHARM (rolebound build)",
-                  citation="CHARM: Character Hallucination for Multicultural Role Play Benchmark",
+                  citation="@misc{han_charm,\n  title = {CHARM: Character Hallucination for Multicultural Role Play "
+                           "Benchmark},\n  author = {Han, Sunkyung and Park, Nahyeon and Seo, Gaeun and Yoon, Seunghyun "
+                           "and Bak, JinYeong}\n}",
                   source_datasets=("CHARM release (no licence stated)",),
                   task_categories=("question-answering", "multiple-choice"))
     # Appendix H: every model at temperature 0.0, top_p 0.95, max_completion_tokens 256, answers

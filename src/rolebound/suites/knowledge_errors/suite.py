@@ -38,8 +38,9 @@ class KnowledgeErrorsSuite(Suite):
     # licence; an export of other data (a RoleKE-Bench import) states none unless --license says so
     hub = HubInfo(config_field="error_type", configs={"KKE": "kke", "UKE": "uke"},
                   pretty_name="Character knowledge errors (rolebound starter)",
-                  citation="Revealing the Challenge of Detecting Character Knowledge Errors in LLM Role-Playing "
-                           "(Zhang et al.)", license="apache-2.0")
+                  citation="@misc{zhang_knowledge_errors,\n  title = {Revealing the Challenge of Detecting Character "
+                           "Knowledge Errors in LLM Role-Playing},\n  author = {Zhang, Wenyuan and Sheng, Jiawei and Nie, "
+                           "Shuaiyi and others}\n}", license="apache-2.0")
     # Section 6.1: a separate evaluator (DeepSeek-v2, not GPT-4o, to avoid self-bias; Appendix C) writes
     # an explanation and yes/no (Tables 14-15); accuracy is mean +- SEM over three evaluations
     # (Tables 2-3). The paper states no decoding parameters, so ours stay (greedy, 256 tokens).

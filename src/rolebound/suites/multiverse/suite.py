@@ -58,8 +58,9 @@ class MultiverseSuite(Suite):
     # Beyond One World's release states no licence: local use only
     hub = HubInfo(config_field="task", configs={"canon": "canon", "dilemma": "dilemmas"},
                   pretty_name="Beyond One World (rolebound build)",
-                  citation="Beyond One World: Benchmarking Super Heroes in Role-Playing Across Multiversal "
-                           "Contexts (Ngokpol et al., 2025)",
+                  citation="@misc{ngokpol2025beyond,\n  title = {Beyond One World: Benchmarking Super Heros in "
+                           "Role-Playing Across Multiversal Contexts},\n  author = {Ngokpol, Perapard and Kerdthaisong, Kun "
+                           "and Buakhaw, Pasin and others},\n  year = {2025}\n}",
                   source_datasets=("Beyond One World release (no licence stated)",))
     # Appendix B: answers at temperature 0.6 with 1024 output tokens (Table 4); the judge (Sonnet 3.7)
     # at 0.1 / 1024 (Table 4), as is the segmenter (GPT-4o-mini tags, Table 5). top_p is not given.

@@ -47,6 +47,8 @@ data_app = typer.Typer(no_args_is_help=True, help="Inspect and import datasets."
 build_app = typer.Typer(cls=SuiteCommands, no_args_is_help=True,
                         help="Construction pipelines that turn seeds into benchmark items (each suite's own).")
 app.add_typer(data_app, name="data")
+import_app = typer.Typer(no_args_is_help=True, help="Turn other tools' results into rolebound run folders.")
+app.add_typer(import_app, name="import")
 PLUGIN_BUILD = typer.Typer()     # the build commands of rolebound.commands entry points
 
 
@@ -550,7 +552,9 @@ def data_stats(suite: str = typer.Argument(...), data: Optional[str] = typer.Opt
     s = get_suite(suite)
     opts = parse_sets(sets)
     settings = RunSettings(strategies=list(s.default_strategies), options=opts, opts=validate_options(s, opts))
-    ds = s.load(data, settings)
+    from .hub import load_data
+
+    ds = load_data(s, data, settings)
     con = _console()
     con.print(f"[bold]{suite}[/bold]: {len(ds.items)} items from {ds.source} (sha {ds.hash})")
     for title, df in s.stats(ds):
@@ -559,6 +563,44 @@ def data_stats(suite: str = typer.Argument(...), data: Optional[str] = typer.Opt
         for row in d.itertuples(index=False):
             t.add_row(*[str(x) for x in row])
         con.print(t)
+
+
+@import_app.command("inspect")
+def import_inspect(log: Path = typer.Argument(..., help="an inspect eval log of a rolebound task (.eval or .json)"),
+                   out: Path = typer.Option(..., "--out", "-o", help="run folder to write")):
+    """An inspect_ai eval log (`inspect eval rolebound/SUITE`) as a run folder, with its metrics and report."""
+    from . import api
+    from .inspect.logs import import_log
+
+    manifest, failed = import_log(log, out)
+    _, paths = api.build_report(out)
+    print(f"{out}: {manifest.suite}, {manifest.n_items} items, {manifest.counts['calls']} calls"
+          + (f"; {failed} samples without a score (errors) left out" if failed else ""))
+    for p in paths:
+        print(p)
+
+
+@data_app.command("export")
+def data_export(suite: str = typer.Argument(...),
+                out: Path = typer.Option(..., "--out", "-o", help="folder to write (a Hugging Face dataset)"),
+                data: Optional[str] = typer.Option(None, "--data", help="dataset file (default: the starter set)"),
+                license_id: Optional[str] = typer.Option(None, "--license",
+                                                         help="Hub licence id for the card (a source without a licence takes none)"),
+                sets: Optional[List[str]] = typer.Option(None, "--set")):
+    """Write a suite's items as Parquet per config, a dataset card and eval.yaml (`--data hf:OUT` reads it back)."""
+    from . import hub
+    from .suites import get_suite
+    from .suites.base import RunSettings, validate_options
+
+    s = get_suite(suite)
+    if s.hub is None:
+        raise InputError(f"suite {s.name} has no Hugging Face export", field="SUITE")
+    opts = parse_sets(sets)
+    settings = RunSettings(strategies=list(s.default_strategies), options=opts, opts=validate_options(s, opts))
+    meta = hub.export(s, hub.load_data(s, data, settings), out, data=data, license_id=license_id)
+    counts = ", ".join(f"{c} {n}" for c, n in meta["configs"].items())
+    print(f"{out}: {sum(meta['configs'].values())} items ({counts})"
+          + ("; for local use only (the source states no licence)" if meta["local_only"] else ""))
 
 
 @data_app.command("import")

@@ -27,6 +27,10 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
              "offline vLLM engine, GPU only, optional extra (name: model folder)"),
     "fake": ("rolebound.models.fake", "FakeBackend",
              "deterministic stand-in for dry runs and tests (names: random, echo, constant)"),
+    # no `rolebound run` calls it: it names the model of runs made in inspect_ai (docs/inspect.md)
+    "inspect": ("rolebound.inspect.bridge", "InspectBackend",
+                "an inspect_ai model, inside `inspect eval rolebound/SUITE` only (the inspect extra); "
+                "names the runs `rolebound import inspect` writes"),
 }
 # Where each built-in backend has run in our own tests (`rolebound models` shows it): a backend
 # that never ran says so, so that no one takes its code for a tested path.
@@ -39,6 +43,7 @@ TESTED: dict[str, str] = {
     "vllm": f"{NEVER_RUN}: no machine we test on has vLLM; on a GPU use `vllm serve` and "
             "--model openai:NAME (docs/models.md)",
     "fake": "yes",
+    "inspect": "yes (inspect's mockllm provider and a test provider, inside inspect eval)",
 }
 DEFAULT_MODEL = "bundled:smollm2-135m"
 _REGISTERED: dict[str, type] = {}

@@ -33,6 +33,22 @@ class Dataset:
     provenance: dict[str, Any] | None = None   # an imported release's origin (commit, differences): in the manifest
 
 
+@dataclass(frozen=True)
+class HubInfo:
+    """How `rolebound data export` publishes a suite's built items as a Hugging Face dataset: the
+    item field whose values split it into configs (value -> config name), and the card's facts.
+    license None: the source states no licence, so an export is for local use only."""
+
+    config_field: str
+    pretty_name: str
+    citation: str
+    configs: dict[str, str] = field(default_factory=dict)    # a value not named here is its own config
+    license: str | None = None
+    source_datasets: tuple[str, ...] = ()
+    language: tuple[str, ...] = ("en",)
+    task_categories: tuple[str, ...] = ("question-answering",)
+
+
 @dataclass
 class RunSettings:
     """Everything about a run that is not the model: recorded in the manifest."""
@@ -210,6 +226,7 @@ class Suite:
     repeats_native: bool = False             # metrics already give mean +- SEM over repeats
     on_card: bool = False                    # `rolebound card` runs it (card_figures); a card_limit implies it
     card_limit: int | None = None            # `rolebound card`: the --limit of its quick, balanced subset
+    hub: HubInfo | None = None               # `rolebound data export`: configs and card facts (None: no export)
 
     def __init_subclass__(cls, **kwargs):
         """Wire the hooks of PACKAGE_HOOKS and LAZY_PACKAGE_HOOKS from the suite's own modules (a

@@ -117,7 +117,9 @@ def rejudge_plan(suite, records, manifest, judge):
     from .metrics import answer_records
 
     settings = settings_from_manifest(suite, manifest)
-    dataset = suite.load(None if manifest.dataset.startswith("builtin:") else manifest.dataset, settings)
+    from ...hub import load_data
+
+    dataset = load_data(suite, None if manifest.dataset.startswith("builtin:") else manifest.dataset, settings)
     if dataset.hash != manifest.dataset_hash:
         raise InputError("the questions or roles changed since this run; the judge would not see what the "
                          "model saw", file=manifest.dataset)

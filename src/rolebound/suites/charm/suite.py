@@ -22,7 +22,7 @@ from typing import Any
 from ...errors import InputError
 from ...protocol import Protocol
 from .. import register_suite
-from ..base import Dataset, RunSettings, Suite
+from ..base import Dataset, HubInfo, RunSettings, Suite
 from . import release, strategies
 from .data import data_hash, dialogue_probes, expand, load_data, select, stats_tables
 from .options import CharmOptions
@@ -37,6 +37,13 @@ class CharmSuite(Suite):
     offers_scoring = True
     options_model = CharmOptions
     card_limit = 600
+    # the CHARM release states no licence (and the starter's profiles are its Table 5): local use only
+    hub = HubInfo(config_field="stage", pretty_name="CHARM (rolebound build)",
+                  citation="@misc{han_charm,\n  title = {CHARM: Character Hallucination for Multicultural Role Play "
+                           "Benchmark},\n  author = {Han, Sunkyung and Park, Nahyeon and Seo, Gaeun and Yoon, Seunghyun "
+                           "and Bak, JinYeong}\n}",
+                  source_datasets=("CHARM release (no licence stated)",),
+                  task_categories=("question-answering", "multiple-choice"))
     # Appendix H: every model at temperature 0.0, top_p 0.95, max_completion_tokens 256, answers
     # generated ("First, briefly explain your reasoning ... Answer: <number>", Table 20).
     protocol = Protocol(source="CHARM Appendix H", scoring="generate",

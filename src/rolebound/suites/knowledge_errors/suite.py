@@ -20,7 +20,7 @@ from ...errors import BackendError
 from ...models.base import CHAT
 from ...protocol import Protocol
 from .. import register_suite
-from ..base import Dataset, RunSettings, Suite, validate_options
+from ..base import Dataset, RunSettings, HubInfo, Suite, validate_options
 from .data import KEItem, load_dataset, select_items, stats_tables
 from .importers import roleke_or_none
 from .options import KnowledgeErrorsOptions
@@ -34,6 +34,13 @@ class KnowledgeErrorsSuite(Suite):
     default_strategies = ["vanilla"]
     options_model = KnowledgeErrorsOptions
     card_limit = 24
+    # the starter (public-domain characters, corpora and errors we wrote) goes under the package's
+    # licence; an export of other data (a RoleKE-Bench import) states none unless --license says so
+    hub = HubInfo(config_field="error_type", configs={"KKE": "kke", "UKE": "uke"},
+                  pretty_name="Character knowledge errors (rolebound starter)",
+                  citation="@misc{zhang_knowledge_errors,\n  title = {Revealing the Challenge of Detecting Character "
+                           "Knowledge Errors in LLM Role-Playing},\n  author = {Zhang, Wenyuan and Sheng, Jiawei and Nie, "
+                           "Shuaiyi and others}\n}", license="apache-2.0")
     # Section 6.1: a separate evaluator (DeepSeek-v2, not GPT-4o, to avoid self-bias; Appendix C) writes
     # an explanation and yes/no (Tables 14-15); accuracy is mean +- SEM over three evaluations
     # (Tables 2-3). The paper states no decoding parameters, so ours stay (greedy, 256 tokens).

@@ -259,7 +259,9 @@ def rejudge_plan(suite, records, manifest, judge):
     settings = settings_from_manifest(suite, manifest)
     settings.protocol = (manifest.protocol or {}).get("mode") or "none"
     settings.judge = judge.spec
-    dataset = suite.load(None if manifest.dataset.startswith("builtin:") else manifest.dataset, settings)
+    from ...hub import load_data
+
+    dataset = load_data(suite, None if manifest.dataset.startswith("builtin:") else manifest.dataset, settings)
     index = dataset.extra["index"]
     by_logprob = suite.judge_scoring({}, judge) == "logprob"
     judge_max = limit(suite, settings, "judge_max_tokens")

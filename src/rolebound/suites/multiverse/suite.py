@@ -31,7 +31,7 @@ from ...errors import InputError
 from ...io import stable_hash
 from .prompts import TEMPLATES
 from .. import register_suite
-from ..base import Dataset, RunSettings, Suite
+from ..base import Dataset, RunSettings, HubInfo, Suite
 from ...protocol import Protocol
 from .options import MultiverseOptions
 from ...dialogue import STRATEGY as DIALOGUE, budget
@@ -55,6 +55,13 @@ class MultiverseSuite(Suite):
     offers_scoring = True
     options_model = MultiverseOptions
     card_limit = 96
+    # Beyond One World's release states no licence: local use only
+    hub = HubInfo(config_field="task", configs={"canon": "canon", "dilemma": "dilemmas"},
+                  pretty_name="Beyond One World (rolebound build)",
+                  citation="@misc{ngokpol2025beyond,\n  title = {Beyond One World: Benchmarking Super Heros in "
+                           "Role-Playing Across Multiversal Contexts},\n  author = {Ngokpol, Perapard and Kerdthaisong, Kun "
+                           "and Buakhaw, Pasin and others},\n  year = {2025}\n}",
+                  source_datasets=("Beyond One World release (no licence stated)",))
     # Appendix B: answers at temperature 0.6 with 1024 output tokens (Table 4); the judge (Sonnet 3.7)
     # at 0.1 / 1024 (Table 4), as is the segmenter (GPT-4o-mini tags, Table 5). top_p is not given.
     protocol = Protocol(source="Beyond One World Appendix B, Tables 4-5", scoring="generate",

@@ -1,0 +1,10 @@
+"""The suites as inspect_ai tasks (rolebound[inspect]; docs/inspect.md).
+
+tasks.py: the four @task functions, registered through the `inspect_ai` entry point (`inspect eval
+rolebound/charm`); bridge.py: a suite's own strategies run against inspect's model; logs.py:
+`rolebound import inspect LOG` turns an eval log back into a rolebound run folder. Only these
+modules import inspect_ai; importing this package does not.
+"""
+
+GRADER = "grader"                     # the model role that judges (`--model-role grader=...`)
+STORE_KEY = "rolebound_records"       # where a sample keeps its records until it is scored

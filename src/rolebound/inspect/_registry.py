@@ -1,0 +1,3 @@
+"""The `inspect_ai` entry point: importing it registers the tasks (`rolebound/charm`, ...)."""
+
+from .tasks import capability, charm, knowledge_errors, multiverse  # noqa: F401

@@ -295,6 +295,7 @@ def test_the_backend_reports_prefill_tokens_and_takes_the_budget_option():
     info_engine = b.engine
     assert info_engine.kv is None and b.info()["prefix"]["cache_mb"] == 0
     assert set(b.info()["prefill_tokens"]) == {"computed", "saved"}
+    assert b.info()["decode"] == "dynamic cache"                   # the static step is CUDA's by default
 
 
 @pytest.mark.parametrize("engine,option", [("llamacpp", "prefix_cache_mb"), ("llamacpp", "dtype"),

@@ -135,7 +135,7 @@ class StaticStep:
             torch.compiler.cudagraph_mark_step_begin()
         logits = self.forward(input_ids=tok.view(-1, 1), attention_mask=self.mask, position_ids=self.pos,
                               use_cache=True, **{self.cache_kw: self.cache}).logits[:, -1, :]
-        logits = logits.float()                          # out of the graph's buffers before the next replay
+        logits = logits.to(torch.float32, copy=True)     # out of the graph's buffers before the next replay
         self.pos += 1
         return logits
 

@@ -680,6 +680,15 @@ class TransformersEngine:
             pos = pos + torch.tensor(plens, device=self.device).view(-1, 1)
         logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
                             logits_to_keep=1, **{self.cache_kw: cache}).logits[:, -1, :]
+        need = max(len(x) for x in seqs)
+        if mask.shape[1] > need:
+            # a prefix region and a tail region made it wider than its longest row: each row's
+            # tokens right-aligned into `need` columns, so no decode step attends over the gap
+            idx = torch.sort(mask, dim=1, stable=True).indices[:, -need:]
+            mask = mask.gather(1, idx)
+            for layer in cache.layers:
+                at = idx[:, None, :, None].expand(-1, layer.keys.shape[1], -1, layer.keys.shape[3])
+                layer.keys, layer.values = layer.keys.gather(2, at), layer.values.gather(2, at)
         return logits, cache, mask, pos[:, -1] + 1
 
     def _fresh_prefixes(self, need: dict[int, list[int]], lengths: list[int], plens: list[int],

@@ -440,6 +440,9 @@ def test_the_static_cache_step_gives_the_dynamic_answers_and_falls_back_when_it_
     reqs = personas(n_each=2)
     dec = Decoding(max_tokens=12)
     dynamic = eng.generate(reqs, dec)
+    assert eng._mask4d                                         # SDPA: decode steps pass its mask ready-made
+    monkeypatch.setattr(eng, "_mask4d", False)                 # transformers builds it from the 2D mask
+    assert [d.text for d in eng.generate(reqs, dec)] == [d.text for d in dynamic]
     monkeypatch.setattr(eng, "static_decode", True)
     monkeypatch.setattr(eng, "static_error", None)
     static = eng.generate(reqs, dec)

@@ -64,15 +64,21 @@ class Rows:
 
 
 class DynamicStep:
-    """Decode steps on a DynamicCache; the attention mask is preallocated for every step."""
+    """Decode steps on a DynamicCache; the attention mask is preallocated for every step.
 
-    def __init__(self, model, cache_kw: str, cache, mask, next_pos, steps: int):
+    mask4d: hand the model SDPA's own mask, (rows, 1, 1, keys) with True where a row attends,
+    which transformers takes as it is; otherwise it builds that from the 2D mask at every step.
+    Only for SDPA on full attention (the caller checks): a one-token query attends to every
+    earlier key of its row, so the padding mask is the whole mask."""
+
+    def __init__(self, model, cache_kw: str, cache, mask, next_pos, steps: int, mask4d: bool = False):
         import torch
 
         self.model, self.cache_kw, self.cache = model, cache_kw, cache
         n, width = mask.shape
         self.width = width
-        self.mask = torch.zeros((n, width + steps), dtype=mask.dtype, device=mask.device)
+        self.mask4d = mask4d
+        self.mask = torch.zeros((n, width + steps), dtype=torch.bool if mask4d else mask.dtype, device=mask.device)
         self.mask[:, :width] = mask
         self.pos = next_pos.clone()
         self.alive = list(range(n))          # the row of each batch row
@@ -80,7 +86,8 @@ class DynamicStep:
     def __call__(self, tok):
         self.mask[:, self.width] = 1
         self.width += 1
-        logits = self.model(input_ids=tok.view(-1, 1), attention_mask=self.mask[:, :self.width],
+        mask = self.mask[:, None, None, :self.width] if self.mask4d else self.mask[:, :self.width]
+        logits = self.model(input_ids=tok.view(-1, 1), attention_mask=mask,
                             position_ids=self.pos.view(-1, 1), use_cache=True,
                             **{self.cache_kw: self.cache}).logits[:, -1, :]
         self.pos += 1

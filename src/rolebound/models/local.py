@@ -188,6 +188,10 @@ class TransformersEngine:
         # CUDA: decode on a StaticCache with a compiled step (CUDA graphs); None = on CUDA only.
         # Turned off for the engine's life if it fails (static_error says why).
         self.static_decode = self.device.startswith("cuda") if static_decode is None else bool(static_decode)
+        # decode steps hand SDPA its mask ready-made (models/decode.py): SDPA on full attention only
+        cfg = self.model.config
+        self._mask4d = (getattr(cfg, "_attn_implementation", None) == "sdpa" and self._prefix_ok()
+                        and all(t == "full_attention" for t in (getattr(cfg, "layer_types", None) or ["full_attention"])))
         self.static_error: str | None = None
         self._compiled = None
 
@@ -750,7 +754,7 @@ class TransformersEngine:
         steps = max(limits)
 
         def dynamic():
-            return decode.DynamicStep(self.model, self.cache_kw, cache, mask, next_pos, steps)
+            return decode.DynamicStep(self.model, self.cache_kw, cache, mask, next_pos, steps, mask4d=self._mask4d)
 
         step = None
         if self.static_decode:

@@ -179,8 +179,8 @@ def compare(name: str, path: Path, prompts, cap: int, args) -> dict:
            "rolebound": {"s": round(es, 3), "tokens": en, "tok_per_s": round(en / es, 1)},
            "plain": {"s": round(ps, 3), "tokens": pn, "tok_per_s": round(pn / ps, 1)},
            "ratio": round(ratio, 3), "met": ratio >= TARGET, "equal_answers": equal, "load": loadavg(),
-           # decode loops a round: the engine decodes each group of prompts that share a prefix
-           # (prefix_min tokens) on its own; plain generate() runs one loop a batch
+           # decode loops a round: one a batch each way (before issue 40 the engine decoded each
+           # group of prompts sharing a prefix on its own)
            "decode_batches": {"rolebound": len(batches) // args.rounds,
                               "plain": -(-len(prompts) // engine.max_batch)},
            # forward passes of the model in a round (prefill and decode steps)

@@ -456,3 +456,12 @@ def test_the_static_cache_step_gives_the_dynamic_answers_and_falls_back_when_it_
     again = eng.generate(reqs, dec)
     assert [s.text for s in again] == [d.text for d in dynamic]
     assert eng.static_decode is False and eng.static_error == "RuntimeError: no graph today"
+
+
+def test_static_decode_takes_true_or_false_and_refuses_anything_else():
+    from rolebound.errors import BackendError
+    from rolebound.models import create_backend
+
+    assert local._flag("false") is False and local._flag("True") is True and local._flag(False) is False
+    with pytest.raises(BackendError, match="static_decode must be true or false, not 'maybe'"):
+        create_backend("bundled", static_decode="maybe")

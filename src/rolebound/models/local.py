@@ -120,6 +120,18 @@ def _close(res: ScoreResult) -> bool:
     return False
 
 
+def _flag(value) -> bool:
+    """A boolean option given as a bool or as text (--backend-opt static_decode=false)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise BackendError(f"static_decode must be true or false, not '{value}'")
+
+
 class TransformersEngine:
     """Holds one model and tokenizer; every method is synchronous and runs under one lock."""
 
@@ -187,7 +199,7 @@ class TransformersEngine:
         self._head_fp32 = None
         # CUDA: decode on a StaticCache with a compiled step (CUDA graphs); None = on CUDA only.
         # Turned off for the engine's life if it fails (static_error says why).
-        self.static_decode = self.device.startswith("cuda") if static_decode is None else bool(static_decode)
+        self.static_decode = self.device.startswith("cuda") if static_decode is None else _flag(static_decode)
         # decode steps hand SDPA its mask ready-made (models/decode.py): SDPA on full attention only
         cfg = self.model.config
         self._mask4d = (getattr(cfg, "_attn_implementation", None) == "sdpa" and self._prefix_ok()
@@ -611,11 +623,11 @@ class TransformersEngine:
             for b in batches:
                 need = {g: encoded[groups[g][0][0]][:groups[g][1]]
                         for g in dict.fromkeys(group_of[i] for i in b) if g is not None and g not in kvs}
-                fresh = self._fresh_prefixes(need, [len(encoded[i]) for i in b], [plens[i] for i in b],
-                                             [group_of[i] for i in b])
-                made = self._prefix_kvs({g: p for g, p in need.items() if g not in fresh})
+                within = self._prefixes_within(need, [len(encoded[i]) for i in b], [plens[i] for i in b],
+                                               [group_of[i] for i in b])
+                made = self._prefix_kvs({g: p for g, p in need.items() if g not in within})
                 kvs.update(made)
-                prefixes = [None if group_of[i] is None or group_of[i] in fresh else (kvs[group_of[i]], plens[i])
+                prefixes = [None if group_of[i] is None or group_of[i] in within else (kvs[group_of[i]], plens[i])
                             for i in b]
                 # prefill tokens: a row on a prefix saves it, less each prefix made here (counted
                 # by _prefix_kvs as computed, or saved where it was kept)
@@ -626,7 +638,7 @@ class TransformersEngine:
                 # a prefix computed inside this batch's own prefill is kept from its first row
                 harvest = {}
                 for r, i in enumerate(b):
-                    if group_of[i] in fresh and group_of[i] not in harvest.values():
+                    if group_of[i] in within and group_of[i] not in harvest.values():
                         harvest[r] = group_of[i]
 
                 def done(r, res, b=b):
@@ -695,18 +707,18 @@ class TransformersEngine:
                 layer.keys, layer.values = layer.keys.gather(2, at), layer.values.gather(2, at)
         return logits, cache, mask, pos[:, -1] + 1
 
-    def _fresh_prefixes(self, need: dict[int, list[int]], lengths: list[int], plens: list[int],
+    def _prefixes_within(self, need: dict[int, list[int]], lengths: list[int], plens: list[int],
                         gs: list[int | None]) -> set[int]:
         """The prefixes in `need` (not kept) that this batch computes within its own prefill, when
         computing them apart would not make the prefill shorter. Costs in token rows: apart, the
         prefixes (padded to the longest) and every row to the longest tail; within, every row to
         the longest row not on a kept prefix."""
-        fresh = {g for g, p in need.items() if not (self.kv and self.kv.best(self.model, p)[1] >= self.prefix_min)}
-        if not fresh:
+        new = {g for g, p in need.items() if not (self.kv and self.kv.best(self.model, p)[1] >= self.prefix_min)}
+        if not new:
             return set()
-        apart = len(fresh) * max(len(need[g]) for g in fresh) + len(lengths) * max(n - k for n, k in zip(lengths, plens))
-        within = len(lengths) * max(n - (0 if g in fresh else k) for n, k, g in zip(lengths, plens, gs))
-        return fresh if within <= apart else set()
+        apart = len(new) * max(len(need[g]) for g in new) + len(lengths) * max(n - k for n, k in zip(lengths, plens))
+        within = len(lengths) * max(n - (0 if g in new else k) for n, k, g in zip(lengths, plens, gs))
+        return new if within <= apart else set()
 
     def _prefix_kvs(self, need: dict[int, list[int]]) -> dict[int, Any]:
         """KV of each prefix in `need` (key -> tokens): from the kept KV where it holds some,
@@ -779,7 +791,8 @@ class TransformersEngine:
     def _static_off(self, exc) -> None:
         """The static/compiled step failed: this engine decodes dynamically from now on."""
         self.static_decode = False
-        self.static_error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        msg = str(exc).strip().splitlines()
+        self.static_error = f"{type(exc).__name__}: {msg[0]}" if msg else type(exc).__name__
 
     def _pick(self, logits, decoding: Decoding, gen):
         torch = self.torch
@@ -851,6 +864,8 @@ class LocalBackend(EngineCalls, Backend):
         self._prefill0 = {"computed": 0, "saved": 0}
         self._folder: str | None = None
         resolve_override(self.options.get("threads"))    # a bad ROLEBOUND_THREADS fails here, before any work
+        if self.options.get("static_decode") is not None:
+            _flag(self.options["static_decode"])            # a bad value fails here too
         thread_policy().register()                       # other rolebound engines share the cores with us
 
     def model_path(self) -> Path:

@@ -448,6 +448,9 @@ def test_the_static_cache_step_gives_the_dynamic_answers_and_falls_back_when_it_
     static = eng.generate(reqs, dec)
     assert eng.static_decode is True and eng.static_error is None
     assert [s.text for s in static] == [d.text for d in dynamic]
+    kept = next(iter(eng._static_pool.values()))
+    assert [s.text for s in eng.generate(reqs, dec)] == [d.text for d in dynamic]
+    assert next(iter(eng._static_pool.values())) is kept       # the same shape reuses its cache
 
     def broken(*a, **kw):
         raise RuntimeError("no graph today")

@@ -111,18 +111,29 @@ class DynamicStep:
 class StaticStep:
     """Decode steps on a StaticCache filled from the prefill's DynamicCache (left untouched, so a
     failed first step can go on dynamically). `compiled` is the model's forward to call (a
-    torch.compile of it on CUDA, the model itself elsewhere)."""
+    torch.compile of it on CUDA, the model itself elsewhere). `pool` keeps the last StaticCache
+    for the next batch of the same shape: its tensors keep their addresses, so CUDA graphs
+    captured on them are replayed, not captured again."""
 
-    def __init__(self, model, compiled, cache_kw: str, cache, mask, next_pos, steps: int):
+    def __init__(self, model, compiled, cache_kw: str, cache, mask, next_pos, steps: int,
+                 pool: dict | None = None):
         import torch
         from transformers import StaticCache
         from transformers.cache_utils import StaticLayer
 
         n, width = mask.shape
         total = -(-(width + steps) // STATIC_ROUND) * STATIC_ROUND
-        static = StaticCache(config=model.config, max_cache_len=total)
-        if len(static.layers) != len(cache.layers) or any(type(x) is not StaticLayer for x in static.layers):
-            raise TypeError("not a plain full-attention cache")
+        shape = (n, total, cache.layers[0].keys.dtype)
+        pool = {} if pool is None else pool
+        static = pool.pop(shape, None)
+        pool.clear()                                     # one kept at a time: the memory of one batch
+        if static is None:
+            static = StaticCache(config=model.config, max_cache_len=total)
+            if len(static.layers) != len(cache.layers) or any(type(x) is not StaticLayer for x in static.layers):
+                raise TypeError("not a plain full-attention cache")
+        else:
+            static.reset()
+        pool[shape] = static
         for layer, src in zip(static.layers, cache.layers):
             layer.update(src.keys, src.values)           # allocates, copies the first `width` positions
         self.forward, self.cache_kw, self.cache = compiled, cache_kw, static

@@ -206,6 +206,7 @@ class TransformersEngine:
                         and all(t == "full_attention" for t in (getattr(cfg, "layer_types", None) or ["full_attention"])))
         self.static_error: str | None = None
         self._compiled = None
+        self._static_pool: dict = {}
 
     def tick(self) -> None:
         """Before each batch: this thread's torch thread count (only an adaptive one changes)."""
@@ -772,7 +773,7 @@ class TransformersEngine:
         if self.static_decode:
             try:
                 step = decode.StaticStep(self.model, self._decode_forward(), self.cache_kw, cache, mask,
-                                         next_pos, steps)
+                                         next_pos, steps, pool=self._static_pool)
             except Exception as exc:  # noqa: BLE001 - e.g. a cache layout StaticCache does not fit
                 self._static_off(exc)
         decode.run(step or dynamic(), rows, logits, lambda x: self._pick(x, decoding, gen),
@@ -791,6 +792,7 @@ class TransformersEngine:
     def _static_off(self, exc) -> None:
         """The static/compiled step failed: this engine decodes dynamically from now on."""
         self.static_decode = False
+        self._static_pool.clear()
         msg = str(exc).strip().splitlines()
         self.static_error = f"{type(exc).__name__}: {msg[0]}" if msg else type(exc).__name__
 

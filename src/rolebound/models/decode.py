@@ -161,7 +161,7 @@ class StaticStep:
         return tok
 
 
-def run(step, rows: Rows, logits, pick: Callable[[Any], Any], fallback: Callable[[], Any] | None = None):
+def run(step, rows: Rows, logits, pick: Callable[[Any], Any], fallback: Callable[[Exception], Any] | None = None):
     """Pick, record, prune, step, until every row has finished. `fallback(exc)` gives the stepper
     to go on with when `step` fails before its first step returned."""
     stepped = False

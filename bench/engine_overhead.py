@@ -22,9 +22,9 @@ dtype and with the same threads, two ways:
   engine's row count (16 on a CPU, 64 on a GPU).
 Rounds alternate which goes first; the engine's prefix cache is emptied before each of its rounds,
 and the fastest round of each counts. It prints tokens/s, the ratio (rolebound over plain) with
-MET or MISSED against the 1.0x target, how many greedy answers are equal, and how many decode loops
-each way ran (the engine decodes each group of prompts sharing a prefix on its own; `--prefix-min
-0` turns prefix reuse off). `--profile` adds a cProfile of one engine round on the proxy (where
+MET or MISSED against the 1.0x target, how many greedy answers are equal, how many decode loops
+each way ran (the engine runs one per batch, whatever prefixes its rows share; `--prefix-min 0`
+turns prefix reuse off) and how many forward passes of the model each round made. `--profile` adds a cProfile of one engine round on the proxy (where
 each decode step's time goes).
 
 Timing on a shared machine is not a result: the load average is printed beside every figure.
@@ -152,17 +152,21 @@ def compare(name: str, path: Path, prompts, cap: int, args) -> dict:
     engine = TransformersEngine(path, device=args.device, threads=args.threads, **opts)
     threads = engine.torch.get_num_threads()
     batches = count_batches(engine)
+    passes = count_forwards(engine)
     log(f"{name}: {len(prompts)} prompts x {cap} tokens, {engine.device}, {str(engine.dtype).split('.')[-1]}, "
         f"{threads} threads, {engine.max_batch} rows a batch")
     run_engine(engine, prompts[:2], 4)           # warm-up: first-call costs out of the timed rounds
     run_plain(engine, prompts[:2], 4)
     best: dict[str, tuple] = {}
     batches.clear()
+    forwards: dict[str, int] = {}
     for r in range(args.rounds):
         ways = [("rolebound", run_engine), ("plain", run_plain)]
         for way, fn in (ways if r % 2 == 0 else ways[::-1]):
             engine.torch.set_num_threads(threads)     # the engine's policy may have moved it
+            passes[0] = 0
             span, ntok, texts = fn(engine, prompts, cap)
+            forwards[way] = passes[0]
             log(f"  round {r + 1} {way:9s} {ntok:7d} tokens in {span:7.2f} s = {ntok / span:9.1f} tok/s "
                 f"(load {loadavg()})")
             if way not in best or span / max(ntok, 1) < best[way][0] / max(best[way][1], 1):
@@ -175,10 +179,12 @@ def compare(name: str, path: Path, prompts, cap: int, args) -> dict:
            "rolebound": {"s": round(es, 3), "tokens": en, "tok_per_s": round(en / es, 1)},
            "plain": {"s": round(ps, 3), "tokens": pn, "tok_per_s": round(pn / ps, 1)},
            "ratio": round(ratio, 3), "met": ratio >= TARGET, "equal_answers": equal, "load": loadavg(),
-           # decode loops a round: the engine decodes each group of prompts that share a prefix
-           # (prefix_min tokens) on its own; plain generate() runs one loop a batch
+           # decode loops a round: one a batch each way (before issue 40 the engine decoded each
+           # group of prompts sharing a prefix on its own)
            "decode_batches": {"rolebound": len(batches) // args.rounds,
-                              "plain": -(-len(prompts) // engine.max_batch)}}
+                              "plain": -(-len(prompts) // engine.max_batch)},
+           # forward passes of the model in a round (prefill and decode steps)
+           "forward_passes": forwards}
     if args.profile and name == "proxy":
         res["profile"] = profile(engine, prompts, cap)
     del engine
@@ -196,6 +202,17 @@ def count_batches(engine) -> list[int]:
 
     engine._decode_batch = counted
     return seen
+
+
+def count_forwards(engine) -> list[int]:
+    """Calls of the model's forward (a hook on the top module: both ways), counted in passes[0]."""
+    passes = [0]
+
+    def hook(*_):
+        passes[0] += 1
+
+    engine.model.register_forward_hook(hook)
+    return passes
 
 
 def profile(engine, prompts, cap: int, top: int = 25) -> str:
@@ -249,6 +266,7 @@ def main() -> None:
               f"{r['plain']['tok_per_s']:9.1f} tok/s   ratio {r['ratio']:.2f}x   target >= {TARGET:.1f}x: "
               f"{'MET' if r['met'] else 'MISSED'}   greedy answers equal: {r['equal_answers']} of {r['prompts']}"
               f"   decode loops {r['decode_batches']['rolebound']} against {r['decode_batches']['plain']}"
+              f"   forward passes {r['forward_passes'].get('rolebound')} against {r['forward_passes'].get('plain')}"
               f"   (load {r['load']})")
         if r.get("profile"):
             print(f"\ncProfile of one engine round on the proxy ({r['prompts']} prompts x {r['max_tokens']} tokens):")

@@ -295,6 +295,7 @@ def test_the_backend_reports_prefill_tokens_and_takes_the_budget_option():
     info_engine = b.engine
     assert info_engine.kv is None and b.info()["prefix"]["cache_mb"] == 0
     assert set(b.info()["prefill_tokens"]) == {"computed", "saved"}
+    assert b.info()["decode"] == "dynamic cache"                   # the static step is CUDA's by default
 
 
 @pytest.mark.parametrize("engine,option", [("llamacpp", "prefix_cache_mb"), ("llamacpp", "dtype"),
@@ -305,3 +306,165 @@ def test_an_option_of_the_other_engine_is_refused_by_name(engine, option):
 
     with pytest.raises(BackendError, match=f"option '{option}' does not apply to --engine {engine}"):
         create_backend("bundled", engine=engine, **{option: 1})
+
+
+# -- the decode loop (models/decode.py) --------------------------------------------------------------
+class CharTok:
+    """A tokenizer stand-in: token t is chr(t)."""
+
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join(chr(t) for t in ids)
+
+
+def test_rows_finish_at_end_of_turn_stop_string_or_limit_and_are_emitted_at_once():
+    from rolebound.models.decode import Rows
+
+    seen = []
+    rows = Rows(CharTok(), {0}, limits=[5, 5, 2], stops=[[], ["c"], []], prompt_tokens=[3, 4, 5],
+                done=lambda r, res: seen.append((r, res.text, res.finish_reason)))
+    rows.take([0, 1, 2], [ord("a"), ord("a"), ord("a")])
+    rows.take([0, 1, 2], [0, ord("b"), ord("b")])                # row 0 ends its turn, row 2 its limit
+    assert seen == [(0, "a", "stop"), (2, "ab", "length")] and rows.left == 1
+    rows.take([0, 1, 2], [ord("x"), ord("c"), ord("x")])        # finished rows take nothing more
+    assert seen[-1] == (1, "ab", "stop") and rows.left == 0
+    assert [r.completion_tokens for r in rows.results] == [1, 3, 2]
+    assert [r.prompt_tokens for r in rows.results] == [3, 4, 5]
+
+
+def test_finished_rows_leave_the_batch_in_chunks():
+    torch = pytest.importorskip("torch")
+    from transformers import DynamicCache
+
+    from rolebound.models.decode import DynamicStep, Rows
+
+    cache = DynamicCache()
+    cache.update(torch.arange(8.0).view(8, 1, 1, 1).expand(8, 1, 3, 2).contiguous(), torch.zeros(8, 1, 3, 2), 0)
+    step = DynamicStep(None, "cache", cache, torch.ones(8, 3, dtype=torch.long), torch.full((8,), 3), steps=4)
+    rows = Rows(CharTok(), {0}, [9] * 8, [[]] * 8, [3] * 8)
+    tok = torch.arange(1, 9)
+    rows.take(step.alive, [0] + [ord("a")] * 7)                  # one of 8 finished: it stays
+    assert step.prune(rows, tok).tolist() == tok.tolist() and len(step.alive) == 8
+    rows.take(step.alive, [ord("a"), ord("a"), 0] + [ord("a")] * 5)   # two of 8: both go
+    assert step.prune(rows, tok).tolist() == [2, 4, 5, 6, 7, 8] and step.alive == [1, 3, 4, 5, 6, 7]
+    assert cache.layers[0].keys[:, 0, 0, 0].tolist() == [1, 3, 4, 5, 6, 7]
+    assert step.mask.shape == (6, 7) and step.pos.tolist() == [3] * 6
+
+
+def personas(n_each=3, unrelated=True):
+    """Two personas' questions (two prefix groups) and, unless told, two unrelated prompts."""
+    other = "Sherlock Holmes is a consulting detective in London who lives at 221B Baker Street. " * 3
+    qs = ["Who is Pepper?", "What is your suit made of?", "Name your AI.", "Where do you live?"][:n_each]
+    reqs = [GenRequest(messages=persona(q), max_tokens=10) for q in qs]
+    reqs += [GenRequest(messages=[Message(role="user", content=f"You are Sherlock. {other}\n{q}")], max_tokens=8)
+             for q in qs]
+    if unrelated:
+        reqs += [GenRequest(prompt="Unrelated short prompt:", max_tokens=5),
+                 GenRequest(messages=[Message(role="user", content="Say hello.")], max_tokens=6)]
+    return reqs
+
+
+def loops(eng, monkeypatch):
+    seen = []
+    inner = eng._decode_batch
+
+    def counted(seqs, *a, **kw):
+        seen.append(len(seqs))
+        return inner(seqs, *a, **kw)
+
+    monkeypatch.setattr(eng, "_decode_batch", counted)
+    return seen
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("long_other", [False, True])
+def test_several_prefix_groups_decode_in_one_loop_with_the_answers_of_one_by_one(fp32_engine, monkeypatch, long_other):
+    """Without a long unrelated prompt the personas are computed apart and every row prefills
+    from its persona's KV (prefill tokens saved); with one, prefilling every row whole costs no
+    more, and the personas' KV is kept from that prefill for later calls."""
+    eng = fp32_engine
+    eng.kv.clear()
+    reqs = personas(unrelated=False)
+    if long_other:
+        reqs.append(GenRequest(messages=[Message(role="user", content="Tell me a story. " * 80)], max_tokens=6))
+    enc = [eng.encode(eng._request_text(r.messages, r.prompt)) for r in reqs]
+    groups, _ = eng._prefix_groups(enc, [len(e) - 1 for e in enc])
+    assert len(groups) == 2                                   # the two personas really share prefixes
+    seen = loops(eng, monkeypatch)
+    emitted = []
+    dec = Decoding(max_tokens=16)
+    before = dict(eng.prefill)
+    together = eng.generate(reqs, dec, emit=lambda i, res: emitted.append(i))
+    assert seen == [len(reqs)]                                # one decode loop for the whole batch
+    saved = eng.prefill["saved"] - before["saved"]
+    if long_other:
+        assert saved == 0 and eng.prefill["computed"] - before["computed"] == sum(len(e) for e in enc)
+        assert all(eng.kv.best(eng.model, enc[m[0]])[1] >= plen for m, plen in groups)
+    else:
+        assert saved == sum((len(m) - 1) * plen for m, plen in groups)
+    assert sorted(emitted) == list(range(len(reqs)))
+    alone = [eng.generate([r], dec)[0] for r in reqs]
+    assert [t.text for t in together] == [a.text for a in alone]
+    assert [(t.prompt_tokens, t.completion_tokens, t.finish_reason) for t in together] == \
+        [(a.prompt_tokens, a.completion_tokens, a.finish_reason) for a in alone]
+
+
+@pytest.mark.model
+def test_stop_strings_and_end_of_turn_end_their_row_in_a_shared_loop(fp32_engine, monkeypatch):
+    """A stop string cuts its row's text; an end-of-turn token (here one the model is known to
+    produce) ends its row while the others go on; each equals that request decoded alone."""
+    eng = fp32_engine
+    reqs = personas(n_each=2)
+    free = eng.generate(reqs, Decoding(max_tokens=16))
+    words = free[0].text.split()
+    assert len(words) >= 3
+    stop = " " + words[2]
+    reqs[0] = GenRequest(messages=reqs[0].messages, max_tokens=10, stop=[stop])
+    first = eng.encode(free[2].text)[1]                       # the second token of another row
+    monkeypatch.setattr(eng, "eos_ids", set(eng.eos_ids) | {first})
+    seen = loops(eng, monkeypatch)
+    got = eng.generate(reqs, Decoding(max_tokens=16))
+    assert len(seen) == 1
+    assert got[0].text == free[0].text[:free[0].text.index(stop)] and got[0].finish_reason == "stop"
+    assert got[2].finish_reason == "stop" and got[2].completion_tokens <= 1
+    alone = [eng.generate([r], Decoding(max_tokens=16))[0] for r in reqs]
+    assert [g.text for g in got] == [a.text for a in alone]
+    assert [g.finish_reason for g in got] == [a.finish_reason for a in alone]
+
+
+@pytest.mark.model
+def test_the_static_cache_step_gives_the_dynamic_answers_and_falls_back_when_it_fails(fp32_engine, monkeypatch):
+    """The CUDA path's static cache runs eagerly on the CPU: same greedy text as the dynamic
+    loop; a step that fails on its first call hands the batch to the dynamic loop and is off."""
+    eng = fp32_engine
+    assert eng.static_decode is False                          # CPU: off by default
+    reqs = personas(n_each=2)
+    dec = Decoding(max_tokens=12)
+    dynamic = eng.generate(reqs, dec)
+    assert eng._mask4d                                         # SDPA: decode steps pass its mask ready-made
+    monkeypatch.setattr(eng, "_mask4d", False)                 # transformers builds it from the 2D mask
+    assert [d.text for d in eng.generate(reqs, dec)] == [d.text for d in dynamic]
+    monkeypatch.setattr(eng, "static_decode", True)
+    monkeypatch.setattr(eng, "static_error", None)
+    static = eng.generate(reqs, dec)
+    assert eng.static_decode is True and eng.static_error is None
+    assert [s.text for s in static] == [d.text for d in dynamic]
+    kept = next(iter(eng._static_pool.values()))
+    assert [s.text for s in eng.generate(reqs, dec)] == [d.text for d in dynamic]
+    assert next(iter(eng._static_pool.values())) is kept       # the same shape reuses its cache
+
+    def broken(*a, **kw):
+        raise RuntimeError("no graph today")
+
+    monkeypatch.setattr(eng, "_decode_forward", lambda: broken)
+    again = eng.generate(reqs, dec)
+    assert [s.text for s in again] == [d.text for d in dynamic]
+    assert eng.static_decode is False and eng.static_error == "RuntimeError: no graph today"
+
+
+def test_static_decode_takes_true_or_false_and_refuses_anything_else():
+    from rolebound.errors import BackendError
+    from rolebound.models import create_backend
+
+    assert local._flag("false") is False and local._flag("True") is True and local._flag(False) is False
+    with pytest.raises(BackendError, match="static_decode must be true or false, not 'maybe'"):
+        create_backend("bundled", static_decode="maybe")

@@ -7,8 +7,11 @@ What makes it fast on a small CPU (bench/README.md has the figures):
 - log-likelihood reads only the positions it needs (`logits_to_keep`), never the whole prompt;
 - requests that share a long prefix (>= 64 tokens: a persona and its profile before many
   questions) compute it once and reuse its KV cache, for scoring and for generation;
-- its own greedy/sampling loop: a row leaves the batch (and the KV cache) as soon as it hits
-  end-of-turn, a stop string or its token limit.
+- its own greedy/sampling loop (models/decode.py), one per batch whatever prefixes its rows
+  share: a row's result goes out as soon as it hits end-of-turn, a stop string or its token
+  limit, and finished rows leave the batch (and the KV cache) once they are a quarter of it;
+- on CUDA, decoding on a static KV cache with a compiled step (CUDA graphs), falling back to the
+  dynamic loop if that fails.
 """
 
 from __future__ import annotations
@@ -93,9 +96,10 @@ def auto_batch(model, device: str, dtype) -> tuple[int, int]:
 # Part of every cache key of this engine. bf16 results depend slightly on batch make-up and on
 # prefix reuse, so when those change, bump this: otherwise a run would mix cached answers of the
 # old engine with new ones and differ from a fresh run of the same command.
-ENGINE_REV = 6       # 3: option log-likelihoods in float32; 4: bf16 pass, float32 re-score of close calls;
+ENGINE_REV = 7       # 3: option log-likelihoods in float32; 4: bf16 pass, float32 re-score of close calls;
                      # 5: float32 alone where it costs no more than the two passes; 6: prefix KV kept
-                     # across calls (models/prefix_kv.py)
+                     # across calls (models/prefix_kv.py); 7: one decode loop a batch across prefix
+                     # groups (models/decode.py)
 # A request whose best two options lie within this many nats (summed, or per token) is scored
 # again by the float32 copy. bf16 trunk noise moved log-likelihoods by about 0.05 between batch
 # make-ups (0.13 on one Xeon); four times that leaves every answer the bf16 pass keeps decided
@@ -116,12 +120,25 @@ def _close(res: ScoreResult) -> bool:
     return False
 
 
+def _flag(value) -> bool:
+    """A boolean option given as a bool or as text (--backend-opt static_decode=false)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise BackendError(f"static_decode must be true or false, not '{value}'")
+
+
 class TransformersEngine:
     """Holds one model and tokenizer; every method is synchronous and runs under one lock."""
 
     def __init__(self, path: str | Path, *, dtype: str = "auto", device: str | None = None,
                  threads: int | None = None, max_batch: int | None = None,
-                 batch_tokens: int | None = None, prefix_min: int = 64, prefix_cache_mb: float = 256):
+                 batch_tokens: int | None = None, prefix_min: int = 64, prefix_cache_mb: float = 256,
+                 static_decode: bool | None = None):
         t0 = time.perf_counter()
         try:
             import torch
@@ -180,6 +197,16 @@ class TransformersEngine:
         bparams = inspect.signature(base.forward).parameters if base is not None else params
         self._base_cache_kw = "cache" if "cache" in bparams else "past_key_values"
         self._head_fp32 = None
+        # CUDA: decode on a StaticCache with a compiled step (CUDA graphs); None = on CUDA only.
+        # Turned off for the engine's life if it fails (static_error says why).
+        self.static_decode = self.device.startswith("cuda") if static_decode is None else _flag(static_decode)
+        # decode steps hand SDPA its mask ready-made (models/decode.py): SDPA on full attention only
+        cfg = self.model.config
+        self._mask4d = (getattr(cfg, "_attn_implementation", None) == "sdpa" and self._prefix_ok()
+                        and all(t == "full_attention" for t in (getattr(cfg, "layer_types", None) or ["full_attention"])))
+        self.static_error: str | None = None
+        self._compiled = None
+        self._static_pool: dict = {}
 
     def tick(self) -> None:
         """Before each batch: this thread's torch thread count (only an adaptive one changes);
@@ -563,6 +590,10 @@ class TransformersEngine:
 
     # -- generation -------------------------------------------------------------------------
     def generate(self, requests: Sequence[GenRequest], decoding: Decoding, emit=None) -> list[GenResult]:
+        """Batches are packed over every request, longest first, whatever prefix a request
+        shares: a batch computes the prefixes it needs that are not kept (one forward), prefills
+        every row's tail on its prefix's KV (one forward) and decodes all its rows in one loop.
+        A row's result is emitted as soon as it finishes."""
         torch = self.torch
         texts = [self._request_text(r.messages, r.prompt) for r in requests]
         encoded = [self.encode(t) for t in texts]
@@ -575,93 +606,202 @@ class TransformersEngine:
             if decoding.temperature > 0:
                 gen = torch.Generator(device=self.device)
                 gen.manual_seed(int(decoding.seed))
-            # Prompts sharing a long prefix decode from one copy of its KV cache; the last
+            # Prompts sharing a long prefix start from one copy of its KV cache; the last
             # prompt token stays in the tail, since its logits start the decoding.
             firsts = [len(e) - 1 for e in encoded]
             groups, rest = self._with_cached(encoded, firsts, *self._prefix_groups(encoded, firsts), self.model)
-            for members, plen in groups + [(rest, 0)]:
-                kv = self._prefix_cache(encoded[members[0]][:plen]) if plen else None
-                tails = [encoded[i][plen:] for i in members]
-                self.prefill["saved"] += max(0, len(members) - 1) * plen
-                self.prefill["computed"] += sum(len(t) for t in tails)
-                for b in self._batches([len(t) for t in tails], extra=extra):
-                    idx = [members[j] for j in b]
-                    results = self._decode_batch([tails[j] for j in b], [limits[i] for i in idx],
-                                                 [stops[i] for i in idx], decoding, gen,
-                                                 prefix=(kv, plen) if kv is not None else None)
-                    for i, res in zip(idx, results):
-                        out[i] = res
-                        if emit:
-                            emit(i, res)
+            group_of: list[int | None] = [None] * len(requests)
+            plens = [0] * len(requests)
+            for g, (members, plen) in enumerate(groups):
+                for i in members:
+                    group_of[i], plens[i] = g, plen
+            # packed by tail length: a batch's prefill runs every row to its longest tail, so rows
+            # on a kept prefix batch together; the budget counts the longest prefix on every row
+            batches = self._batches([len(e) - p for e, p in zip(encoded, plens)], extra=extra + max(plens))
+            left = [0] * len(groups)                   # batches still to use each prefix
+            for b in batches:
+                for g in {group_of[i] for i in b} - {None}:
+                    left[g] += 1
+            kvs: dict[int, Any] = {}
+            for b in batches:
+                need = {g: encoded[groups[g][0][0]][:groups[g][1]]
+                        for g in dict.fromkeys(group_of[i] for i in b) if g is not None and g not in kvs}
+                within = self._prefixes_within(need, [len(encoded[i]) for i in b], [plens[i] for i in b],
+                                               [group_of[i] for i in b])
+                made = self._prefix_kvs({g: p for g, p in need.items() if g not in within})
+                kvs.update(made)
+                prefixes = [None if group_of[i] is None or group_of[i] in within else (kvs[group_of[i]], plens[i])
+                            for i in b]
+                # prefill tokens: a row on a prefix saves it, less each prefix made here (counted
+                # by _prefix_kvs as computed, or saved where it was kept)
+                for i, p in zip(b, prefixes):
+                    self.prefill["computed"] += len(encoded[i]) - (p[1] if p else 0)
+                    self.prefill["saved"] += p[1] if p else 0
+                self.prefill["saved"] -= sum(len(need[g]) for g in made)
+                # a prefix computed inside this batch's own prefill is kept from its first row
+                harvest = {}
+                for r, i in enumerate(b):
+                    if group_of[i] in within and group_of[i] not in harvest.values():
+                        harvest[r] = group_of[i]
+
+                def done(r, res, b=b):
+                    out[b[r]] = res
+                    if emit:
+                        emit(b[r], res)
+
+                def kept(r, kv, harvest=harvest):
+                    g = harvest[r]
+                    kvs[g] = kv
+                    if self.kv:
+                        self.kv.put(self.model, need[g], kv)
+
+                self._decode_batch([encoded[i] for i in b], [limits[i] for i in b], [stops[i] for i in b],
+                                   decoding, gen, prefixes=prefixes, done=done,
+                                   keep=({r: plens[b[r]] for r in harvest}, kept))
+                for g in {group_of[i] for i in b} - {None}:
+                    left[g] -= 1
+                    if not left[g]:
+                        del kvs[g]                     # the kept copy (PrefixKV) stays
         return out  # type: ignore[return-value]
 
-    def _decode_batch(self, seqs, limits, stops, decoding: Decoding, gen, prefix=None) -> list[GenResult]:
+    def _prefill(self, seqs, prefixes):
+        """One forward over the batch's tails, each row on its prefix's KV (left padded into one
+        cache: [pad | prefix | pad | tail], the pads masked). prefixes[r]: (KV, length) or None.
+        Returns (last logits, cache, mask, next positions)."""
         torch = self.torch
         from transformers import DynamicCache
 
         self.tick()
         n = len(seqs)
-        ids, mask, pos = self._pad(seqs)
-        plen = 0
-        if prefix is None:
+        plens = [p[1] if p else 0 for p in prefixes]
+        ids, mask, pos = self._pad([s[k:] for s, k in zip(seqs, plens)])
+        cache = DynamicCache()
+        width = max(plens)
+        if width:
+            by_kv: dict[int, list[int]] = {}
+            for r, p in enumerate(prefixes):
+                if p:
+                    by_kv.setdefault(id(p[0]), []).append(r)
+            pmask = torch.zeros((n, width), dtype=mask.dtype, device=mask.device)
+            layers = [[None, None] for _ in next(p for p in prefixes if p)[0]]
+            for rows in by_kv.values():
+                kv, plen = prefixes[rows[0]]
+                sel = torch.tensor(rows, device=self.device)
+                pmask[sel, width - plen:] = 1
+                for pair, (k, v) in zip(layers, kv):
+                    for j, x in enumerate((k, v)):
+                        if pair[j] is None:
+                            pair[j] = x.new_zeros((n, x.shape[1], width, x.shape[3]))
+                        pair[j][sel, :, width - plen:] = x[:, :, :plen]
+            for layer, (k, v) in enumerate(layers):
+                cache.update(k, v, layer)
+            mask = torch.cat([pmask, mask], 1)
+            pos = pos + torch.tensor(plens, device=self.device).view(-1, 1)
+        logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                            logits_to_keep=1, **{self.cache_kw: cache}).logits[:, -1, :]
+        need = max(len(x) for x in seqs)
+        if mask.shape[1] > need:
+            # a prefix region and a tail region made it wider than its longest row: each row's
+            # tokens right-aligned into `need` columns, so no decode step attends over the gap
+            idx = torch.sort(mask, dim=1, stable=True).indices[:, -need:]
+            mask = mask.gather(1, idx)
+            for layer in cache.layers:
+                at = idx[:, None, :, None].expand(-1, layer.keys.shape[1], -1, layer.keys.shape[3])
+                layer.keys, layer.values = layer.keys.gather(2, at), layer.values.gather(2, at)
+        return logits, cache, mask, pos[:, -1] + 1
+
+    def _prefixes_within(self, need: dict[int, list[int]], lengths: list[int], plens: list[int],
+                        gs: list[int | None]) -> set[int]:
+        """The prefixes in `need` (not kept) that this batch computes within its own prefill, when
+        computing them apart would not make the prefill shorter. Costs in token rows: apart, the
+        prefixes (padded to the longest) and every row to the longest tail; within, every row to
+        the longest row not on a kept prefix."""
+        new = {g for g, p in need.items() if not (self.kv and self.kv.best(self.model, p)[1] >= self.prefix_min)}
+        if not new:
+            return set()
+        apart = len(new) * max(len(need[g]) for g in new) + len(lengths) * max(n - k for n, k in zip(lengths, plens))
+        within = len(lengths) * max(n - (0 if g in new else k) for n, k, g in zip(lengths, plens, gs))
+        return new if within <= apart else set()
+
+    def _prefix_kvs(self, need: dict[int, list[int]]) -> dict[int, Any]:
+        """KV of each prefix in `need` (key -> tokens): from the kept KV where it holds some,
+        the others computed together in one forward (left padded)."""
+        from transformers import DynamicCache
+
+        out, fresh = {}, {}
+        for g, p in need.items():
+            keep = self.kv.best(self.model, p)[1] if self.kv else 0
+            (out if keep >= self.prefix_min or len(need) == 1 else fresh)[g] = p
+        for g, p in out.items():
+            out[g] = self._prefix_cache(p)
+        if fresh:
+            self.tick()
+            ids, mask, pos = self._pad(list(fresh.values()))
             cache = DynamicCache()
-        else:
-            kv, plen = prefix
-            cache = self._expand(kv, n)
-            mask = torch.cat([torch.ones((n, plen), dtype=mask.dtype, device=mask.device), mask], 1)
-            pos = pos + plen
-        logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos,
-                            use_cache=True, logits_to_keep=1, **{self.cache_kw: cache}).logits[:, -1, :]
-        alive = list(range(n))               # original row of each live batch row
-        next_pos = pos[:, -1] + 1
-        produced: list[list[int]] = [[] for _ in range(n)]
-        texts: list[str | None] = [None] * n
-        finish = ["length"] * n
-        eos = torch.tensor(sorted(self.eos_ids), device=self.device) if self.eos_ids else None
-        while alive:
-            check_stop()
-            tok = self._pick(logits, decoding, gen)
-            keep = []
-            for r, row in enumerate(alive):
-                t = int(tok[r])
-                done = False
-                if eos is not None and t in self.eos_ids:
-                    finish[row], done = "stop", True
-                else:
-                    produced[row].append(t)
-                    if stops[row]:
-                        text = self.tok.decode(produced[row], skip_special_tokens=True)
-                        hit = min((text.find(s) for s in stops[row] if s and s in text), default=-1)
-                        if hit >= 0:
-                            texts[row], finish[row], done = text[:hit], "stop", True
-                    if not done and len(produced[row]) >= limits[row]:
-                        done = True
-                if not done:
-                    keep.append(r)
-            if not keep:
-                break
-            if len(keep) < len(alive):
-                sel = torch.tensor(keep, device=self.device)
-                cache.batch_select_indices(sel)
-                mask, next_pos, tok = mask[sel], next_pos[sel], tok[sel]
-                alive = [alive[r] for r in keep]
-            mask = torch.cat([mask, torch.ones((len(alive), 1), dtype=mask.dtype, device=mask.device)], 1)
-            logits = self.model(input_ids=tok.view(-1, 1), attention_mask=mask,
-                                position_ids=next_pos.view(-1, 1), use_cache=True,
-                                **{self.cache_kw: cache}).logits[:, -1, :]
-            next_pos = next_pos + 1
-        results = []
-        for row in range(n):
-            text = texts[row] if texts[row] is not None else \
-                self.tok.decode(produced[row], skip_special_tokens=True)
-            results.append(GenResult(text=text, prompt_tokens=plen + len(seqs[row]),
-                                     completion_tokens=len(produced[row]), finish_reason=finish[row]))
-        return results
+            self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1,
+                       **{self.cache_kw: cache})
+            width = ids.shape[1]
+            for j, (g, p) in enumerate(fresh.items()):
+                kv = [(layer.keys[j:j + 1, :, width - len(p):].clone(), layer.values[j:j + 1, :, width - len(p):].clone())
+                      for layer in cache.layers]
+                self.prefill["computed"] += len(p)
+                if self.kv:
+                    self.kv.put(self.model, p, kv)
+                out[g] = kv
+        return out
+
+    def _decode_batch(self, seqs, limits, stops, decoding: Decoding, gen, prefixes=None, done=None,
+                      keep=None) -> list[GenResult]:
+        """Prefill and decode one batch in one loop. prefixes[r]: (prefix KV, its length) of row r,
+        or None; done(r, result) is called as each row finishes. keep: ({row: n}, kept): kept(row,
+        KV of its first n tokens) is called after the prefill, for rows without a prefix."""
+        from . import decode
+
+        prefixes = prefixes or [None] * len(seqs)
+        logits, cache, mask, next_pos = self._prefill(seqs, prefixes)
+        if keep:
+            width = mask.shape[1]
+            for r, n in keep[0].items():
+                at = width - len(seqs[r])
+                keep[1](r, [(layer.keys[r:r + 1, :, at:at + n].clone(), layer.values[r:r + 1, :, at:at + n].clone())
+                            for layer in cache.layers])
+        rows = decode.Rows(self.tok, self.eos_ids, limits, stops, [len(s) for s in seqs], done)
+        steps = max(limits)
+
+        def dynamic():
+            return decode.DynamicStep(self.model, self.cache_kw, cache, mask, next_pos, steps, mask4d=self._mask4d)
+
+        step = None
+        if self.static_decode:
+            try:
+                step = decode.StaticStep(self.model, self._decode_forward(), self.cache_kw, cache, mask,
+                                         next_pos, steps, pool=self._static_pool)
+            except Exception as exc:  # noqa: BLE001 - e.g. a cache layout StaticCache does not fit
+                self._static_off(exc)
+        decode.run(step or dynamic(), rows, logits, lambda x: self._pick(x, decoding, gen),
+                   fallback=(lambda exc: self._static_off(exc) or dynamic()) if step else None)
+        return rows.results  # type: ignore[return-value]
+
+    def _decode_forward(self):
+        """The model's forward for StaticStep: compiled on CUDA (CUDA graphs), eager elsewhere."""
+        if self._compiled is None:
+            self._compiled = self.model
+            if self.device.startswith("cuda"):
+                self._compiled = self.torch.compile(self.model, mode="reduce-overhead", fullgraph=False,
+                                                    dynamic=False)
+        return self._compiled
+
+    def _static_off(self, exc) -> None:
+        """The static/compiled step failed: this engine decodes dynamically from now on."""
+        self.static_decode = False
+        self._static_pool.clear()
+        msg = str(exc).strip().splitlines()
+        self.static_error = f"{type(exc).__name__}: {msg[0]}" if msg else type(exc).__name__
 
     def _pick(self, logits, decoding: Decoding, gen):
         torch = self.torch
         if decoding.temperature <= 0:
-            return logits.argmax(-1)
+            return logits.float().argmax(-1)       # float32, as generate() does: bf16 argmax is slow on a CPU
         probs = torch.softmax(logits.float() / decoding.temperature, dim=-1)
         if decoding.top_p < 1.0:
             sp, si = probs.sort(dim=-1, descending=True)
@@ -706,7 +846,8 @@ def shared_engine(path: Path | str, **opts: Any) -> tuple["TransformersEngine", 
         return _ENGINES[key], True
 
 
-ENGINE_OPTIONS = ("dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min", "prefix_cache_mb")
+ENGINE_OPTIONS = ("dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min", "prefix_cache_mb",
+                  "static_decode")
 
 
 class LocalBackend(EngineCalls, Backend):
@@ -716,7 +857,7 @@ class LocalBackend(EngineCalls, Backend):
     batching = True
     streams = True          # generate/score take emit(i, result): results reach the runner per batch
     option_names = frozenset({"dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min",
-                              "prefix_cache_mb", "think_tag"})
+                              "prefix_cache_mb", "static_decode", "think_tag"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
         super().__init__(name, decoding, **options)
@@ -727,6 +868,8 @@ class LocalBackend(EngineCalls, Backend):
         self._prefill0 = {"computed": 0, "saved": 0}
         self._folder: str | None = None
         resolve_override(self.options.get("threads"))    # a bad ROLEBOUND_THREADS fails here, before any work
+        if self.options.get("static_decode") is not None:
+            _flag(self.options["static_decode"])            # a bad value fails here too
         thread_policy().register()                       # other rolebound engines share the cores with us
 
     def model_path(self) -> Path:
@@ -766,6 +909,9 @@ class LocalBackend(EngineCalls, Backend):
                              "float32_alone": e.rescored[2] - self._rescored0[2],
                              "fp32_cost": None if e._fp32_cost is None else round(e._fp32_cost, 2)},
                 "device": e.device,
+                "decode": ("static cache, compiled step" if e.static_decode and e.device.startswith("cuda") else
+                           "static cache" if e.static_decode else "dynamic cache")
+                + (f" (static step off: {e.static_error})" if e.static_error else ""),
                 "prefix": {"min": e.prefix_min, "cache_mb": e.prefix_cache_mb if e.kv else 0},
                 "prefill_tokens": {k: e.prefill[k] - self._prefill0.get(k, 0) for k in e.prefill},
                 "load_s": round(e.load_s, 2) if self._loaded_here else 0.0, "torch": torch.__version__,

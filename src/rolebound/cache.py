@@ -14,12 +14,12 @@ import contextlib
 import functools
 import hashlib
 import json
-import os
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from .errors import RunDirError
+from .io import atomic_path
 from .paths import derived_dir
 
 # Bump to drop every derived entry (when what a kind stores changes meaning).
@@ -36,15 +36,15 @@ def entry_path(kind: str, key: str, suffix: str) -> Path:
 
 
 def _write_atomic(path: Path, write: Callable[[Any], None], binary: bool) -> None:
+    """io.atomic_path (a temp name per process and thread, renamed whole); OSError as it came, so
+    that a read-only or full cache costs only the recomputation."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as fh:
+        with atomic_path(path) as tmp, open(tmp, "wb" if binary else "w",
+                                            **({} if binary else {"encoding": "utf-8"})) as fh:
             write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    except RunDirError as exc:
+        raise exc.__context__ if isinstance(exc.__context__, OSError) else OSError(str(exc)) from None
 
 
 def cached_json(kind: str, parts: Any, compute: Callable[[], Any]):

@@ -97,7 +97,7 @@ def test_import_stats_and_a_fake_run_end_to_end(tmp_path):
     r = rb("data", "import", "charm-official", release(), "--out", out)
     assert r.returncode == 0, r.stderr
     assert "2748 questions" in r.stdout and "'mexico'" in r.stdout
-    r = rb("data", "stats", "charm", "--data", out, env={"COLUMNS": "200", **_env()})
+    r = rb("data", "stats", "charm", "--data", out, env={**_env(), "COLUMNS": "200"})
     assert r.returncode == 0, r.stderr
     assert "128 (paper 152)" in r.stdout and "508 (paper 532)" in r.stdout      # KV and the EN total differ
     assert "(paper 124)" not in r.stdout and "(paper 2748)" not in r.stdout     # BC Cross and the total do not

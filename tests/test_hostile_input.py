@@ -213,6 +213,14 @@ def test_set_values_are_not_silently_bent(tmp_path, mcq_data):
     assert "no item has a field 'nope'" in line and "question" in line
     assert "alias bomb" in one_line(run_mcq(tmp_path, "--data", mcq_data, "--set",
                                             "template=" + _alias_bomb().replace("\n", ", ").join("{}")))
+    # true/false for a number, from a config file or a backend option: refused, not read as 1
+    line = one_line(run_mcq(tmp_path, "--data", mcq_data, "--backend-opt", "concurrency=true"))
+    assert "concurrency" in line and "not true/false" in line
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"suite: mcq\nmodel: fake:random\ndata: {mcq_data}\nout: {tmp_path / 'r2'}\n"
+                   "limit: true\ndecoding: {max_tokens: true}\n", encoding="utf-8")
+    line = one_line(rolebound("run", "--config", cfg, "--quiet", cwd=tmp_path, timeout=QUICK))
+    assert "not true/false" in line and ("limit" in line or "max_tokens" in line)
 
 
 def test_a_models_chat_template_renders_in_the_sandbox():

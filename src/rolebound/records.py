@@ -9,6 +9,17 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_serializer
 
 
+def _not_a_bool(value: Any) -> Any:
+    """true/false given for a number is a mistake (pydantic reads True as 1): say so."""
+    if isinstance(value, bool):
+        raise ValueError("must be a number, not true/false")
+    return value
+
+
+Whole = Annotated[int, BeforeValidator(_not_a_bool)]      # an int field that refuses true/false
+Real = Annotated[float, BeforeValidator(_not_a_bool)]
+
+
 class Message(BaseModel):
     model_config = ConfigDict(extra="forbid")
     role: Literal["system", "user", "assistant"]
@@ -19,10 +30,10 @@ class Decoding(BaseModel):
     """Per-run decoding settings; recorded in the manifest and part of every cache key."""
 
     model_config = ConfigDict(extra="forbid")
-    temperature: float = Field(0.0, ge=0.0, le=5.0)
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    max_tokens: int = Field(256, ge=1, le=131072)
-    seed: int = 0
+    temperature: Real = Field(0.0, ge=0.0, le=5.0)
+    top_p: Real = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: Whole = Field(256, ge=1, le=131072)
+    seed: Whole = 0
     stop: list[str] | None = None
 
     def merged(self, **override: Any) -> "Decoding":

@@ -18,7 +18,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from .errors import BackendError, InputError
 from .io import expected
 from .models import DEFAULT_MODEL
-from .records import Decoding
+from .records import Decoding, Real, Whole
 from .threads import MAX_THREADS
 
 
@@ -108,33 +108,33 @@ class BackendOptions(BaseModel):
     model_config = ConfigDict(extra="allow")
     base_url: Annotated[str | None, AfterValidator(check_url)] = None
     api_key_env: str | None = None
-    concurrency: int | None = Field(None, ge=1, le=4096)
-    timeout: float | None = Field(None, gt=0)
-    max_retries: int | None = Field(None, ge=0, le=20)
-    backoff_base: float | None = Field(None, ge=0)
-    backoff_max: float | None = Field(None, ge=0)
-    connect_retries: int | None = Field(None, ge=0)
-    max_consecutive_failures: int | None = Field(None, ge=0)
+    concurrency: Whole | None = Field(None, ge=1, le=4096)
+    timeout: Real | None = Field(None, gt=0)
+    max_retries: Whole | None = Field(None, ge=0, le=20)
+    backoff_base: Real | None = Field(None, ge=0)
+    backoff_max: Real | None = Field(None, ge=0)
+    connect_retries: Whole | None = Field(None, ge=0)
+    max_consecutive_failures: Whole | None = Field(None, ge=0)
     endpoint: str | None = None
     tokenizer: str | None = None
     dtype: str | None = None
     device: str | None = None
-    threads: Annotated[int | None, AfterValidator(check_threads)] = None
-    max_batch: int | None = Field(None, ge=1)
-    batch_tokens: int | None = Field(None, ge=64)
-    tensor_parallel_size: int | None = Field(None, ge=1)
-    data_parallel_size: int | None = Field(None, ge=1)
-    pipeline_parallel_size: int | None = Field(None, ge=1)     # vllm: layers split over GPUs/nodes
+    threads: Annotated[Whole | None, AfterValidator(check_threads)] = None
+    max_batch: Whole | None = Field(None, ge=1)
+    batch_tokens: Whole | None = Field(None, ge=64)
+    tensor_parallel_size: Whole | None = Field(None, ge=1)
+    data_parallel_size: Whole | None = Field(None, ge=1)
+    pipeline_parallel_size: Whole | None = Field(None, ge=1)     # vllm: layers split over GPUs/nodes
     distributed_executor_backend: str | None = None            # vllm: ray (multi-node) or mp
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
-    max_model_len: int | None = Field(None, ge=16)
+    gpu_memory_utilization: Real | None = Field(None, gt=0, le=1)
+    max_model_len: Whole | None = Field(None, ge=16)
     enable_prefix_caching: bool | None = None
     transport: str | None = None           # openai backend: sdk (default) or aiohttp
-    prefix_min: int | None = Field(None, ge=0)   # local engines: shortest shared prefix reused (0: off)
+    prefix_min: Whole | None = Field(None, ge=0)   # local engines: shortest shared prefix reused (0: off)
     engine: str | None = None              # bundled models: torch (default) or llamacpp
-    n_ctx: int | None = Field(None, ge=256)      # llamacpp: KV cells shared by the rows of a batch
-    prefix_max: int | None = Field(None, ge=0)   # llamacpp: longest resident prefix kept across calls
-    prefix_cache_mb: float | None = Field(None, ge=0)   # torch engine: KV of shared prefixes kept across calls (0: within a call)
+    n_ctx: Whole | None = Field(None, ge=256)      # llamacpp: KV cells shared by the rows of a batch
+    prefix_max: Whole | None = Field(None, ge=0)   # llamacpp: longest resident prefix kept across calls
+    prefix_cache_mb: Real | None = Field(None, ge=0)   # torch engine: KV of shared prefixes kept across calls (0: within a call)
     think_tag: str | None = None           # reasoning opener for Capability Injection (default: from the chat template)
     chat_template: str | None = None       # openai: tokenizer folder, tokenizer_config.json, Jinja file, or server
     prefill: str | None = None             # openai: continue_final_message (vLLM) for Capability Injection
@@ -149,14 +149,14 @@ class RunSettingsFields(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     data: Annotated[str | None, AfterValidator(check_data)] = None
-    limit: int | None = Field(None, ge=1)
+    limit: Whole | None = Field(None, ge=1)
     scoring: str | None = None
     judge: JudgeSpec = None
     extractor: OptionalSpec = None         # model-based answer extraction, reported apart
-    repeats: int = Field(1, ge=1, le=100)
+    repeats: Whole = Field(1, ge=1, le=100)
     allow_greedy_repeats: bool = False
     protocol: str | None = None
-    concurrency: int | None = Field(None, ge=1, le=4096)
+    concurrency: Whole | None = Field(None, ge=1, le=4096)
     decoding: GivenDecoding = Field(default_factory=Decoding)     # only the fields set count (protocol.py)
     judge_decoding: GivenDecoding = Field(default_factory=Decoding)
 

@@ -320,7 +320,9 @@ def unfinished(rd: Path, m: dict) -> str:
         key = (r.item_id, r.strategy)
         done[key] = done.get(key, True) and not r.error
     c = m.get("counts") or {}
-    n = c.get("jobs") or m.get("n_items")
+    n = c.get("jobs") or (m.get("n_items") or 0) * max(1, len(m.get("strategies") or []))
+    if not c.get("invocations"):        # the first invocation is still going: no counts written yet
+        return f"{sum(done.values())} of {n} jobs (item x strategy) answered so far, running since {m.get('started')}"
     return (f"{sum(done.values())} of {n} jobs (item x strategy) answered after {c.get('invocations', 1)} "
             f"invocation(s), {(c.get('wall_s') or 0) / 3600:.1f} h of wall time")
 
@@ -447,7 +449,7 @@ def summary(kept_rows: dict[str, str] | None = None, specs: list[Spec] | None = 
         n_full = None if spec.data else starter_size(spec.suite)
         est = f"about {w * n_full / m['n_items'] / 3600:.1f} h" if w and n_full and m.get("n_items") else "-"
         if spec.data and not m.get("finished"):
-            est = "unfinished: " + unfinished(rd, m).split(" answered")[0]
+            est = "unfinished: " + unfinished(rd, m).split(" (item")[0]
         if est != "-" and (m.get("counts") or {}).get("cache_hits"):
             est += f" (low: {m['counts']['cache_hits']} cache hits)"
         widest = ci_widths(rd, spec.suite, spec.headline).split(";")[0]

@@ -89,3 +89,5 @@ def test_an_unfinished_run_counts_the_jobs_answered_in_full(tmp_path):
     (tmp_path / "records.jsonl").write_text("".join(json.dumps({"suite": "charm", **r}) + "\n" for r in rows))
     m = {"counts": {"jobs": 10, "invocations": 3, "wall_s": 7200}}
     assert _results().unfinished(tmp_path, m) == "2 of 10 jobs (item x strategy) answered after 3 invocation(s), 2.0 h of wall time"
+    running = {"n_items": 5, "strategies": ["s", "t"], "started": "2026-12-04T20:44:12"}
+    assert _results().unfinished(tmp_path, running) == "2 of 10 jobs (item x strategy) answered so far, running since 2026-12-04T20:44:12"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import __version__
+from .constants import VERSION
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
 from .models import create_backend, parse_spec
 from .protocol import is_demo, overrides_of, repeat_seed, resolve
@@ -227,7 +227,7 @@ def _manifest(s, req: RunRequest, plan: _Plan, dataset, items) -> RunManifest:
         prompt_templates=_template_hashes(s),
         endpoints=endpoints(model=plan.backend, judge=judge, extractor=extractor),
         skipped_strategies=plan.skipped or {},
-        package_version=__version__, git_revision=git_revision(), started=now())
+        package_version=VERSION, git_revision=git_revision(), started=now())
 
 
 def _signal_stop(code: int) -> RunStopped:

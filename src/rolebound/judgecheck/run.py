@@ -62,7 +62,7 @@ def _judge_backend(suite, judge: str):
 def _manifest(suite_name, check, backend, decoding, resolved, rows, source, limit, settings) -> RunManifest:
     import hashlib
 
-    from .. import __version__
+    from ..constants import VERSION
     from ..runner import git_revision, now
     from .data import rows_hash
 
@@ -73,7 +73,7 @@ def _manifest(suite_name, check, backend, decoding, resolved, rows, source, limi
                        judge=backend.spec, decoding=decoding, judge_decoding=decoding,
                        protocol={**resolved.manifest(), "self_judged": False}, dataset=source,
                        dataset_hash=rows_hash(rows), n_items=len(rows), limit=limit, options=settings,
-                       prompt_templates=templates, package_version=__version__, git_revision=git_revision(),
+                       prompt_templates=templates, package_version=VERSION, git_revision=git_revision(),
                        started=now(), kind=KIND)
 
 

@@ -1,7 +1,7 @@
 """rolebound: does a role-playing LLM stay inside its character's knowledge and capability
 boundaries? Benchmarks (charm, knowledge-errors, multiverse, capability), runs, metrics, reports."""
 
-__version__ = "0.1.0"
+from .constants import VERSION as __version__  # defined there: no module imports this package
 
 # Before anything can import torch: libgomp reads OMP_WAIT_POLICY once, when torch loads it.
 from .threads import set_wait_policy as _set_wait_policy  # noqa: E402

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import __version__
+from .constants import VERSION
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
 from .models import create_backend, parse_spec
 from .protocol import is_demo, overrides_of, repeat_seed, resolve
 from .records import Decoding, RunManifest, canonical_order
 from .request import RunRequest, make_request
-from .runner import RunResult, check_resumable, execute, git_revision, now, open_session
+from .runner import RunResult, check_resumable, execute, finish, git_revision, now, open_session
 from .store import MANIFEST, METRICS, RECORDS, RunDir, claim_run_folder, load_records, records_frame
 from .suites import get_suite
 from .loop import EngineStopped, default_concurrency, stop_signals
@@ -93,7 +93,6 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
         stopped = _execute(s, req, plan, dataset, items, session, timing, sig,
                            leave_nothing=lambda: new_run and not session.completed)
         c = session.counts
-        manifest.finished = None if stopped else now()
         manifest.counts = _add_counts(earlier, {
             "items": len(items), "jobs": jobs, "model_calls": c.calls, "cache_hits": c.cache_hits,
             "resumed": c.resumed, "failed_calls": c.errors, "failed_items": c.items_failed,
@@ -101,11 +100,7 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
             "wall_s": round(time.time() - timing["start"])})
         manifest.model_info = plan.backend.info() or old_info    # a resumed run may never load the model
         manifest.timing = {k: round(v, 3) for k, v in timing.items()}   # epoch seconds, for benchmarks
-        rd.write_manifest(manifest)
-        if session.errors:
-            rd.write_text("errors.log", "\n".join(session.mask(e) for e in session.errors) + "\n")
-        elif not stopped:
-            rd.remove("errors.log")      # a clean pass: the earlier pass's failures are gone
+        finish(rd, manifest, session, bool(stopped))
         if req.report:
             metrics, paths = _report_after(out, stopped)
         if stopped is None and sig.code is not None:     # a signal while the above was written
@@ -232,7 +227,7 @@ def _manifest(s, req: RunRequest, plan: _Plan, dataset, items) -> RunManifest:
         prompt_templates=_template_hashes(s),
         endpoints=endpoints(model=plan.backend, judge=judge, extractor=extractor),
         skipped_strategies=plan.skipped or {},
-        package_version=__version__, git_revision=git_revision(), started=now())
+        package_version=VERSION, git_revision=git_revision(), started=now())
 
 
 def _signal_stop(code: int) -> RunStopped:

@@ -201,18 +201,6 @@ def annotate(suite, figures: Sequence[dict], strategies: Sequence[str], card_str
             f["paper"] = paper_line(mine, f.get("unit", "%"))
 
 
-def fmt_run(value: float | None, unit: str) -> str:
-    if value is None:
-        return "-"
-    if unit == "cosine":
-        return f"{value:.3f}"
-    if unit == "count":
-        return str(int(value))
-    if unit in ("%", "pp"):
-        return (f"{value:+.1f}" if unit == "pp" else f"{value:.1f}") + ("%" if unit == "%" else " pp")
-    return f"{value:.3f}"
-
-
 def protocol_comparison(suite, manifest) -> tuple[bool, list[str]]:
     """(same protocol, departures) of a run against the paper's: the manifest's own departures,
     demo settings, options that leave out part of the protocol, a --limit subset, another scoring

@@ -107,18 +107,6 @@ def next_round(records: Iterable[Record], manifest: RunManifest, judge_spec: str
 
 
 @dataclass
-class JudgePlan:
-    """What a suite's `rejudge` hook returns: the answers to judge again and how to judge one."""
-
-    answers: list[Record]
-    # one answer's judge call(s) through ctx (stage judge_stage(S, round_), meta[ROUND] = round_)
-    judge_one: Callable[[Any, Record, int, str], Awaitable[Any]]
-    mode: str | None = None                 # how this judge is read (generate | logprob), if the suite asks
-    modes: dict[int, str] | None = None     # how the earlier rounds were read (judge_modes)
-    context_meta: Callable[[Record], dict] | None = None   # the judge calls' meta, from the answer
-
-
-@dataclass
 class Rejudged:
     """What one re-judge wrote: the round, its judge, the answers judged and the calls that failed."""
 

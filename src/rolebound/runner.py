@@ -497,6 +497,18 @@ def open_session(rd: RunDir, suite_name: str, backend: Backend, decoding: Decodi
         rd.unlock()
 
 # ------------------------------------------------------------------------------------------------
+def finish(rd: RunDir, manifest: RunManifest, session: Session, stopped: bool) -> None:
+    """The end of an invocation (a run's or a judge-check's), its counts set: the manifest, finished
+    unless stopped, and errors.log with this pass's failures (secrets masked); a clean pass removes
+    the earlier pass's."""
+    manifest.finished = None if stopped else now()
+    rd.write_manifest(manifest)
+    if session.errors:
+        rd.write_text("errors.log", "\n".join(session.mask(e) for e in session.errors) + "\n")
+    elif not stopped:
+        rd.remove("errors.log")
+
+
 def manifest_key(m: RunManifest) -> dict[str, Any]:
     """Fields that must match for a run directory to be resumed."""
     return {"suite": m.suite, "model": m.model, "strategies": sorted(m.strategies), "judge": m.judge,

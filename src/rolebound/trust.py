@@ -4,11 +4,7 @@ accuracy under shifted option orders. Built from metrics.json and the manifest a
 
 from __future__ import annotations
 
-from typing import Any
-
-
-def _pct(v: Any) -> str:
-    return "-" if v is None else f"{v:.0f}%"
+from .report.fmt import fmt_in_unit, fmt_pct
 
 
 def run_level(rep, metrics: dict, manifest) -> None:
@@ -43,7 +39,7 @@ def paper_sections(rep, metrics: dict, manifest) -> None:
         rep.meta.append(("against the paper", text))
     if not entries:
         return
-    rows = [[e["label"], reference.fmt_run(e["value"], e["unit"]), e["paper"]] for e in entries]
+    rows = [[e["label"], fmt_in_unit(e["value"], e["unit"]), e["paper"]] for e in entries]
     first = reference.rows_for(suite)[0]
     rep.table("The paper's figures beside this run", ["figure", "this run", "paper (model value, table)"], rows,
               note=f"{text} The paper's values ({first.paper}) were produced under: {first.protocol}. They are "
@@ -59,7 +55,7 @@ def position_sections(rep, metrics: dict) -> None:
     rows = []
     for stage, b in stages.items():
         for i, lab in enumerate(b["labels"]):
-            rows.append([stage, f"{i + 1} ({lab})", _pct(b["pick_share"][i]), _pct(b["gold_share"][i]),
+            rows.append([stage, f"{i + 1} ({lab})", fmt_pct(b["pick_share"][i]), fmt_pct(b["gold_share"][i]),
                          b["picks"][i], b["golds"][i]])
     tests = "; ".join(f"{s}: chi2 {b['chi2']:.1f}, dof {b['dof']}, p {b['p']:.2g}" if b.get("p") is not None
                       else f"{s}: no test (one position only)" for s, b in stages.items())

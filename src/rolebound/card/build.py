@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import quote
 
-from .. import __version__
+from ..constants import VERSION
 from ..errors import InputError
 from ..models import parse_spec
 from ..protocol import is_demo
@@ -131,7 +131,7 @@ def make_card(model: str, *, judge: str | None = None, runs: Sequence[str | Path
             ran.append(name)
         sections.append(section(name, suite, run_dir, metrics, out, reused=name in reused))
     card = {"card": 1, "model": spec, "judge": judge, "demo": is_demo(parse_spec(spec)[0]),
-            "created": _now(), "rolebound": __version__, "git": _git(), "suites": sections}
+            "created": _now(), "rolebound": VERSION, "git": _git(), "suites": sections}
     paths = write_card(card, out)
     return CardResult(out=out, card=card, paths=paths, failed_calls=failed, ran=ran)
 

@@ -5,15 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..report.figures import drawing, png as figure_png
-from ..report.fmt import fmt_diff, fmt_rate
+from ..report.fmt import fmt_diff, fmt_rate, fmt_slope
 
 COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52")
-
-
-def fmt_slope(d: dict | None) -> str:
-    if not d:
-        return "-"
-    return f"{d['slope']:+.1f} [{d['lo']:+.1f}, {d['hi']:+.1f}]"
 
 
 def table_rows(m: dict) -> list[list[Any]]:

@@ -17,7 +17,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.scorer import Score, Target, accuracy, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 
-from .. import __version__
+from ..constants import VERSION
 from ..dialogue import STRATEGY as DIALOGUE
 from ..errors import InputError
 from ..hub import load_data, task_name
@@ -87,7 +87,7 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
             "n_items": len(items), "limit": int(limit) if limit else None, "decoding": answers.model_dump(),
             "judge_decoding": judge_decoding.model_dump() if judge_decoding else None,
             "uses_judge": suite.uses_judge, "prompt_templates": _template_hashes(suite),
-            "package_version": __version__}
+            "package_version": VERSION}
     # the solver's parameters go into the log's plan: it gets a key, not the items
     key = f"{suite.name}:{len(_JOBS)}"
     _JOBS[key] = (suite, by_id, settings, bridge.Prepared(suite, dataset, items, settings))

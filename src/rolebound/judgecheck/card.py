@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..report.fmt import fmt_stat
 from .metrics import HUMANS, MEAN
-from .report import fmt_stat
 from .run import KIND
 
 

@@ -6,18 +6,13 @@ from pathlib import Path
 from typing import Any
 
 from ..metrics.agreement import NOMINAL, ORDINAL
-from ..report.fmt import fmt_rate
+from ..report.fmt import fmt_stat
 from .metrics import ALL, HUMANS, MEAN
 
 NAMES = {"spearman": "Spearman rho", "kendall": "Kendall tau-b", "qwk": "QWK", "exact": "exact", "mae": "MAE",
          "accuracy": "accuracy", "kappa": "Cohen's kappa"}
 CAVEAT = ("Small local judges are expected to agree poorly with the humans; the human ceiling (the two "
           "annotators with each other, on the same replies) says how much agreement there is to reach.")
-
-
-def fmt_stat(d: dict | None, digits: int = 2) -> str:
-    """'0.42 [0.30, 0.55]' or '-' (an agreement statistic: fmt_rate's format, keyed `value`)."""
-    return fmt_rate({**d, "rate": d.get("value")} if d else None, digits)
 
 
 def target_label(name: str, judged: bool) -> str:

@@ -62,7 +62,7 @@ def _judge_backend(suite, judge: str):
 def _manifest(suite_name, check, backend, decoding, resolved, rows, source, limit, settings) -> RunManifest:
     import hashlib
 
-    from .. import __version__
+    from ..constants import VERSION
     from ..runner import git_revision, now
     from .data import rows_hash
 
@@ -73,7 +73,7 @@ def _manifest(suite_name, check, backend, decoding, resolved, rows, source, limi
                        judge=backend.spec, decoding=decoding, judge_decoding=decoding,
                        protocol={**resolved.manifest(), "self_judged": False}, dataset=source,
                        dataset_hash=rows_hash(rows), n_items=len(rows), limit=limit, options=settings,
-                       prompt_templates=templates, package_version=__version__, git_revision=git_revision(),
+                       prompt_templates=templates, package_version=VERSION, git_revision=git_revision(),
                        started=now(), kind=KIND)
 
 
@@ -110,7 +110,7 @@ def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: i
         out: str | Path | None = None, progress: bool = True, use_cache: bool = True,
         resamples: int | None = None, concurrency: int | None = None) -> CheckResult:
     from ..loop import EngineStopped, stop_signals
-    from ..runner import check_resumable, now, open_session
+    from ..runner import check_resumable, finish, open_session
     from .data import load
 
     suite, check = spec_of(suite_name)
@@ -153,12 +153,7 @@ def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: i
         now_counts = {"items": len(rows), "model_calls": c.calls, "cache_hits": c.cache_hits,
                       "resumed": c.resumed, "failed_calls": c.errors}
         manifest.counts = {k: (v if k == "items" else earlier.get(k, 0) + v) for k, v in now_counts.items()}
-        manifest.finished = None if stopped else now()
-        rd.write_manifest(manifest)
-        if session.errors:
-            rd.write_text("errors.log", "\n".join(session.errors) + "\n")
-        elif not stopped:
-            rd.remove("errors.log")      # a clean pass: the earlier pass's failures are gone
+        finish(rd, manifest, session, bool(stopped))
     if stopped:
         raise stopped
     metrics, paths = build(out, resamples=resamples)

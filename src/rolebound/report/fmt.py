@@ -1,4 +1,9 @@
-"""The number formats of every report table and summary line: one place, '-' for a missing value."""
+"""The number formats of every report table and summary line: one place, '-' for a missing value.
+
+Two formats live elsewhere because they read a domain value, not a number: a card figure's
+(card_figures.fmt/fmt_value: its unit and interval, at the bottom layer beside the figure they
+format, which must not import report/) and a paper row's (reference.fmt_paper: the decimals the
+paper printed)."""
 
 from __future__ import annotations
 
@@ -25,11 +30,41 @@ def fmt_rate(d: dict | None, digits: int = 1) -> str:
     return s
 
 
+def fmt_stat(d: dict | None, digits: int = 2) -> str:
+    """'0.42 [0.30, 0.55]' or '-' (an agreement statistic: fmt_rate's format, keyed `value`)."""
+    return fmt_rate({**d, "rate": d.get("value")} if d else None, digits)
+
+
 def fmt_diff(d: dict | None, digits: int = 1) -> str:
     """A paired difference with its CI: '+3.2 [-1.0, +7.5]' or '-'."""
     if not d:
         return "-"
     return f"{d['diff']:+.{digits}f} [{d['lo']:+.{digits}f}, {d['hi']:+.{digits}f}]"
+
+
+def fmt_slope(d: dict | None) -> str:
+    """A slope with its CI: '+1.2 [-0.3, +2.8]' or '-'."""
+    if not d:
+        return "-"
+    return f"{d['slope']:+.1f} [{d['lo']:+.1f}, {d['hi']:+.1f}]"
+
+
+def fmt_pct(v: float | None) -> str:
+    """A share already in percent, whole: '42%' or '-'."""
+    return "-" if v is None else f"{v:.0f}%"
+
+
+def fmt_in_unit(value: float | None, unit: str) -> str:
+    """A run's figure in the unit of the paper's row: '72.1%', '+4.0 pp', '12', '0.884' or '-'."""
+    if value is None:
+        return "-"
+    if unit == "cosine":
+        return f"{value:.3f}"
+    if unit == "count":
+        return str(int(value))
+    if unit in ("%", "pp"):
+        return (f"{value:+.1f}" if unit == "pp" else f"{value:.1f}") + ("%" if unit == "%" else " pp")
+    return f"{value:.3f}"
 
 
 def fmt_mean_sd(v: float | None, sd: float | None = None, digits: int = 3) -> str:

@@ -10,7 +10,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Literal, Optional, Sequence, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
@@ -18,7 +18,6 @@ from ..protocol import Protocol, is_demo
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..records import Record, RunManifest
-    from ..rejudge import JudgePlan
     from ..report.builder import Report
     from ..runner import ItemContext
     from ..scoring.extract import Extractor
@@ -31,6 +30,18 @@ class Dataset:
     hash: str
     extra: dict[str, Any] = field(default_factory=dict)   # e.g. characters, corpora
     provenance: dict[str, Any] | None = None   # an imported release's origin (commit, differences): in the manifest
+
+
+@dataclass
+class JudgePlan:
+    """What a suite's `rejudge` hook returns: the answers to judge again and how to judge one."""
+
+    answers: list["Record"]
+    # one answer's judge call(s) through ctx (stage rejudge.judge_stage(S, round_), meta[rejudge.ROUND] = round_)
+    judge_one: Callable[[Any, "Record", int, str], Awaitable[Any]]
+    mode: str | None = None                 # how this judge is read (generate | logprob), if the suite asks
+    modes: dict[int, str] | None = None     # how the earlier rounds were read (rejudge.judge_modes)
+    context_meta: Callable[["Record"], dict] | None = None   # the judge calls' meta, from the answer
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ def _html(rows: list[dict[str, Any]], compare: str | None) -> str:
 def write_cards(p: Plan, outcomes: dict[str, dict[str, Any]]) -> list[Path]:
     """A card per model from its runs of the card's suites (the first run of each suite), then
     `card --compare` of them all. Nothing when fewer than two models have such a run."""
-    from .. import __version__
+    from ..constants import VERSION
     from ..card.build import _git, _now, card_suites, run_metrics, section, slug, spec_of
     from ..card.compare import compare_cards
     from ..card.render import write_card
@@ -101,7 +101,7 @@ def write_cards(p: Plan, outcomes: dict[str, dict[str, Any]]) -> list[Path]:
         sections = [section(n, get_suite(n), runs[n], run_metrics(runs[n]), out, reused=True)
                     for n in suites if n in runs]
         card = {"card": 1, "model": spec, "judge": p.runs[0].kwargs.get("judge"), "demo": is_demo(parse_spec(spec)[0]),
-                "created": _now(), "rolebound": __version__, "git": _git(), "suites": sections}
+                "created": _now(), "rolebound": VERSION, "git": _git(), "suites": sections}
         write_card(card, out)
         folders.append(out)
     return compare_cards(folders, p.out / "compare")

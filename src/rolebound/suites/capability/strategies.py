@@ -112,8 +112,8 @@ def rejudge_plan(suite, records, manifest, judge):
     """Every role-prompted answer judged again on the questions and roles the model saw."""
     from ...errors import InputError
     from ...models.base import CHAT
-    from ...rejudge import ROUND, JudgePlan, judge_stage
-    from ..base import settings_from_manifest
+    from ...rejudge import ROUND, judge_stage
+    from ..base import JudgePlan, settings_from_manifest
     from .metrics import answer_records
 
     settings = settings_from_manifest(suite, manifest)

@@ -278,7 +278,8 @@ CONTEXT_KEYS = ("character", "category", "error_type", "memory_id")
 def rejudge_plan(records, manifest, judge, judge_tokens):
     """Every final answer judged again; the new judge gets the default rule of judge_scoring (no
     --set here: logprob on the demo models)."""
-    from ...rejudge import JudgePlan, judge_modes
+    from ...rejudge import judge_modes
+    from ..base import JudgePlan
     from .data import ERROR_TYPES
 
     answers = [r for r in records if r.stage == "answer" and r.role == "model" and r.error is None

@@ -253,8 +253,8 @@ def extractor_for(record):
 def rejudge_plan(suite, records, manifest, judge):
     """Every reply the run's judge read, judged again by `judge` as the run did (the segmented
     spans, or the raw reply: `judge_input`); the segmenter's records are kept as they are."""
-    from ...rejudge import JudgePlan, judge_modes
-    from ..base import settings_from_manifest
+    from ...rejudge import judge_modes
+    from ..base import JudgePlan, settings_from_manifest
 
     settings = settings_from_manifest(suite, manifest)
     settings.protocol = (manifest.protocol or {}).get("mode") or "none"

@@ -321,7 +321,7 @@ def unfinished(rd: Path, m: dict) -> str:
         done[key] = done.get(key, True) and not r.error
     c = m.get("counts") or {}
     n = c.get("jobs") or (m.get("n_items") or 0) * max(1, len(m.get("strategies") or []))
-    if not c.get("invocations"):        # the first invocation is still going: no counts written yet
+    if "jobs" not in c:                 # the first invocation is still going: no counts written yet
         return f"{sum(done.values())} of {n} jobs (item x strategy) answered so far, running since {m.get('started')}"
     return (f"{sum(done.values())} of {n} jobs (item x strategy) answered after {c.get('invocations', 1)} "
             f"invocation(s), {(c.get('wall_s') or 0) / 3600:.1f} h of wall time")

@@ -50,3 +50,11 @@ def test_every_module_a_readme_names_exists():
             missing += [f"{f.relative_to(ROOT)}:{n}: {m}" for m in MODULE.findall(line)
                         if "<" not in m and "*" not in m and not _exists(m, f.parent)]
     assert not missing, "\n".join(missing)
+
+
+def test_the_readme_stays_a_door():
+    """The README is the way in (under 10 KB); the operational detail lives in docs/usage.md."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.encode("utf-8")) < 10_000
+    assert "docs/architecture.md" in text and "docs/usage.md" in text
+    assert text.count("```bash") >= 1 and "make demo" in text and "make test" in text

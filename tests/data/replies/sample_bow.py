@@ -146,9 +146,12 @@ BLIND4_SEED = 24
 # -- a fifth blind split ("blind5", issue 39), drawn the same way before issue 39's rules, seed 25
 BLIND5_SEED = 25
 
+# -- a sixth blind split ("blind6", issue 39 section 3), drawn the same way after issue 39's rules froze, seed 26
+BLIND6_SEED = 26
+
 
 if __name__ == "__main__":
-    # sample_bow.py SRC OUT  |  sample_bow.py blind2|blind3|blind4|blind5 SRC CORPUS OUT
+    # sample_bow.py SRC OUT  |  sample_bow.py blind2|blind3|blind4|blind5|blind6 SRC CORPUS OUT
     if sys.argv[1] == "blind2":
         blind2(*sys.argv[2:5])
     elif sys.argv[1] == "blind3":
@@ -157,5 +160,7 @@ if __name__ == "__main__":
         blind2(*sys.argv[2:5], seed=BLIND4_SEED, split="blind4")
     elif sys.argv[1] == "blind5":
         blind2(*sys.argv[2:5], seed=BLIND5_SEED, split="blind5")
+    elif sys.argv[1] == "blind6":
+        blind2(*sys.argv[2:5], seed=BLIND6_SEED, split="blind6")
     else:
         main(*sys.argv[1:3])

@@ -239,8 +239,7 @@ def _execute(s, req: RunRequest, plan: _Plan, dataset, items, session, timing, s
     """Every job of the run; returns why it stopped early (None: it did not). A stop signal
     cancels the calls (loop.stop_signals); the caller then writes what is done."""
     try:
-        asyncio.run(sig.attach(_run_all(s, dataset, items, plan.settings, session, plan.concurrency, req.progress,
-                                        plan.backend, plan.judge, timing, plan.extractor)))
+        asyncio.run(sig.attach(_run_all(s, plan, dataset, items, session, timing, req.progress)))
     except (asyncio.CancelledError, KeyboardInterrupt, EngineStopped):
         if sig.code is None:
             raise
@@ -339,9 +338,9 @@ def _judge(s, suite, model, judge, settings, backend, resolved, bopts, judge_opt
     return judge_backend, self_judge
 
 
-async def _run_all(s, dataset, items, settings, session, conc, progress, backend, judge_backend, timing,
-                   extractor=None):
-    others = [b for b in (judge_backend, extractor) if b is not None and b is not backend]
+async def _run_all(s, plan: _Plan, dataset, items, session, timing, progress) -> None:
+    settings, conc, backend, extractor = plan.settings, plan.concurrency, plan.backend, plan.extractor
+    others = [b for b in (plan.judge, extractor) if b is not None and b is not backend]
     others = [b for k, b in enumerate(others) if b not in others[:k]]
     try:
         # Local engines load up front on a fresh run (the progress bar then times only the

@@ -1,6 +1,7 @@
 """Runs a suite: concurrency, micro-batching for local engines, caching, resume, progress.
 
-Every model call goes through `Session.call`, which in order
+Every model call is a `Call` (ItemContext builds it for a strategy) that goes through
+`Session.call`, which in order
 1. returns the run's own earlier record for that call_id (resume: no call),
 2. returns the shared SQLite cache's answer for the exact request (no call),
 3. asks the backend, then writes the record (and caches the answer if it succeeded).
@@ -130,6 +131,25 @@ class Dispatcher:
 
 
 # ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Call:
+    """One model call as a strategy asks for it: what `Session.call` needs and the record keeps."""
+
+    call_id: str
+    item_id: str
+    strategy: str
+    stage: str
+    kind: str                                   # "chat", "complete" or "score"
+    request: GenRequest | ScoreRequest
+    role: str = "model"
+    repeat: int = 0
+    parse: Callable[[str], Any] | None = None
+    gold: Any = None
+    check: Callable[[Any, Any], bool | None] | None = None
+    meta: dict | None = None
+    decoding: Decoding | None = None            # None: the session's (the judge's for other roles)
+
+
 @dataclass
 class Counts:
     calls: int = 0          # replies from a backend (each one is recorded; a call cut off by a stop is not)
@@ -209,11 +229,8 @@ class Session:
                 "decoding": decoding.model_dump() if decoding else None}
         return hashlib.sha256(json.dumps(blob, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
-    async def call(self, *, call_id: str, item_id: str, strategy: str, stage: str, kind: str,
-                   request: GenRequest | ScoreRequest, role: str = "model", repeat: int = 0,
-                   parse: Callable[[str], Any] | None = None, gold: Any = None,
-                   check: Callable[[Any, Any], bool | None] | None = None,
-                   meta: dict | None = None, decoding: Decoding | None = None) -> Record:
+    async def call(self, call: Call) -> Record:
+        call_id, kind, request, role, repeat = call.call_id, call.kind, call.request, call.role, call.repeat
         if call_id in self.completed:
             if call_id in self._earlier and call_id not in self._resumed:
                 # each earlier record counts once (a shared dialogue turn is read by many probes)
@@ -221,7 +238,7 @@ class Session:
                 self.counts.resumed += 1
             return self.completed[call_id]
         backend = self.backend_for(role)
-        decoding = decoding or (self.judge_decoding if role != "model" and self.judge_decoding else self.decoding)
+        decoding = call.decoding or (self.judge_decoding if role != "model" and self.judge_decoding else self.decoding)
         if repeat:
             decoding = decoding.merged(seed=repeat_seed(decoding.seed, repeat))
         dec = decoding if kind != "score" else None
@@ -241,13 +258,11 @@ class Session:
             result = self._checked(result, request)
             if self.cache and result.error is None:
                 self._to_cache(key, result)
-        args = dict(call_id=call_id, item_id=item_id, strategy=strategy, stage=stage, kind=kind, request=request,
-                    role=role, repeat=repeat, parse=parse, gold=gold, check=check, meta=meta, backend=backend,
-                    latency=latency, cached=cached is not None)
-        rec = self._record(result=result, **args)
+        how = dict(backend=backend, latency=latency, cached=cached is not None)
+        rec = self._record(call, result, **how)
         if kind != "score":
             rec.seed = decoding.seed
-        rec, line = self._keepable(rec, lambda why: self._record(result=type(result)(error=why), **args))
+        rec, line = self._keepable(rec, lambda why: self._record(call, type(result)(error=why), **how))
         self.run_dir.append(rec, line)
         if rec.error:
             self.counts.errors += 1
@@ -366,17 +381,18 @@ class Session:
             raise EndpointError(f"{backend.spec}: {n} calls failed in a row, the last with: {rec.error} "
                                 "(backend option max_consecutive_failures sets how many)")
 
-    def _record(self, *, call_id, item_id, strategy, stage, kind, request, result, role, repeat,
-                parse, gold, check, meta, backend, latency, cached) -> Record:
+    def _record(self, call: Call, result: GenResult | ScoreResult, *, backend: Backend, latency: float | None,
+                cached: bool) -> Record:
+        kind, request, parse, gold, check = call.kind, call.request, call.parse, call.gold, call.check
         if request.messages:
             prompt: Any = [m.model_dump() for m in request.messages]
             if kind == "score" and request.assistant_prefix:
                 prompt.append({"role": "assistant", "content": request.assistant_prefix})
         else:
             prompt = request.prompt if kind != "score" else (request.prompt or "") + request.assistant_prefix
-        rec = Record(call_id=call_id, item_id=item_id, suite=self.suite_name, strategy=strategy,
-                     stage=stage, role=role, repeat=repeat, kind=kind, model=backend.spec,
-                     prompt=prompt, gold=gold, latency_s=latency, cached=cached, meta=meta or {},
+        rec = Record(call_id=call.call_id, item_id=call.item_id, suite=self.suite_name, strategy=call.strategy,
+                     stage=call.stage, role=call.role, repeat=call.repeat, kind=kind, model=backend.spec,
+                     prompt=prompt, gold=gold, latency_s=latency, cached=cached, meta=call.meta or {},
                      time=now())
         if result.error:
             rec.error = result.error
@@ -439,23 +455,26 @@ class ItemContext:
     def _meta(self, extra: dict | None) -> dict:
         return {**self.meta, **(extra or {})}
 
+    def _call(self, stage: str, kind: str, request: GenRequest | ScoreRequest, *, role: str, parse, gold, check,
+              meta: dict | None) -> Call:
+        return Call(call_id=self._id(stage), item_id=self.item_id, strategy=self.strategy, stage=stage, kind=kind,
+                    request=request, role=role, repeat=self.repeat, parse=parse, gold=gold, check=check,
+                    meta=self._meta(meta))
+
     async def chat(self, stage: str, messages: Sequence[Message | dict], *, role: str = "model",
                    parse=None, gold=None, check=None, max_tokens: int | None = None,
                    stop: list[str] | None = None, meta: dict | None = None) -> Record:
         msgs = [m if isinstance(m, Message) else Message(**m) for m in messages]
         req = GenRequest(messages=msgs, max_tokens=max_tokens, stop=stop)
-        return await self.session.call(call_id=self._id(stage), item_id=self.item_id, strategy=self.strategy,
-                                       stage=stage, kind="chat", request=req, role=role, repeat=self.repeat,
-                                       parse=parse, gold=gold, check=check, meta=self._meta(meta))
+        return await self.session.call(self._call(stage, "chat", req, role=role, parse=parse, gold=gold,
+                                                  check=check, meta=meta))
 
     async def complete(self, stage: str, prompt: str, *, role: str = "model", parse=None, gold=None,
                        check=None, max_tokens: int | None = None, stop: list[str] | None = None,
                        meta: dict | None = None) -> Record:
         req = GenRequest(prompt=prompt, max_tokens=max_tokens, stop=stop)
-        return await self.session.call(call_id=self._id(stage), item_id=self.item_id, strategy=self.strategy,
-                                       stage=stage, kind="complete", request=req, role=role,
-                                       repeat=self.repeat, parse=parse, gold=gold, check=check,
-                                       meta=self._meta(meta))
+        return await self.session.call(self._call(stage, "complete", req, role=role, parse=parse, gold=gold,
+                                                  check=check, meta=meta))
 
     async def score(self, stage: str, continuations: list[str], *, messages=None, prompt: str | None = None,
                     assistant_prefix: str = "", role: str = "model", parse=None, gold=None, check=None,
@@ -463,9 +482,8 @@ class ItemContext:
         msgs = [m if isinstance(m, Message) else Message(**m) for m in messages] if messages else None
         req = ScoreRequest(continuations=list(continuations), messages=msgs, prompt=prompt,
                            assistant_prefix=assistant_prefix)
-        return await self.session.call(call_id=self._id(stage), item_id=self.item_id, strategy=self.strategy,
-                                       stage=stage, kind="score", request=req, role=role, repeat=self.repeat,
-                                       parse=parse, gold=gold, check=check, meta=self._meta(meta))
+        return await self.session.call(self._call(stage, "score", req, role=role, parse=parse, gold=gold,
+                                                  check=check, meta=meta))
 
 
 

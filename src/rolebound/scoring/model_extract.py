@@ -102,7 +102,7 @@ async def extract_all(suite, session, spec: str, *, concurrency: int = 16, progr
     and cached ones included: Session.call makes no call for them)."""
     from ..loop import bounded
     from ..models.base import GenRequest
-    from ..runner import CallFailed
+    from ..runner import Call, CallFailed
 
     todo = suite.model_extraction_candidates(list(session.completed.values()))
     if not todo:
@@ -113,12 +113,12 @@ async def extract_all(suite, session, spec: str, *, concurrency: int = 16, progr
         req = GenRequest(messages=[Message(role="user", content=prompt(ex, rec.response or ""))],
                          max_tokens=DECODING.max_tokens)
         try:
-            await session.call(call_id=call_id(rec, spec), item_id=rec.item_id, strategy=rec.strategy,
-                               stage=f"{STAGE}.{rec.stage}", kind="chat", request=req, role=ROLE,
-                               repeat=rec.repeat, parse=lambda text, _ex=ex: read_label(text, _ex),
-                               decoding=DECODING,
-                               meta={"extracts": rec.call_id, "extractor": spec,
-                                     "rule": (rec.meta.get("extraction") or {}).get("rule")})
+            await session.call(Call(call_id=call_id(rec, spec), item_id=rec.item_id, strategy=rec.strategy,
+                                    stage=f"{STAGE}.{rec.stage}", kind="chat", request=req, role=ROLE,
+                                    repeat=rec.repeat, parse=lambda text, _ex=ex: read_label(text, _ex),
+                                    decoding=DECODING,
+                                    meta={"extracts": rec.call_id, "extractor": spec,
+                                          "rule": (rec.meta.get("extraction") or {}).get("rule")}))
         except CallFailed as exc:       # kept in errors.log; the rule reading stands
             session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
 

@@ -145,3 +145,13 @@ def test_sixth_blind_split_first_read_and_bars():
     recall, wrong, false, n_none = _blind("blind6")
     assert wrong == [] and false == []
     assert recall >= 0.96
+
+
+def test_seventh_blind_split_first_read_and_bars():
+    """"blind7" (issue 39 section 3): 6 canon + 6 dilemma replies per model (sample_bow.py blind7, seed 27),
+    drawn with the rules frozen at 71933df (resolves_to_act included) and labelled before the rules read
+    them; no rule was written from it. First read: recall 0.966 (56 of 58), 0 wrong, 0 false commits of 2
+    (the rules before resolves_to_act read it the same). A regression guard at the first read."""
+    recall, wrong, false, n_none = _blind("blind7")
+    assert wrong == [] and false == []
+    assert recall >= 0.96

@@ -714,3 +714,24 @@ def test_an_ellipsis_between_my_approach_and_was():
     opts = [("A", "Try reasoning with him, appealing to his emotions"), ("B", "Fight him directly")]
     assert read_choice("My first approach... was to fight him directly.", opts) == 1
     assert read_choice("My first approach... was not to fight him directly.", opts) is None
+
+
+# -- a first-person resolve that states one option's own act (rules7, after blind6) ----------------------
+@pytest.mark.parametrize("row, want", [("bow-claude-301", 1), ("bow-gemini2-240", 3),
+                                       ("bow-claude-86", 3), ("bow-claude-275", 2)])
+def test_a_resolve_stating_one_options_act_reads_it(row, want):
+    # "I have to save the bridge." / "We will accept Vision's help." / "I'll assemble The Authority." /
+    # "I will trust you, Albie.": no label, the option's act in its own words
+    got = _read_row(row)
+    assert (got.value, got.rule) == (want, "resolves_to_act")
+
+
+def test_a_resolve_that_is_hedged_negated_asked_or_undone_reads_none():
+    opts = [("A", "save(personal sacrifice) - Save Aunt May"), ("B", "sacrifice(greater good) - Save the Bridge")]
+    assert read_choice("I have to save the bridge. I have to.", opts) == 1
+    assert read_choice("We're going to save Aunt May.", opts) == 0
+    for reply in ("I might have to save the bridge.", "I will not save the bridge.", "Maybe I will save the bridge.",
+                  "Will I save the bridge?", "If they come, I will save the bridge.", "I will save the bridge or May.",
+                  "I have to save the bridge. I will save Aunt May.", "I have to save the bridge and Aunt May.",
+                  "I save the bridge.", "I will save them both."):
+        assert read_choice(reply, opts) is None, reply

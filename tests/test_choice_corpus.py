@@ -140,7 +140,18 @@ def test_sixth_blind_split_first_read_and_bars():
     drawn with the rules frozen at 3db54b6 and labelled before the rules read them; no rule was written
     from it. First read: recall 0.932 (55 of 59), 0 wrong, 0 false commits of 1: under the 0.95 bar,
     the four misses read none (three commit only by narration or an option's words, one letter
-    disagrees with its option). A regression guard at the first read, not a target."""
+    disagrees with its option). One general rule then followed (`resolves_to_act`: "I have to save the
+    bridge.", "We will accept Vision's help."), reading 57 of 59: 0.966, a figure of fit."""
     recall, wrong, false, n_none = _blind("blind6")
     assert wrong == [] and false == []
-    assert recall >= 0.93
+    assert recall >= 0.96
+
+
+def test_seventh_blind_split_first_read_and_bars():
+    """"blind7" (issue 39 section 3): 6 canon + 6 dilemma replies per model (sample_bow.py blind7, seed 27),
+    drawn with the rules frozen at 71933df (resolves_to_act included) and labelled before the rules read
+    them; no rule was written from it. First read: recall 0.966 (56 of 58), 0 wrong, 0 false commits of 2
+    (the rules before resolves_to_act read it the same). A regression guard at the first read."""
+    recall, wrong, false, n_none = _blind("blind7")
+    assert wrong == [] and false == []
+    assert recall >= 0.96

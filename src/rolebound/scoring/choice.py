@@ -761,7 +761,7 @@ def _read(text: str, opts: _Options) -> Reading:
         elif (st := _stated(text, opts)) is not None:
             reading = Reading(st, "stated_text", _stated_span(text, opts, st))
         elif not _undecided(text, opts) and (found := _ref_with_text(text, opts) or _text_line(text, opts)
-                                             or _paraphrase(text, opts)):
+                                             or _paraphrase(text, opts) or _resolves_to_act(text, opts)):
             reading = Reading(*found)
         else:
             return Reading(None, "none:no_decision")
@@ -990,6 +990,65 @@ def _paraphrase(text: str, opts: _Options) -> tuple[int, str, str] | None:
             return None
         found.setdefault(i, sent.strip()[:160])
     return (next(iter(found)), "paraphrase", next(iter(found.values()))) if len(found) == 1 else None
+
+
+# "I have to save the bridge.", "We will accept Vision's help.": I/we, a resolve, then the act's verb
+_RESOLVES = re.compile(r"^\W*(?:(?:so|yes|then|therefore|thus|and|now|instead|ultimately|in\s+the\s+end)\b,?\s+)*"
+                       r"(?:i|we)(?:'ll|'m\s+going\s+to|'re\s+going\s+to|\s+will|\s+must|\s+shall|\s+have\s+to|"
+                       r"\s+am\s+going\s+to|\s+are\s+going\s+to|'ve\s+got\s+to|\s+have\s+got\s+to|\s+need\s+to)\s+"
+                       r"(?:(?:just|still|now|simply|finally|first|immediately|then|really|truly|all)\s+)*(?P<verb>[a-z]+)\b", re.I)
+_ACT_END = re.compile(r"[,;(]|\.\s|\s(?:to|despite|while|because|so|in\s+order|and|but|with|as|before|after|instead|by|"
+                      r"even|until|rather)\s", re.I)
+
+
+def _act_heads(opts: _Options) -> list[tuple[str, set[str], str]]:
+    """Each option's own act as (verb, words, text): the scenario choice under a title, or the text, up to
+    its first comma or linking word ("Accept Vision's help" of "Accept Vision's help to escape ...")."""
+    heads = []
+    for i in range(opts.n):
+        act = opts.texts[i] if opts.titles[i] else \
+            (re.split(r"\s[-–—:]\s|:\s", opts.texts[i], maxsplit=1) + [""])[1] or opts.texts[i]
+        head = _ACT_END.split(act.strip(), maxsplit=1)[0]
+        verb = (_WORD.findall(head.lower()) or [""])[0]
+        heads.append((verb, _words(head) | ({_stem(verb)} if verb else set()), head))
+    return heads
+
+
+def _resolves_to_act(text: str, opts: _Options) -> tuple[int, str, str] | None:
+    """A first-person resolve stating one option's own act, no label ("I have to save the bridge." for
+    "Save the Bridge"): I/we with will / must / have to / am going to, then the act's verb and every
+    word of its head (two or more), no word only another option holds, and no negation, hedge,
+    condition or question. Read when every such sentence names the same option and no later
+    first-person sentence acts out another."""
+    heads = _act_heads(opts)
+    found: dict[int, str] = {}
+    last_pos = -1
+    sents = _sentences(text)
+    for k, (_, _, sent) in enumerate(sents):
+        m = _RESOLVES.match(sent)
+        if not m or sent.rstrip().endswith("?"):
+            continue
+        verb, w = m.group("verb").lower(), _words(sent[m.start("verb"):])
+        hits = [i for i, (v, hw, _) in enumerate(heads)
+                if v and len(hw) >= 2 and _stem(verb) == _stem(v) and hw <= w
+                and not any((w & opts.distinct[j]) - opts.words[i] for j in range(opts.n) if j != i)]
+        if len(hits) != 1:
+            continue
+        i = hits[0]
+        if _hedged(sent, heads[i][2]) or re.search(r"\b(?:both|neither|either|third|also)\b", sent, re.I):
+            return None
+        found.setdefault(i, sent.strip()[:160])
+        last_pos = k
+    if len(found) != 1:
+        return None
+    i = next(iter(found))
+    for _, _, sent in sents[last_pos + 1:]:     # a later act of another option's undoes it
+        m = _COMMITS.match(sent)
+        if m and not sent.rstrip().endswith("?"):
+            w = _words(sent[m.end():])
+            if any(len((w & opts.distinct[j]) - opts.words[i]) >= 2 for j in range(opts.n) if j != i):
+                return None
+    return i, "resolves_to_act", found[i]
 
 
 def _hedged(sentence: str, option_text: str) -> bool:

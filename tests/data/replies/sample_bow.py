@@ -149,9 +149,12 @@ BLIND5_SEED = 25
 # -- a sixth blind split ("blind6", issue 39 section 3), drawn the same way after issue 39's rules froze, seed 26
 BLIND6_SEED = 26
 
+# -- a seventh blind split ("blind7", issue 39 section 3), drawn the same way after resolves_to_act froze, seed 27
+BLIND7_SEED = 27
+
 
 if __name__ == "__main__":
-    # sample_bow.py SRC OUT  |  sample_bow.py blind2|blind3|blind4|blind5|blind6 SRC CORPUS OUT
+    # sample_bow.py SRC OUT  |  sample_bow.py blind2|blind3|blind4|blind5|blind6|blind7 SRC CORPUS OUT
     if sys.argv[1] == "blind2":
         blind2(*sys.argv[2:5])
     elif sys.argv[1] == "blind3":
@@ -162,5 +165,7 @@ if __name__ == "__main__":
         blind2(*sys.argv[2:5], seed=BLIND5_SEED, split="blind5")
     elif sys.argv[1] == "blind6":
         blind2(*sys.argv[2:5], seed=BLIND6_SEED, split="blind6")
+    elif sys.argv[1] == "blind7":
+        blind2(*sys.argv[2:5], seed=BLIND7_SEED, split="blind7")
     else:
         main(*sys.argv[1:3])

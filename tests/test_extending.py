@@ -23,7 +23,7 @@ def doc_suite():
     """The first python block of the guide, executed as a module of its own (it registers "echo")."""
     block = re.search(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S).group(1)
     module = types.ModuleType("extending_doc_suite")
-    sys.modules[module.__name__] = module            # a module like any plugin's (its package is looked up)
+    sys.modules[module.__name__] = module            # a module like any plugin's
     exec(compile(block, str(DOC), "exec"), module.__dict__)
     yield get_suite("echo")
     _REGISTERED.pop("echo", None)

@@ -1,28 +1,43 @@
-"""The one suite folder: a Suite class in `<package>/suite.py` takes the hooks it leaves unset from
-its package's modules (report.py, card.py, strategies.py); one that sets a hook keeps its own."""
+"""Each suite's suite.py names its hooks: the class body assigns report, summary, compare,
+card_figures, strategies and extractor_for from its own modules, and build_commands and importers
+through lazy_hook, so build.py and importers.py load only when called. Nothing is wired by name."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from rolebound.suites import available, get_suite
-from rolebound.suites.base import PACKAGE_HOOKS, Suite
+from rolebound.suites.base import Suite
+
+# hook -> (module of the suite's package, attribute) that backs it where the module defines it
+HOOKS = {"strategies": ("strategies", "STRATEGIES"), "extractor_for": ("strategies", "extractor_for"),
+         "summary": ("report", "summary_lines"), "report": ("report", "write_report"),
+         "compare": ("report", "compare_tables"), "card_figures": ("card", "card_figures")}
 
 
-@pytest.mark.parametrize("name", ["charm", "knowledge-errors", "multiverse", "capability"])
-def test_builtin_suites_take_their_hooks_from_their_own_modules(name):
+@pytest.mark.parametrize("name", ["charm", "knowledge-errors", "multiverse", "capability", "mcq"])
+def test_builtin_suites_name_their_hooks_in_suite_py(name):
     suite = get_suite(name)
-    package = type(suite).__module__.rpartition(".")[0]
-    for hook, (module, attr) in PACKAGE_HOOKS.items():
+    cls = type(suite)
+    package = cls.__module__.rpartition(".")[0]
+    body = next(n for n in ast.parse(Path(sys.modules[cls.__module__].__file__).read_text(encoding="utf-8")).body
+                if isinstance(n, ast.ClassDef) and n.name == cls.__name__)
+    assigned = {t.id for n in body.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    for hook, (module, attr) in HOOKS.items():
         m = importlib.import_module(f"{package}.{module}")
         if hasattr(m, attr):
+            assert hook in assigned, (name, hook)                 # named in suite.py's class body
             assert getattr(suite, hook) is getattr(m, attr), (name, hook)
-    assert suite.on_card and suite.card_limit
+    assert {"build_commands", "importers"} <= assigned, name
     assert suite.name == name
+    if name != "mcq":
+        assert suite.on_card and suite.card_limit
 
 
 def _package(tmp_path, name, suite_body):
@@ -37,34 +52,46 @@ def _package(tmp_path, name, suite_body):
             return [("n", "1")]
     '''))
     (pkg / "strategies.py").write_text('STRATEGIES = {"plain": "one call"}\n')
+    (pkg / "build.py").write_text("def commands(app):\n    app.append('built')\n")
+    (pkg / "importers.py").write_text("IMPORTERS = {'csv': (print, 'a csv file')}\n")
     (pkg / "suite.py").write_text(textwrap.dedent(suite_body))
     return pkg
 
 
-def test_a_suite_folder_is_wired_by_convention_and_its_own_settings_win(tmp_path, monkeypatch):
+def test_a_suite_folder_has_the_hooks_its_class_names_and_the_defaults_otherwise(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     _package(tmp_path, "hooks_pkg", '''
-        from rolebound.suites.base import Suite
+        from rolebound.suites.base import Suite, lazy_hook
+        from .report import summary_lines, write_report
+        from .strategies import STRATEGIES
 
-        class Wired(Suite):
+        class Named(Suite):
             card_limit = 5
+            strategies = STRATEGIES
+            report = staticmethod(write_report)
+            summary = staticmethod(summary_lines)
+            build_commands = lazy_hook(".build", "commands")
+            importers = lazy_hook("hooks_pkg.importers", "IMPORTERS")
 
-        class Own(Suite):
+        class Unnamed(Suite):
             on_card = False
             card_limit = 5
-
-            def summary(self, metrics):
-                return [("own", "yes")]
     ''')
     mod = importlib.import_module("hooks_pkg.suite")
     try:
-        wired, own = mod.Wired(), mod.Own()
-        assert wired.report({}, [], None, None) == ["from report.py"]
-        assert wired.summary({}) == [("n", "1")] and wired.strategies == {"plain": "one call"}
-        assert wired.on_card                                    # a card_limit puts it on the card
-        assert own.summary({}) == [("own", "yes")] and not own.on_card
-        assert own.report({}, [], None, None) == ["from report.py"]
-        assert wired.card_figures({}) is None                  # no card.py: the base default
+        named, unnamed = mod.Named(), mod.Unnamed()
+        assert named.report({}, [], None, None) == ["from report.py"]
+        assert named.summary({}) == [("n", "1")] and named.strategies == {"plain": "one call"}
+        assert named.on_card and mod.Named.on_card            # a card_limit puts it on the card
+        assert "hooks_pkg.build" not in sys.modules and "hooks_pkg.importers" not in sys.modules
+        app: list = []
+        named.build_commands(app)
+        assert app == ["built"]                                # the sibling build.py, loaded on the call
+        got = named.importers()
+        assert got == sys.modules["hooks_pkg.importers"].IMPORTERS and got is not sys.modules["hooks_pkg.importers"].IMPORTERS
+        # nothing comes from the package unless the class names it: the base defaults
+        assert unnamed.summary({}) == [] and unnamed.strategies == {} and not unnamed.on_card
+        assert unnamed.card_figures({}) is None and unnamed.importers() == {}
     finally:
         for k in [k for k in sys.modules if k.startswith("hooks_pkg")]:
             del sys.modules[k]
@@ -97,8 +124,8 @@ def test_a_judging_protocol_decides_uses_judge_unless_the_class_says():
 
 
 def test_build_and_importers_come_from_their_modules_and_load_only_when_called():
-    """LAZY_PACKAGE_HOOKS: build.commands(app) and importers.IMPORTERS back the two hooks, and
-    neither module is imported by loading the suite (a fresh interpreter: this one may have them)."""
+    """lazy_hook: build.commands(app) and importers.IMPORTERS back the two hooks, and neither
+    module is imported by loading the suite (a fresh interpreter: this one may have them)."""
     import subprocess
 
     code = textwrap.dedent('''
@@ -116,7 +143,7 @@ def test_build_and_importers_come_from_their_modules_and_load_only_when_called()
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"
     calls = []
-    for name in ["charm", "knowledge-errors", "multiverse", "capability"]:
+    for name in ["charm", "knowledge-errors", "multiverse", "capability", "mcq"]:
         module = importlib.import_module(f"{type(get_suite(name)).__module__.rpartition('.')[0]}.build")
         orig = module.commands
         module.commands = calls.append
@@ -124,4 +151,4 @@ def test_build_and_importers_come_from_their_modules_and_load_only_when_called()
             get_suite(name).build_commands("app")
         finally:
             module.commands = orig
-    assert calls == ["app"] * 4
+    assert calls == ["app"] * 5

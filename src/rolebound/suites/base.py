@@ -4,7 +4,6 @@ and the metrics and report computed from records alone."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 import types
 import typing
@@ -189,40 +188,38 @@ def default_scoring_for(backend) -> str:
     return "logprob" if backend.supports(LOGPROB) and is_demo(backend.backend, backend.name) else "generate"
 
 
-# The one suite folder (docs/extending.md): a Suite subclass in `<package>/suite.py` that does not set
-# one of these takes it from its package's module, where that module defines the name.
-PACKAGE_HOOKS: dict[str, tuple[str, str]] = {
-    "strategies": ("strategies", "STRATEGIES"),
-    "extractor_for": ("strategies", "extractor_for"),
-    "summary": ("report", "summary_lines"),
-    "report": ("report", "write_report"),
-    "compare": ("report", "compare_tables"),
-    "card_figures": ("card", "card_figures"),
-}
-# Hooks whose module loads only when the hook is called: build.py and importers.py bring what only
-# `rolebound build` and `rolebound data import` need. build_commands(app) calls build.commands(app);
-# importers() returns a copy of importers.IMPORTERS.
-LAZY_PACKAGE_HOOKS: dict[str, tuple[str, str]] = {
-    "build_commands": ("build", "commands"),
-    "importers": ("importers", "IMPORTERS"),
-}
+class lazy_hook:
+    """A hook whose module is imported only when the hook is called: build.py and importers.py bring
+    what only `rolebound build` and `rolebound data import` need. In a suite's class body,
+    `build_commands = lazy_hook(".build", "commands")` makes `suite.build_commands(app)` call
+    `commands(app)` of the suite's sibling module build.py (a leading dot is relative to the
+    package of the module that defines the class, as in `from .build import commands`; a name
+    without one is a full module path). An attribute that is not callable (importers.IMPORTERS) is
+    returned as a copy: `importers = lazy_hook(".importers", "IMPORTERS")`."""
 
+    def __init__(self, module: str, attr: str):
+        self.module, self.attr, self.package = module, attr, None
 
-def _lazy_hook(hook: str, module: str, attr: str):
-    def call(self, *args):
-        value = getattr(importlib.import_module(module), attr)
+    def __set_name__(self, owner: type, name: str) -> None:
+        mod = sys.modules.get(owner.__module__)
+        self.package = getattr(mod, "__package__", None) or owner.__module__.rpartition(".")[0]
+        self.__name__ = name
+        self.__doc__ = f"{name}: {self.module}.{self.attr}"
+
+    def __call__(self, *args):
+        value = getattr(importlib.import_module(self.module, self.package), self.attr)
         return value(*args) if callable(value) else dict(value)
 
-    call.__name__ = call.__qualname__ = hook
-    call.__doc__ = f"{hook}: {module}.{attr}"
-    return call
 
+class _default_from:
+    """A class attribute whose default the class computes (from its own or a subclass's other
+    attributes) unless a class sets it itself; it reads the same on the class and on an instance."""
 
-def _package_module(package: str, module: str) -> types.ModuleType | None:
-    name = f"{package}.{module}"
-    if name in sys.modules:
-        return sys.modules[name]
-    return importlib.import_module(name) if importlib.util.find_spec(name) else None
+    def __init__(self, compute: Callable[[type], Any]):
+        self.compute = compute
+
+    def __get__(self, obj, owner=None):
+        return self.compute(owner if owner is not None else type(obj))
 
 
 class Suite:
@@ -230,35 +227,17 @@ class Suite:
     description: str = ""
     strategies: dict[str, str] = {}          # name -> one-line description
     default_strategies: list[str] = []
-    uses_judge: bool = False                 # derived from `protocol` unless the class sets it
+    # default: whether its protocol has a judge (the paper judged, or gives the judge's decoding)
+    uses_judge: bool = _default_from(lambda cls: cls.protocol is not None and bool(  # type: ignore[assignment]
+        cls.protocol.judge_required or cls.protocol.judge_separate or cls.protocol.judge_decoding))
     offers_scoring: bool = False             # generate vs logprob choice
     options_model: type[Options] = Options   # its `--set` options, validated before a run (none by default)
     protocol: Protocol | None = None         # the paper's decoding, scoring and judge (protocol.py)
     repeats_native: bool = False             # metrics already give mean +- SEM over repeats
-    on_card: bool = False                    # `rolebound card` runs it (card_figures); a card_limit implies it
+    # `rolebound card` runs it (card_figures); default: whether it declares a card_limit
+    on_card: bool = _default_from(lambda cls: cls.card_limit is not None)  # type: ignore[assignment]
     card_limit: int | None = None            # `rolebound card`: the --limit of its quick, balanced subset
     hub: HubInfo | None = None               # `rolebound data export`: configs and card facts (None: no export)
-
-    def __init_subclass__(cls, **kwargs):
-        """Wire the hooks of PACKAGE_HOOKS and LAZY_PACKAGE_HOOKS from the suite's own modules (a
-        class in a `suite.py`), put a suite that declares a card_limit on the card, and let a protocol with a judge (the
-        paper judged, or gives the judge's decoding) decide `uses_judge`, so it is said once."""
-        super().__init_subclass__(**kwargs)
-        package, _, module = cls.__module__.rpartition(".")
-        if package and module == "suite":
-            for hook, (mod, attr) in PACKAGE_HOOKS.items():
-                if hook in cls.__dict__ or (m := _package_module(package, mod)) is None or not hasattr(m, attr):
-                    continue
-                value = getattr(m, attr)
-                setattr(cls, hook, staticmethod(value) if callable(value) else value)
-            for hook, (mod, attr) in LAZY_PACKAGE_HOOKS.items():
-                if hook not in cls.__dict__ and importlib.util.find_spec(f"{package}.{mod}"):
-                    setattr(cls, hook, _lazy_hook(hook, f"{package}.{mod}", attr))
-        if cls.card_limit is not None and "on_card" not in cls.__dict__:
-            cls.on_card = True
-        p = cls.protocol
-        if "uses_judge" not in cls.__dict__ and p is not None:
-            cls.uses_judge = bool(p.judge_required or p.judge_separate or p.judge_decoding)
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:

@@ -24,7 +24,10 @@ from ...errors import CapabilityError
 from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE, PREFILL
 from ...protocol import Protocol
 from .. import register_suite
-from ..base import Dataset, RunSettings, HubInfo, Suite
+from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook
+from .card import card_figures
+from .report import compare_tables, summary_lines, write_report
+from .strategies import STRATEGIES
 from . import prompts, strategies
 from .data import (BANK_FILE, DEFAULT_PER_LEVEL, CapabilityItem, RolesConfig, load_items, role_ids, run_roles,
                    select_items, stats_tables)
@@ -58,6 +61,15 @@ class CapabilitySuite(Suite):
                         judge_separate=True,
                         notes="temperature 1.0 is Gemma's and Qwen's (OLMo-3: 0.6); the RV/C/RC judge runs "
                               "with --judge or --set judge=true")
+
+    # Its hooks, from its own modules; build.py and importers.py load only when called.
+    strategies = STRATEGIES
+    report = staticmethod(write_report)
+    summary = staticmethod(summary_lines)
+    compare = staticmethod(compare_tables)
+    card_figures = staticmethod(card_figures)
+    build_commands = lazy_hook(".build", "commands")
+    importers = lazy_hook(".importers", "IMPORTERS")
 
     # -- settings ------------------------------------------------------------------------------
     def _setup(self, settings: RunSettings) -> RolesConfig:

@@ -22,7 +22,10 @@ from typing import Any
 from ...errors import InputError
 from ...protocol import Protocol
 from .. import register_suite
-from ..base import Dataset, HubInfo, RunSettings, Suite
+from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook
+from .card import card_figures
+from .report import compare_tables, summary_lines, write_report
+from .strategies import STRATEGIES, extractor_for
 from . import release, strategies
 from .data import data_hash, dialogue_probes, expand, load_data, select, stats_tables
 from .options import CharmOptions
@@ -48,6 +51,16 @@ class CharmSuite(Suite):
     # generated ("First, briefly explain your reasoning ... Answer: <number>", Table 20).
     protocol = Protocol(source="CHARM Appendix H", scoring="generate",
                         decoding={"temperature": 0.0, "top_p": 0.95, "max_tokens": 256})
+
+    # Its hooks, from its own modules; build.py and importers.py load only when called.
+    strategies = STRATEGIES
+    extractor_for = staticmethod(extractor_for)
+    report = staticmethod(write_report)
+    summary = staticmethod(summary_lines)
+    compare = staticmethod(compare_tables)
+    card_figures = staticmethod(card_figures)
+    build_commands = lazy_hook(".build", "commands")
+    importers = lazy_hook(".importers", "IMPORTERS")
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:

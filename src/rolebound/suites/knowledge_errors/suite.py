@@ -20,7 +20,10 @@ from ...errors import BackendError
 from ...models.base import CHAT
 from ...protocol import Protocol
 from .. import register_suite
-from ..base import Dataset, RunSettings, HubInfo, Suite, validate_options
+from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook, validate_options
+from .card import card_figures
+from .report import compare_tables, summary_lines, write_report
+from .strategies import STRATEGIES
 from .data import KEItem, load_dataset, select_items, stats_tables
 from .importers import roleke_or_none
 from .options import KnowledgeErrorsOptions
@@ -49,6 +52,15 @@ class KnowledgeErrorsSuite(Suite):
                         notes="no decoding parameters in the paper; three evaluations (--repeats 3) "
                               "need --temperature above 0")
     repeats_native = True           # its tables already give mean +- SEM over repeats
+
+    # Its hooks, from its own modules; build.py and importers.py load only when called.
+    strategies = STRATEGIES
+    report = staticmethod(write_report)
+    summary = staticmethod(summary_lines)
+    compare = staticmethod(compare_tables)
+    card_figures = staticmethod(card_figures)
+    build_commands = lazy_hook(".build", "commands")
+    importers = lazy_hook(".importers", "IMPORTERS")
 
     # -- data -------------------------------------------------------------------------------
     def prompt_templates(self) -> dict[str, str]:

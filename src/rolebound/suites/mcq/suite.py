@@ -10,7 +10,6 @@ first standalone letter (lm-eval's `first_letter` filter).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from jinja2 import TemplateError
@@ -18,7 +17,8 @@ from jinja2 import TemplateError
 from ...errors import InputError
 from ...io import file_sha256
 from .. import register_suite
-from ..base import Dataset, RunSettings, Suite
+from ..base import Dataset, RunSettings, Suite, lazy_hook
+from .card import card_figures
 from . import strategies
 from .data import MCQItem, load_items
 from .metrics import compute
@@ -37,6 +37,12 @@ class MCQSuite(Suite):
     default_strategies = ["direct"]
     offers_scoring = True
     options_model = MCQOptions
+
+    # Its hooks, from its own modules; build.py and importers.py load only when called.
+    report = staticmethod(write_report)
+    card_figures = staticmethod(card_figures)
+    build_commands = lazy_hook(".build", "commands")
+    importers = lazy_hook(".importers", "IMPORTERS")
 
     def __init__(self):
         # the text prompt_templates() hashes into the manifest (it takes no settings); the
@@ -76,6 +82,3 @@ class MCQSuite(Suite):
 
     def metrics(self, records, manifest) -> dict[str, Any]:
         return compute(records, manifest.strategies)
-
-    def report(self, metrics, records, manifest, run_dir) -> list[Path]:
-        return write_report(metrics, records, manifest, run_dir)

@@ -31,7 +31,10 @@ from ...errors import InputError
 from ...io import stable_hash
 from .prompts import TEMPLATES
 from .. import register_suite
-from ..base import Dataset, RunSettings, HubInfo, Suite
+from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook
+from .card import card_figures
+from .report import compare_tables, summary_lines, write_report
+from .strategies import STRATEGIES, extractor_for
 from ...protocol import Protocol
 from .options import MultiverseOptions
 from ...dialogue import STRATEGY as DIALOGUE, budget
@@ -70,6 +73,16 @@ class MultiverseSuite(Suite):
                         judge_required=True, judge_separate=True,
                         notes="judge and segmenter read with judge decoding; the judge reads the segmented "
                               "thinking/acting spans (Section 4.2)")
+
+    # Its hooks, from its own modules; build.py and importers.py load only when called.
+    strategies = STRATEGIES
+    extractor_for = staticmethod(extractor_for)
+    report = staticmethod(write_report)
+    summary = staticmethod(summary_lines)
+    compare = staticmethod(compare_tables)
+    card_figures = staticmethod(card_figures)
+    build_commands = lazy_hook(".build", "commands")
+    importers = lazy_hook(".importers", "IMPORTERS")
 
     # -- data -----------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:

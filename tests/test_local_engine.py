@@ -385,7 +385,7 @@ def test_several_prefix_groups_decode_in_one_loop_with_the_answers_of_one_by_one
     eng.kv.clear()
     reqs = personas(unrelated=False)
     if long_other:
-        reqs.append(GenRequest(messages=[Message(role="user", content="Tell me a story. " * 80)], max_tokens=6))
+        reqs.append(GenRequest(messages=[Message(role="user", content="Tell me a story. " * 30)], max_tokens=6))
     enc = [eng.encode(eng._request_text(r.messages, r.prompt)) for r in reqs]
     groups, _ = eng._prefix_groups(enc, [len(e) - 1 for e in enc])
     assert len(groups) == 2                                   # the two personas really share prefixes

@@ -36,15 +36,15 @@ def entry_path(kind: str, key: str, suffix: str) -> Path:
 
 
 def _write_atomic(path: Path, write: Callable[[Any], None], binary: bool) -> None:
-    """io.atomic_path (a temp name per process and thread, renamed whole); OSError as it came, so
-    that a read-only or full cache costs only the recomputation."""
+    """Through io.atomic_path (a temp name per process and thread, renamed whole)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with atomic_path(path) as tmp, open(tmp, "wb" if binary else "w",
-                                            **({} if binary else {"encoding": "utf-8"})) as fh:
-            write(fh)
-    except RunDirError as exc:
-        raise exc.__context__ if isinstance(exc.__context__, OSError) else OSError(str(exc)) from None
+    with atomic_path(path) as tmp, open(tmp, "wb" if binary else "w",
+                                        **({} if binary else {"encoding": "utf-8"})) as fh:
+        write(fh)
+
+
+# A read-only or full cache only costs the recomputation (atomic_path says RunDirError).
+UNWRITABLE = (OSError, RunDirError)
 
 
 def cached_json(kind: str, parts: Any, compute: Callable[[], Any]):
@@ -58,8 +58,8 @@ def cached_json(kind: str, parts: Any, compute: Callable[[], Any]):
     value = compute()
     try:
         _write_atomic(path, lambda fh: json.dump({"value": value}, fh, ensure_ascii=False), binary=False)
-    except OSError:
-        pass                                   # a read-only cache only costs the recomputation
+    except UNWRITABLE:
+        pass
     return value
 
 
@@ -73,7 +73,7 @@ def cached_bytes(kind: str, parts: Any, compute: Callable[[], bytes], suffix: st
     value = compute()
     try:
         _write_atomic(path, lambda fh: fh.write(value), binary=True)
-    except OSError:
+    except UNWRITABLE:
         pass
     return value
 

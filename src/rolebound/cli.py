@@ -659,7 +659,16 @@ def main() -> None:
             signal.signal(sig, _on_term)
     _fill_closed_std_fds()
     try:
-        code = _main(sys.argv[1:])
+        try:
+            code = _main(sys.argv[1:])
+        except KeyboardInterrupt:   # a second Ctrl-C as the stopped run returned
+            code = 130
+        if code in (130, 143):
+            # stopped by a signal, and everything is written: the rest of that burst (a second
+            # Ctrl-C after a fast stop) must not kill the exit with -2
+            for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+                if sig is not None:
+                    signal.signal(sig, signal.SIG_IGN)
         try:
             sys.stdout.flush()      # what is still buffered meets a closed pipe here, not at exit
         except BrokenPipeError:

@@ -9,38 +9,12 @@ import pytest
 pytest.importorskip("inspect_ai", reason="the [inspect] extra (inspect_ai) is not installed")
 
 from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_ai.model import GenerateConfig, ModelAPI, ModelOutput, ModelUsage, get_model, modelapi  # noqa: E402
+from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
 from rolebound import api  # noqa: E402
-from rolebound.models.base import GenRequest  # noqa: E402
-from rolebound.models.fake import FakeBackend  # noqa: E402
-from rolebound.records import Decoding, Message  # noqa: E402
+from rolebound.inspect import _registry  # noqa: E402,F401 - the tasks and `--model rolebound/...` without the entry point
 
 from helpers import needs_script, rolebound  # noqa: E402
-
-
-class RepliesLikeFake(ModelAPI):
-    """An inspect model that answers as rolebound's fake:random does (the same reply for the same
-    prompt), so a task's records can be compared with a native run's. Usage is set, so nothing
-    counts tokens (mockllm does, with a tokenizer it downloads)."""
-
-    def __init__(self, model_name, base_url=None, api_key=None, config=GenerateConfig(), **model_args):
-        super().__init__(model_name, base_url, api_key, [], config)
-        self.fake = FakeBackend(model_name)
-
-    async def generate(self, input, tools, tool_choice, config) -> ModelOutput:
-        msgs = [Message(role=m.role, content=m.text) for m in input]
-        dec = Decoding(temperature=config.temperature or 0.0, max_tokens=config.max_tokens or 256)
-        res = (await self.fake.generate([GenRequest(messages=msgs)], dec))[0]
-        out = ModelOutput.from_content(model=self.model_name, content=res.text)
-        out.usage = ModelUsage(input_tokens=res.prompt_tokens or 1, output_tokens=res.completion_tokens or 1,
-                               total_tokens=(res.prompt_tokens or 1) + (res.completion_tokens or 1))
-        return out
-
-
-@modelapi(name="rbfake")
-def rbfake():
-    return RepliesLikeFake
 
 
 def mock_model():
@@ -134,12 +108,13 @@ def test_unknown_strategy_is_one_clear_error():
 @pytest.mark.slow
 def test_imported_log_reports_the_metrics_of_the_same_replies_run_natively(tmp_path):
     """One small run: the inspect task and `rolebound run` on the same items (the task's limit is
-    rolebound's balanced --limit), the same replies (fake:random answers by prompt): equal metrics."""
+    rolebound's balanced --limit), the same replies (fake:random, through the `rolebound/` provider,
+    answers by prompt): equal metrics."""
     from rolebound.inspect import tasks
     from rolebound.inspect.logs import import_log
 
     [log] = inspect_eval(tasks.charm(set="similarity=false,kv_control=false", limit=30),
-                         model=get_model("rbfake/random"), log_dir=str(tmp_path / "logs"), display="none")
+                         model=get_model("rolebound/fake:random"), log_dir=str(tmp_path / "logs"), display="none")
     assert log.status == "success"
     import_log(log.location, tmp_path / "imported")
     got, _ = api.build_report(tmp_path / "imported")
@@ -155,17 +130,42 @@ def test_imported_log_reports_the_metrics_of_the_same_replies_run_natively(tmp_p
 @needs_entry_point
 @needs_script
 @pytest.mark.slow
-def test_import_command_writes_a_run_that_report_reads(tmp_path):
-    log = run_task("charm", tmp_path, mock_model(), set="similarity=false")
-    r = rolebound("import", "inspect", log.location, "--out", tmp_path / "run")
+def test_inspect_eval_runs_offline_on_rolebounds_backends_and_the_import_command_reports_it(tmp_path):
+    """`inspect eval rolebound/charm --model rolebound/fake:random --limit 5`, as a user types it (the
+    `rolebound/` provider needs no download, unlike mockllm's token counter); `rolebound import
+    inspect` turns the log into a run that `rolebound report` reads, with the calls counted."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = shutil.which("inspect", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("the inspect command is not installed beside this Python")
+    out = subprocess.run([exe, "eval", "rolebound/charm", "--model", "rolebound/fake:random", "--limit", "5",
+                          "-T", "set=similarity=false", "--log-dir", str(tmp_path / "logs"), "--display", "none"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    [log] = list((tmp_path / "logs").glob("*.eval"))
+    r = rolebound("import", "inspect", log, "--out", tmp_path / "run")
     assert r.returncode == 0, r.stderr
     assert "report.md" in r.stdout
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["model"] == "inspect:rolebound/fake:random"
+    assert "| calls | 5 model calls, 0 cache hits, 0 resumed, 0 failed |" in (tmp_path / "run" / "report.md").read_text()
     again = rolebound("report", tmp_path / "run")
     assert again.returncode == 0, again.stderr
     bad = rolebound("import", "inspect", tmp_path / "nothing.eval", "--out", tmp_path / "x")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "nothing.eval" in bad.stderr
-    twice = rolebound("import", "inspect", log.location, "--out", tmp_path / "run")
+    twice = rolebound("import", "inspect", log, "--out", tmp_path / "run")
     assert twice.returncode == 2 and "already holds a run" in twice.stderr
+
+
+def test_the_provider_names_a_bad_model_spec():
+    from rolebound.errors import BackendError
+
+    with pytest.raises(BackendError, match="unknown backend 'nope'"):
+        get_model("rolebound/nope:x", memoize=False)
 
 
 @needs_entry_point
@@ -193,3 +193,4 @@ def test_charm_on_inspects_openai_api_provider_against_llama_cpps_server(tmp_pat
     assert failed == 0 and manifest.decoding.max_tokens == 16 and manifest.model == "inspect:openai-api/local/smollm2"
     metrics, paths = api.build_report(tmp_path / "run")
     assert metrics["matrix"] and any(p.name == "report.md" for p in paths)
+

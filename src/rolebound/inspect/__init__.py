@@ -2,7 +2,8 @@
 
 tasks.py: the four @task functions, registered through the `inspect_ai` entry point (`inspect eval
 rolebound/charm`); bridge.py: a suite's own strategies run against inspect's model; logs.py:
-`rolebound import inspect LOG` turns an eval log back into a rolebound run folder. Only these
+`rolebound import inspect LOG` turns an eval log back into a rolebound run folder; provider.py:
+rolebound's backends as inspect's `rolebound/` model provider (`--model rolebound/bundled`). Only these
 modules import inspect_ai; importing this package does not.
 """
 

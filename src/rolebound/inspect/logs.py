@@ -68,7 +68,11 @@ def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]
         repeats=log.eval.config.epochs or 1, options=meta.get("options") or {},
         prompt_templates=meta.get("prompt_templates") or {}, package_version=meta.get("package_version", "?"),
         started=stats.started_at or None, finished=stats.completed_at or None,
-        counts={"calls": len(records), "items_failed": failed})
+        # the report's calls line: inspect made every call (no cache, no resume here)
+        counts={"calls": len(records), "items_failed": failed,
+                "model_calls": sum(1 for r in records if not r.cached),
+                "cache_hits": sum(1 for r in records if r.cached), "resumed": 0,
+                "failed_calls": sum(1 for r in records if r.error)})
     rd.write_manifest(manifest)
     rd.write_text(RECORDS, "".join(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n"
                                    for r in records))

@@ -43,7 +43,7 @@ TESTED: dict[str, str] = {
     "vllm": f"{NEVER_RUN}: no machine we test on has vLLM; on a GPU use `vllm serve` and "
             "--model openai:NAME (docs/models.md)",
     "fake": "yes",
-    "inspect": "yes (inspect's mockllm provider and a test provider, inside inspect eval)",
+    "inspect": "yes (inspect's mockllm and rolebound/ providers, inside inspect eval)",
 }
 DEFAULT_MODEL = "bundled:smollm2-135m"
 _REGISTERED: dict[str, type] = {}

@@ -198,9 +198,12 @@ def _scoring(s, req: RunRequest, settings: RunSettings, backend, resolved) -> No
 
 def _items(s, req: RunRequest, settings: RunSettings):
     try:
-        from .hub import load_data
+        if req.data:    # hub.load_data: the suite's load, or an `hf:DIR` export's reader
+            from .hub import load_data
 
-        dataset = load_data(s, req.data, settings)
+            dataset = load_data(s, req.data, settings)
+        else:
+            dataset = s.load(req.data, settings)
         items = s.select(dataset.items, req.limit, settings)
     except (ValueError, TypeError) as exc:   # a --set value the suite could not use
         raise InputError(f"cannot load the {req.suite} data with these options: {exc}",

@@ -164,10 +164,11 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ):
     """Run a suite against a model; writes manifest, records, metrics and a report."""
-    from .config import load_config
     from .request import make_request
 
     if config:
+        from .config import load_config
+
         runs = load_config(config).expand(file=config)
     else:
         if not suite:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import InputError
-from .options import depths, warmups
+from . import depths, warmups
 from .run import Probe, fill
 
 MARKUP = 8          # chat-template tokens around one message (Qwen's <|im_start|>role\n...<|im_end|>\n: 5)

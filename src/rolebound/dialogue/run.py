@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from ..io import stable_hash
 from ..records import Message
-from .options import depths, warmups
+from . import depths, warmups
 
 USER_PROMPT = ("You are role-playing a user who is chatting with {persona}. {goal}\n\n"
                "The conversation so far:\n{transcript}\n\n"

@@ -16,7 +16,6 @@ from typing import Any, Callable, Iterable
 
 from ..constants import INVALID
 from ..reading import Reading
-from .choice import choice_reading, yes_no_reading, yes_no_strict
 
 KINDS = ("choice", "yes_no", "yes_no_strict")
 # Kinds a suite adds (register_kind): a reader of its own format, e.g. a judge's verdict line, called
@@ -32,6 +31,8 @@ class Extractor:
     question: str | None = None                 # yes_no: the question, when the prompt had one
 
     def __call__(self, text: str | None) -> Reading:
+        from .choice import choice_reading, yes_no_reading, yes_no_strict   # generated replies only
+
         if self.kind == "choice":
             r = choice_reading(text, list(self.options))
             if r.value is None:

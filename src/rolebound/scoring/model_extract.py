@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from ..records import Decoding, Message, Record
 from ..reading import Reading
 from .extract import Extractor
-from .parsers import INVALID
+from ..constants import INVALID
 
 ROLE = "extractor"
 STAGE = "extract"

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
-from ...dialogue.options import DialogueOptions
+from ...dialogue import DialogueOptions
 
 
 def _lower(v):

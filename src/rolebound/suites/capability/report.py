@@ -3,7 +3,7 @@ every answer in a filterable table. Built from metrics and records alone."""
 
 from __future__ import annotations
 
-from ...dialogue.report import add_sections, summary_lines as dialogue_lines
+from ...dialogue import add_sections, summary_lines as dialogue_lines
 
 from pathlib import Path
 from typing import Any

@@ -4,21 +4,20 @@ variants' raw completion with a prefilled assistant turn), one no-role call, and
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
 from ...constants import ABCD
 from ...models.base import CHAT_TEMPLATE
 from ...records import Message
-from ...scoring import order
 from ..base import RunSettings
 from . import prompts
 from .boxed import parse_boxed_letter
-from ...dialogue.bank import scripted_turns
-from ...dialogue.options import depths
-from ...dialogue.run import Plan, Probe, Turn, cycle_to, run_probes
 from .data import DIALOGUE_BANK, CapabilityItem, Role, RolesConfig
 from .judge import judge_messages, parse_judge
+
+if TYPE_CHECKING:  # pragma: no cover - the dialogue modules load only for a dialogue run
+    from ...dialogue.run import Plan, Probe, Turn
 
 
 # name -> what `rolebound suites capability` says of it
@@ -45,6 +44,8 @@ def base_meta(cfg: RolesConfig, item: CapabilityItem) -> dict[str, Any]:
 
 def shifted(item: CapabilityItem, k: int) -> tuple[CapabilityItem, list[int]]:
     """The item with its options shifted cyclically by k (gold follows its option)."""
+    from ...scoring import order
+
     shown = order.cyclic(len(item.options), k)
     return item.model_copy(update={"options": order.apply(item.options, shown),
                                    "answer": ABCD[order.shown_position(shown, ABCD.index(item.answer))]}), shown
@@ -54,6 +55,8 @@ async def run_item(item: CapabilityItem, ctx, strategy: str, settings: RunSettin
     cfg = settings.state["cfg"]
     base = base_meta(cfg, item)
     if strategy == DIALOGUE:
+        from ...dialogue.run import run_probes
+
         await run_probes(ctx, dialogue_probes(item, settings), settings, opts)
         return
     if strategy == prompts.NO_ROLE:
@@ -145,6 +148,9 @@ DIALOGUE_VARIANT = "identity"      # the role prompt of every dialogue (C.1), th
 def item_turns(item, role: Role, settings: RunSettings, n: int) -> list[Turn]:
     """`items` warm-up: the first n in-role questions (by id, the probe left out) in the C.9
     format; a role with no in-role level (kindergarten) gets its scripted turns, marked so."""
+    from ...dialogue.bank import scripted_turns
+    from ...dialogue.run import Turn, cycle_to
+
     ranks = settings.state["cfg"].level_rank()
     if role.ceiling is None:
         return [Turn(t.text, t.source + " (no in-role items)") for t in scripted_turns(DIALOGUE_BANK, role.id, n)]
@@ -154,6 +160,10 @@ def item_turns(item, role: Role, settings: RunSettings, n: int) -> list[Turn]:
 
 
 def plan_for(item, role: Role, kind: str, settings: RunSettings) -> Plan:
+    from ...dialogue import depths
+    from ...dialogue.bank import scripted_turns
+    from ...dialogue.run import Plan
+
     cfg = settings.state["cfg"]
     n = max(depths(settings.opts))
     head = [m for m in prompts.chat_messages(DIALOGUE_VARIANT, item, role, cfg.subject_routes) if m.role == "system"]
@@ -171,6 +181,8 @@ def plan_for(item, role: Role, kind: str, settings: RunSettings) -> Plan:
 
 def dialogue_probes(item, settings: RunSettings) -> list[Probe]:
     """Each role's question in the Identity variant (system: the role; user: C.9)."""
+    from ...dialogue.run import Probe
+
     cfg = settings.state["cfg"]
     base = base_meta(cfg, item)
     out = []

@@ -31,10 +31,9 @@ from .strategies import STRATEGIES
 from . import prompts, strategies
 from .data import (BANK_FILE, DEFAULT_PER_LEVEL, CapabilityItem, RolesConfig, load_items, role_ids, run_roles,
                    select_items, stats_tables)
-from .importers import csv_rows
 from .judge import TEMPLATE as JUDGE_TEMPLATE, rubric_text
 from .options import CapabilityOptions
-from ...dialogue import STRATEGY as DIALOGUE, budget
+from ...dialogue import STRATEGY as DIALOGUE
 
 
 @register_suite("capability")
@@ -91,6 +90,8 @@ class CapabilitySuite(Suite):
         if any(s not in prompts.INJECTION for s in settings.strategies):
             backend.require(CHAT, "the chat-based variants")
         if DIALOGUE in settings.strategies:
+            from ...dialogue import budget
+
             budget.setup(settings, backend)
         settings.state["judge_on"] = self.judge_enabled(settings, backend, judge)
         if settings.state["judge_on"]:
@@ -127,7 +128,11 @@ class CapabilitySuite(Suite):
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
         cfg = self._setup(settings)
         path = Path(data) if data else BANK_FILE
-        rows = csv_rows(path) if path.suffix.lower() == ".csv" and path.exists() else None
+        rows = None
+        if path.suffix.lower() == ".csv" and path.exists():      # importers.py: a CSV bank only
+            from .importers import csv_rows
+
+            rows = csv_rows(path)
         items = load_items(path, cfg, rows)
         settings.state["capability_items"] = items       # the dialogue's `items` warm-up
         opt = self.opts(settings).per_level
@@ -148,6 +153,8 @@ class CapabilitySuite(Suite):
         run's per_level questions per level (load() puts it in settings.state)."""
         chosen = select_items(items, limit, settings.state if settings is not None else {})
         if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+            from ...dialogue import budget
+
             budget.check_context(settings.state["dialogue_backend"],
                                  [p for it in chosen for p in strategies.dialogue_probes(it, settings)], self.opts(settings))
         return chosen
@@ -157,7 +164,10 @@ class CapabilitySuite(Suite):
 
     # -- work ----------------------------------------------------------------------------------
     async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
-        budget.attach(session, settings)      # a dialogue's simulated user
+        if DIALOGUE in settings.strategies:     # a dialogue's simulated user (check() kept it)
+            from ...dialogue import budget
+
+            budget.attach(session, settings)
 
     async def run_item(self, item: CapabilityItem, ctx, strategy: str, settings: RunSettings) -> None:
         self._setup(settings)

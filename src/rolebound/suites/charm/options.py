@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ...dialogue.options import DialogueOptions
+from ...dialogue import DialogueOptions
 
 
 class CharmOptions(DialogueOptions):

@@ -8,7 +8,6 @@ from typing import Iterable
 from ...constants import INVALID
 from ...reading import Reading
 from ...scoring.extract import Extractor, register_kind
-from ...scoring.parsers import MD
 from .data import CharmItem
 
 # Table 19 (BA). Line breaks restored where the paper's table layout had them.
@@ -90,6 +89,8 @@ _ANSWER_NUM = re.compile(r"answer\s*[:：]\s*[\[\(<{]?\s*(\d+)\s*[\]\)>}]?", re.
 
 def parse_answer_number(text: str | None, n_options: int) -> int | str:
     """The number in the last `Answer: <n>`; INVALID unless 1..n_options."""
+    from ...scoring.parsers import MD
+
     if not text:
         return INVALID
     found = _ANSWER_NUM.findall(MD.sub("", text))

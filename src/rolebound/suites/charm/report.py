@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...dialogue.report import add_sections, summary_lines as dialogue_lines
+from ...dialogue import add_sections, summary_lines as dialogue_lines
 
 from collections import Counter
 from pathlib import Path

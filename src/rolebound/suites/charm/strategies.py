@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
 from ...records import Message
-from ...scoring import extract, order
+from ...scoring import extract
 from ..base import RunSettings
 from .data import CharmItem, is_abstain
-from ...dialogue.bank import scripted_turns
-from ...dialogue.options import depths
-from ...dialogue.run import Plan, Probe, Turn, cycle_to, run_probes
 from .data import dialogue_bank
 from .prompts import ANSWER_PREFIX, answer_number, first_digit, ba_prompt, dialogue_opener, mcq_prompt, no_role_prompt
+
+if TYPE_CHECKING:  # pragma: no cover - the dialogue modules load only for a dialogue run
+    from ...dialogue.run import Plan, Probe, Turn
 
 
 # name -> what `rolebound suites charm` says of it
@@ -106,6 +106,8 @@ async def ask_reordered(ctx, stage: str, item: CharmItem, scoring: str, meta, ex
                         extra: dict, variant: str = "paper") -> Any:
     """The item's MCQ with its options in another order (`shown[p]`: the paper-order index shown
     at p); gold follows its option. The record keeps the order (metrics.position.chosen)."""
+    from ...scoring import order
+
     options = order.apply(item.options or [], shown)
     gold = order.shown_position(shown, int(item.gold) - 1) + 1
     m = {**meta, **extra, "mc": item.stage, "order": list(shown)}
@@ -125,6 +127,8 @@ async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings, e
             await ask_mcq(ctx, item.stage, [Message(role="user", content=mcq_prompt(item, variant=v))], item,
                           int(item.gold), scoring, meta, extraction, variant=v)
             for k in range(1, permutations):      # --set permutations=K: cyclic shifts, stages bc~s1, ...
+                from ...scoring import order
+
                 await ask_reordered(ctx, f"{item.stage}~s{k}", item, scoring, meta, extraction,
                                     order.cyclic(len(item.options or []), k), {"shift": k}, v)
     elif strategy == "sequential":
@@ -136,6 +140,8 @@ async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings, e
                          Message(role="user", content=mcq_prompt(item, variant=v))]
         await ask_mcq(ctx, "seq.bc", convo, item, int(item.gold), scoring, meta, extraction, variant=v)
     elif strategy == DIALOGUE:
+        from ...dialogue.run import run_probes
+
         await run_probes(ctx, dialogue_probes(item, settings, extraction), settings, settings.opts)
     elif strategy == "no-role":
         if item.stage != "bc" or item.boundary != "cross":
@@ -165,6 +171,8 @@ async def override_control(session, dataset, settings: RunSettings, opts) -> Non
                 jobs.append((kv, rep, c))
 
     async def one(job):
+        from ...scoring import order
+
         kv, rep, c = job
         n, gold = len(kv.options or []), int(kv.gold) - 1
         away = {gold} | ({int(c["fact_option"]) - 1} if c.get("fact_option") else set())
@@ -200,12 +208,18 @@ def extractor_for(record):
 def item_turns(item: CharmItem, pool: list[CharmItem], n: int) -> list[Turn]:
     """`items` warm-up: the role's other BA questions (other targets), in id order. A historical
     role has no in-boundary CHARM item (every concept and target is past its era)."""
+    from ...dialogue.run import Turn, cycle_to
+
     others = sorted((i for i in pool if i.stage == "ba" and i.role == item.role and i.target != item.target),
                     key=lambda i: i.id)
     return cycle_to([Turn(i.question, f"item:{i.id}") for i in others], n)
 
 
 def plan_for(item: CharmItem, kind: str, settings: RunSettings) -> Plan:
+    from ...dialogue.bank import scripted_turns
+    from ...dialogue import depths
+    from ...dialogue.run import Plan
+
     n = max(depths(settings.opts))
     base = dict(kind=kind, opener=dialogue_opener(item), persona=item.role_name, assistant_name=item.role_name)
     if kind == "scripted":
@@ -219,6 +233,8 @@ def plan_for(item: CharmItem, kind: str, settings: RunSettings) -> Plan:
 
 def dialogue_probes(item: CharmItem, settings: RunSettings, extraction: str) -> list[Probe]:
     """BA or BC, asked as the independent strategy asks it."""
+    from ...dialogue.run import Probe
+
     if item.stage not in ("ba", "bc"):
         return []
     scoring = settings.scoring or "generate"

@@ -26,10 +26,10 @@ from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook
 from .card import card_figures
 from .report import compare_tables, summary_lines, write_report
 from .strategies import STRATEGIES, extractor_for
-from . import release, strategies
+from . import strategies
 from .data import data_hash, dialogue_probes, expand, load_data, select, stats_tables
 from .options import CharmOptions
-from ...dialogue import STRATEGY as DIALOGUE, budget
+from ...dialogue import STRATEGY as DIALOGUE
 from .prompts import TEMPLATES
 
 
@@ -67,8 +67,11 @@ class CharmSuite(Suite):
         opts = self.opts(settings)
         files = [f.strip() for f in str(data).split(",") if f.strip()] if data else []
         builtin = opts.builtin
-        if any(release.is_release_file(f) for f in files):
-            return self._load_release(files, settings)
+        if files:       # release.py: only a --data file can be an imported release
+            from . import release
+
+            if any(release.is_release_file(f) for f in files):
+                return self._load_release(files, settings)
         if not builtin and not files:
             raise InputError("builtin=false needs --data FILE", field="builtin")
         d, sources = load_data(files, builtin=builtin)
@@ -88,6 +91,8 @@ class CharmSuite(Suite):
         if "builtin" in settings.options and self.opts(settings).builtin:
             raise InputError("an imported release is the whole dataset; builtin=true would add the starter set",
                              field="builtin")
+        from . import release
+
         header, items = release.load_release(files[0])
         settings.state["charm_items"] = items
         return Dataset(items=items, source=files[0], hash=release.release_hash(header, items),
@@ -100,6 +105,8 @@ class CharmSuite(Suite):
         chosen = select(dialogue_probes(items) if settings is not None and settings.strategies == [DIALOGUE]
                         else items, limit)
         if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+            from ...dialogue import budget
+
             extraction = self.opts(settings).extraction
             budget.check_context(settings.state["dialogue_backend"],
                                  [p for i in chosen for p in strategies.dialogue_probes(i, settings, extraction)],
@@ -107,6 +114,8 @@ class CharmSuite(Suite):
         return chosen
 
     def stats(self, dataset: Dataset):
+        from . import release
+
         return release.stats_tables(dataset) if "release" in dataset.extra else stats_tables(dataset)
 
     def prompt_templates(self) -> dict[str, str]:
@@ -115,13 +124,18 @@ class CharmSuite(Suite):
     # -- run --------------------------------------------------------------------------------
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         if DIALOGUE in settings.strategies:
+            from ...dialogue import budget
+
             self.opts(settings)
             budget.setup(settings, backend)
 
     async def before_items(self, session, dataset: Dataset, items, settings: RunSettings) -> None:
         """Distractor-to-answer similarity per MCQ (Table 14), stored in each record's meta; the
         simulated user's backend, for a dialogue run."""
-        budget.attach(session, settings)
+        if DIALOGUE in settings.strategies:     # check() kept the simulated user, if any
+            from ...dialogue import budget
+
+            budget.attach(session, settings)
         if settings.strategies != [DIALOGUE]:       # the dialogue's records do not use it
             await strategies.before_items(items, settings, self.opts(settings))
 

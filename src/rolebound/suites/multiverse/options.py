@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ...dialogue.options import DialogueOptions
+from ...dialogue import DialogueOptions
 from ..base import choice
 
 

@@ -3,7 +3,7 @@ thinking/acting figure, per-call samples, the end-of-run summary and the `rolebo
 
 from __future__ import annotations
 
-from ...dialogue.report import add_sections, summary_lines as dialogue_lines
+from ...dialogue import add_sections, summary_lines as dialogue_lines
 
 from pathlib import Path
 from typing import Any

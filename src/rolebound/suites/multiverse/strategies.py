@@ -16,23 +16,23 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
 from ...protocol import is_demo_spec
 from ...records import Message
 from ...scoring import extract
-from ...scoring.parsers import INVALID
+from ...constants import INVALID
 from ...scoring import order
 from .prompts import (ANSWER_PREFIX, CONFLICTS, JUDGE, JUDGE_DIGITS, LETTERS, SEGMENT, attributes_text,
                                  canon_prompt, dilemma_prompt, lore_text, parse_judge,
                                  parse_letter_continuation, parse_segments, persona, think_act_matching)
 from .rules import rule_segments
-from ...dialogue.bank import scripted_turns
-from ...dialogue.options import depths
-from ...dialogue.run import Plan, Probe, Turn, cycle_to, run_probes
 from .data import DIALOGUE_BANK
 from .prompts import canon_question
+
+if TYPE_CHECKING:  # pragma: no cover - the dialogue modules load only for a dialogue run
+    from ...dialogue.run import Plan, Probe, Turn
 
 
 # name -> what `rolebound suites multiverse` says of it
@@ -208,6 +208,8 @@ async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
 
 async def run_item(suite, item, ctx, strategy: str, settings) -> None:
     if strategy == DIALOGUE:
+        from ...dialogue.run import run_probes
+
         await run_probes(ctx, dialogue_probes(suite, item, settings), settings, suite.opts(settings))
         return
     cot = strategy.endswith("cot")
@@ -292,6 +294,9 @@ def rejudge_plan(suite, records, manifest, judge):
 def dialogue_turns(item, kind: str, settings, n: int) -> list[Turn]:
     """scripted: the version's own lore questions, then generic ones; items: the version's other
     canon questions (by id, the probe left out) with their options."""
+    from ...dialogue.bank import scripted_turns
+    from ...dialogue.run import Turn, cycle_to
+
     if kind == "scripted":
         return scripted_turns(DIALOGUE_BANK, item.version, n)
     pool = sorted((i for i in settings.state.get("multiverse_items", [])
@@ -301,6 +306,9 @@ def dialogue_turns(item, kind: str, settings, n: int) -> list[Turn]:
 
 def plan_for(suite, item, kind: str, settings) -> Plan:
     """The first user turn carries the paper's persona line (name, lore, attributes)."""
+    from ...dialogue import depths
+    from ...dialogue.run import Plan
+
     opts = suite.opts(settings)
     _, ver = settings.state["index"].versions[item.version]
     attrs = attributes_text(ver.attributes.model_dump()) if opts.attributes else ""
@@ -316,6 +324,8 @@ def plan_for(suite, item, kind: str, settings) -> Plan:
 
 def dialogue_probes(suite, item, settings) -> list[Probe]:
     """The canon question or dilemma, direct, as the item's own version (the `direct` prompt)."""
+    from ...dialogue.run import Probe
+
     letters = LETTERS if item.task == "canon" else "AB"
     gold = item.answer if item.task == "canon" else item.canonical
     meta = {**item_meta(settings.state["index"], item), "mode": "direct", "letters": letters}

@@ -37,7 +37,7 @@ from .report import compare_tables, summary_lines, write_report
 from .strategies import STRATEGIES, extractor_for
 from ...protocol import Protocol
 from .options import MultiverseOptions
-from ...dialogue import STRATEGY as DIALOGUE, budget
+from ...dialogue import STRATEGY as DIALOGUE
 from .data import STARTER, MVIndex, dataset_tables, load_file, select_items
 
 
@@ -107,6 +107,7 @@ class MultiverseSuite(Suite):
         dilemma types, so a small --limit still covers several versions of one hero."""
         chosen = select_items(items, limit, settings.state.get("index") if settings is not None else None)
         if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+            from ...dialogue import budget
             from .strategies import dialogue_probes
 
             budget.check_context(settings.state["dialogue_backend"],
@@ -124,6 +125,8 @@ class MultiverseSuite(Suite):
 
         opts = settings.options
         if DIALOGUE in settings.strategies:
+            from ...dialogue import budget
+
             budget.setup(settings, backend)
         if settings.scoring == "logprob":
             backend.require(LOGPROB, "--scoring logprob")
@@ -176,7 +179,10 @@ class MultiverseSuite(Suite):
     # -- work -----------------------------------------------------------------------------------
     async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
         settings.state["index"] = dataset.extra["index"]
-        budget.attach(session, settings)      # a dialogue's simulated user
+        if DIALOGUE in settings.strategies:     # a dialogue's simulated user (check() kept it)
+            from ...dialogue import budget
+
+            budget.attach(session, settings)
         if self.analysis_on(settings):
             from ...scoring.embeddings import LazyEmbedder
 

@@ -42,6 +42,7 @@ from .. import limits
 from ..errors import BackendError
 from ..loop import API_CONCURRENCY, check_stop
 from ..records import Decoding
+from . import OPENAI_HINT
 from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, PREFILL, Backend, GenRequest, GenResult, ScoreRequest,
                    ScoreResult)
 
@@ -321,7 +322,7 @@ class OpenAIBackend(Backend):
             import httpx2
             import openai
         except ImportError:  # pragma: no cover - core dependency
-            raise BackendError("the openai backend needs the openai SDK: pip install openai") from None
+            raise BackendError(OPENAI_HINT) from None
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None     # empty: unset
         if self.base_url is not None and (bad := url_problem(self.base_url)):
             where = "base_url" if base_url else "OPENAI_BASE_URL"

@@ -243,12 +243,10 @@ def starter_size(suite: str) -> int | None:
     """Items in the suite's whole built-in starter set, for the extrapolated time."""
     try:
         from rolebound.suites import get_suite
-        from rolebound.suites.base import RunSettings, validate_options
 
         s = get_suite(suite)
         opts = {"per_level": "all"} if suite == "capability" else {}
-        settings = RunSettings(strategies=list(s.default_strategies), options=opts, opts=validate_options(s, opts),
-                               backend="bundled")
+        settings = s.run_settings(list(s.default_strategies), opts, backend="bundled")
         return len(s.load(None, settings).items)
     except Exception:                      # noqa: BLE001 - an estimate only
         return None

@@ -10,7 +10,6 @@ import yaml
 from rolebound import api
 from rolebound.store import load_records
 from rolebound.suites import get_suite
-from rolebound.suites.base import RunSettings, validate_options
 
 from helpers import needs_script, rolebound
 
@@ -22,7 +21,7 @@ SUITES = ["charm", "knowledge-errors", "multiverse", "capability"]
 
 def built(name: str):
     s = get_suite(name)
-    settings = RunSettings(strategies=list(s.default_strategies), opts=validate_options(s, {}))
+    settings = s.run_settings(list(s.default_strategies))
     return s, s.load(None, settings)
 
 
@@ -105,7 +104,7 @@ def test_an_edited_row_is_named_by_file_and_row(tmp_path):
     pq.write_table(pa.Table.from_pylist(rows), path)
     s = get_suite("capability")
     with pytest.raises(InputError) as e:
-        hub.load(s, f"hf:{tmp_path / 'c'}", RunSettings(strategies=["identity"], opts=validate_options(s, {})))
+        hub.load(s, f"hf:{tmp_path / 'c'}", s.run_settings(["identity"]))
     assert str(path) in str(e.value) and "row 2" in str(e.value)
 
 
@@ -115,10 +114,10 @@ def test_not_an_export(tmp_path):
 
     s = get_suite("charm")
     with pytest.raises(InputError, match="no rolebound.json"):
-        hub.load(s, f"hf:{tmp_path}", RunSettings(strategies=["independent"]))
+        hub.load(s, f"hf:{tmp_path}", s.run_settings(["independent"]))
     (tmp_path / "rolebound.json").write_text(json.dumps({"suite": "multiverse"}))
     with pytest.raises(InputError, match="multiverse"):
-        hub.load(s, f"hf:{tmp_path}", RunSettings(strategies=["independent"]))
+        hub.load(s, f"hf:{tmp_path}", s.run_settings(["independent"]))
 
 
 def test_other_data_states_no_licence_unless_told_and_travels_with_the_export(tmp_path):
@@ -130,5 +129,5 @@ def test_other_data_states_no_licence_unless_told_and_travels_with_the_export(tm
     assert meta["local_only"] and meta["sources"] == [f"source/{BANK_FILE.name}"]
     assert (tmp_path / "a" / "source" / BANK_FILE.name).read_bytes() == BANK_FILE.read_bytes()
     assert not hub.export(s, ds, tmp_path / "b", data=str(BANK_FILE), license_id="cc-by-4.0")["local_only"]
-    back = hub.load(s, f"hf:{tmp_path / 'a'}", RunSettings(strategies=["identity"], opts=validate_options(s, {})))
+    back = hub.load(s, f"hf:{tmp_path / 'a'}", s.run_settings(["identity"]))
     assert [i.id for i in back.items] == [i.id for i in ds.items]

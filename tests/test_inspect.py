@@ -66,12 +66,11 @@ def test_each_suite_runs_as_an_inspect_task_on_mockllm(name, tmp_path):
 @needs_entry_point
 def test_charm_prompts_are_the_suites_own_byte_for_byte(tmp_path):
     from rolebound.suites import get_suite
-    from rolebound.suites.base import RunSettings, validate_options
     from rolebound.suites.charm.prompts import ba_prompt, mcq_prompt
 
     log = run_task("charm", tmp_path, mock_model(), strategy="sequential", set="similarity=false")
     s = get_suite("charm")
-    items = {i.id: i for i in s.load(None, RunSettings(strategies=["sequential"], opts=validate_options(s, {}))).items}
+    items = {i.id: i for i in s.load(None, s.run_settings(["sequential"])).items}
     seen = 0
     for sample in log.samples:
         for r in sample.scores["rolebound_score"].metadata["records"]:

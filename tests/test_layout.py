@@ -247,3 +247,43 @@ def test_no_function_over_80_lines():
                 if n > 80 and (name, node.name) not in LONG_ALLOWED:
                     long.append(f"{name}.{node.name} ({n} lines)")
     assert not long, long
+
+
+MAX_PARAMS = 12
+
+
+def _is_typer_command(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A CLI command: registered with `@app.command()`/`@app.callback()`, or its defaults are
+    typer.Option/typer.Argument (a suite's build command, registered in its `commands(app)`)."""
+    if any(isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in ("command", "callback")
+           for d in node.decorator_list):
+        return True
+    defaults = node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
+    return any(isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in ("Option", "Argument")
+               for d in defaults)
+
+
+def param_count(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    a = node.args
+    names = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+    n = len(names) + (a.vararg is not None) + (a.kwarg is not None)
+    return n - (names[:1] in (["self"], ["cls"]))
+
+
+def test_param_count_counts_every_kind_but_self():
+    tree = ast.parse("class C:\n    def f(self, a, /, b, *c, d, **e): pass\ndef g(a, b=1): pass\n")
+    f, g = sorted((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), key=lambda n: n.name)
+    assert (param_count(f), param_count(g)) == (5, 2)
+    cmd = ast.parse("def run(n: int = typer.Option(1, '--n')): pass").body[0]
+    assert _is_typer_command(cmd) and not _is_typer_command(g)
+
+
+def test_no_function_but_a_cli_command_takes_more_than_12_parameters():
+    """Long pass-through signatures hide what travels: pass a typed value (a dataclass, a model)."""
+    wide = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_typer_command(node):
+                if (n := param_count(node)) > MAX_PARAMS:
+                    wide.append(f"{name}.{node.name} ({n} parameters)")
+    assert not wide, wide

@@ -38,7 +38,8 @@ def plugin_path(tmp_path_factory):
 
 
 def rb(plugin_path, cwd, *args):
-    env = {**os.environ, "PYTHONPATH": str(plugin_path)}
+    # the plugin first, then whatever PYTHONPATH the tests run under (a checkout's src/)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(plugin_path), os.environ.get("PYTHONPATH")]))}
     return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, cwd=cwd, env=env)
 
 
@@ -161,7 +162,7 @@ def test_a_suite_marked_register_suite_runs_and_reports_through_the_api(tmp_path
         options_model = CountOptions
 
         def load(self, data, settings):
-            return Dataset(items=[CountItem(id=str(k), k=k) for k in range(settings.opts.n)], source="builtin", hash="x")
+            return Dataset(items=[CountItem(id=str(k), k=k) for k in range(settings.options.n)], source="builtin", hash="x")
 
         async def run_item(self, item, ctx, strategy, settings):
             await ctx.chat("answer", [{"role": "user", "content": str(item.k)}], parse=str.strip, gold=str(item.k))

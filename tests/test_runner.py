@@ -114,12 +114,11 @@ def test_local_requests_are_batched(tmp_path):
     from rolebound.records import Decoding
     from rolebound.runner import Session
     from rolebound.suites import get_suite
-    from rolebound.suites.base import RunSettings
     import asyncio
 
     data = write_mcq(tmp_path / "q.jsonl", 40)
     suite = get_suite("mcq")
-    settings = RunSettings(strategies=["direct"], scoring="logprob")
+    settings = suite.run_settings(["direct"], scoring="logprob")
     ds = suite.load(str(data), settings)
     backend = create_backend("fake:random")
     rd = RunDir(tmp_path / "run")

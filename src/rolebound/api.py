@@ -24,7 +24,7 @@ from .runner import RunResult, check_resumable, execute, finish, git_revision, n
 from .store import MANIFEST, METRICS, RECORDS, RunDir, claim_run_folder, load_records, records_frame
 from .suites import get_suite
 from .loop import EngineStopped, default_concurrency, stop_signals
-from .suites.base import RunSettings, validate_options
+from .suites.base import RunSettings
 
 
 def default_out(suite: str, model: str, strategies: Sequence[str], scoring: str | None) -> Path:
@@ -151,11 +151,10 @@ def _plan(s, req: RunRequest) -> _Plan:
         raise InputError(f"--repeats {req.repeats} at temperature 0 gives {req.repeats} copies of one greedy "
                          "run; set --temperature above 0 (each repeat gets its own seed), or pass "
                          "--allow-greedy-repeats to repeat greedy decoding anyway", field="repeats")
-    settings = RunSettings(strategies=strategies, scoring=req.scoring, judge=req.judge, repeats=req.repeats,
-                           limit=req.limit, seed=decoding.seed, options=dict(req.options),
-                           opts=validate_options(s, req.options), protocol=resolved.mode)
+    settings = s.run_settings(strategies, dict(req.options), scoring=req.scoring, judge=req.judge,
+                              repeats=req.repeats, limit=req.limit, seed=decoding.seed, protocol=resolved.mode)
     if resolved.mode == "paper":     # the manifest's protocol label names the options that leave the paper too
-        resolved.departures += [d for d in s.option_departures(settings.options) if d not in resolved.departures]
+        resolved.departures += [d for d in s.option_departures(settings.options.given()) if d not in resolved.departures]
     bopts = req.backend_options.given()
     backend = create_backend(req.model, decoding, **bopts)
     settings.backend = backend.backend
@@ -226,7 +225,7 @@ def _manifest(s, req: RunRequest, plan: _Plan, dataset, items) -> RunManifest:
                   "seeds": [repeat_seed(plan.decoding.seed, r) for r in range(req.repeats)]},
         dataset=dataset.source, dataset_hash=dataset.hash, dataset_provenance=dataset.provenance,
         n_items=len(items),
-        limit=req.limit, repeats=req.repeats, options=plan.settings.options,
+        limit=req.limit, repeats=req.repeats, options=plan.settings.options.given(),
         prompt_templates=_template_hashes(s),
         endpoints=endpoints(model=plan.backend, judge=judge, extractor=extractor),
         skipped_strategies=plan.skipped or {},
@@ -353,7 +352,7 @@ async def _run_all(s, plan: _Plan, dataset, items, session, timing, progress) ->
             if not (lazy and getattr(b, "batching", False)):
                 await b.prepare()
         timing["loaded"] = time.time()
-        settings.state["progress"] = progress     # run-level work (after_items) shows a bar like the items
+        settings.state.progress = progress     # run-level work (after_items) shows a bar like the items
         await s.before_items(session, dataset, items, settings)
         await execute(s, dataset, items, settings, session, concurrency=conc, progress=progress)
         timing["items_done"] = time.time()

@@ -548,11 +548,10 @@ def data_stats(suite: str = typer.Argument(...), data: Optional[str] = typer.Opt
     from rich.table import Table
 
     from .suites import get_suite
-    from .suites.base import RunSettings, validate_options
 
     s = get_suite(suite)
     opts = parse_sets(sets)
-    settings = RunSettings(strategies=list(s.default_strategies), options=opts, opts=validate_options(s, opts))
+    settings = s.run_settings(list(s.default_strategies), opts)
     from .hub import load_data
 
     ds = load_data(s, data, settings)
@@ -591,13 +590,12 @@ def data_export(suite: str = typer.Argument(...),
     """Write a suite's items as Parquet per config, a dataset card and eval.yaml (`--data hf:OUT` reads it back)."""
     from . import hub
     from .suites import get_suite
-    from .suites.base import RunSettings, validate_options
 
     s = get_suite(suite)
     if s.hub is None:
         raise InputError(f"suite {s.name} has no Hugging Face export", field="SUITE")
     opts = parse_sets(sets)
-    settings = RunSettings(strategies=list(s.default_strategies), options=opts, opts=validate_options(s, opts))
+    settings = s.run_settings(list(s.default_strategies), opts)
     meta = hub.export(s, hub.load_data(s, data, settings), out, data=data, license_id=license_id)
     counts = ", ".join(f"{c} {n}" for c, n in meta["configs"].items())
     print(f"{out}: {sum(meta['configs'].values())} items ({counts})"

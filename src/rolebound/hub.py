@@ -192,9 +192,9 @@ def load(suite, data: str, settings):
     order = [i for i in meta.get("order") or [] if i in by_id]
     items = [by_id[i] for i in order] + [v for k, v in by_id.items() if k not in set(order)]
     built.items = items
-    for key, value in list(settings.state.items()):    # the suite's own list of its items (warm-ups)
-        if isinstance(value, list) and value and all(isinstance(v, tuple(kinds.values())) for v in value):
-            settings.state[key] = [by_id[v.id] for v in value if v.id in by_id]
+    state = settings.state          # the suite's own list of its items (warm-ups)
+    if state.items and all(isinstance(v, tuple(kinds.values())) for v in state.items):
+        state.items = [by_id[v.id] for v in state.items if v.id in by_id]
     built.source = PREFIX + str(root)
     built.hash = stable_hash([built.hash, [i.model_dump(mode="json") for i in items]])
     return built

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from rolebound.models import register_backend
 from rolebound.models.base import CHAT, Backend, GenRequest, GenResult
 from rolebound.records import Decoding
 
 
-@register_backend("reverse", "answers with the last message reversed (example plugin; any name)")
 class ReverseBackend(Backend):
+    """Declared as the `reverse` entry point (pyproject.toml): `--model reverse:NAME`."""
+
+    description = "answers with the last message reversed (example plugin; any name)"
     capabilities = frozenset({CHAT})
     default_name = "any"         # `--model reverse` alone means reverse:any
 

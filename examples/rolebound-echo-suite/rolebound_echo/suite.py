@@ -43,7 +43,7 @@ class EchoSuite(Suite):
         return {"system": SYSTEM}
 
     async def run_item(self, item: EchoItem, ctx, strategy: str, settings: RunSettings) -> None:
-        shout = settings.opts.shout if settings.opts is not None else False
+        shout = settings.options.shout
         gold = item.word.upper() if shout else item.word
         text = item.word if strategy == "plain" else f"{item.word}, please"
         system = SYSTEM + (" Use capital letters." if shout else "")

@@ -114,15 +114,15 @@ def user_backend(opts, backend):
 
 def setup(settings, backend) -> None:
     """check(): fail early on bad options; keep the backends for select() and before_items()."""
-    opts = settings.opts
+    opts = settings.options
     check_options(opts)
-    settings.state["dialogue_backend"] = backend
+    settings.state.dialogue_backend = backend
     if "simulated" in warmups(opts):
-        settings.state["dialogue_user"] = user_backend(opts, backend)
+        settings.state.dialogue_user = user_backend(opts, backend)
 
 
 def attach(session, settings) -> None:
     """before_items(): calls with role "user" go to the simulated user's backend."""
-    user = settings.state.get("dialogue_user")
+    user = settings.state.dialogue_user
     if user is not None:
         session.add_backend("user", user)

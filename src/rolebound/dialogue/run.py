@@ -83,7 +83,7 @@ def compose(prefix: list[Message], probe: Probe) -> list[Message]:
 
 
 def _lock(settings, key: str) -> asyncio.Lock:
-    locks = settings.state.setdefault("dialogue_locks", {})
+    locks = settings.state.dialogue_locks
     if key not in locks:
         locks[key] = asyncio.Lock()
     return locks[key]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import BackendError
+from ..models import INSPECT_HINT
 
 try:
     from inspect_ai.model import (ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, GenerateConfig, Model,
@@ -20,7 +21,7 @@ try:
     from inspect_ai.model._generate_config import active_generate_config
     from inspect_ai.model._model import active_model
 except ImportError:
-    raise BackendError("the inspect backend needs rolebound[inspect] (pip install 'rolebound[inspect]')") from None
+    raise BackendError(INSPECT_HINT) from None
 
 from . import GRADER, STORE_KEY
 from ..models.base import CHAT, Backend, GenRequest, GenResult

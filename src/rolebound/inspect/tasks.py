@@ -22,7 +22,6 @@ from ..dialogue import STRATEGY as DIALOGUE
 from ..errors import InputError
 from ..hub import load_data, task_name
 from ..suites import get_suite
-from ..suites.base import RunSettings, validate_options
 from . import bridge
 
 META_KEY = "rolebound"
@@ -67,9 +66,8 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
     suite = get_suite(suite_name)
     options = _sets(set)
     strategies = _strategies(suite, strategy)
-    settings = RunSettings(strategies=strategies, scoring="generate" if suite.offers_scoring else None,
-                           options=options, opts=validate_options(suite, options), backend="inspect",
-                           judge_requested=suite.uses_judge)
+    settings = suite.run_settings(strategies, options, scoring="generate" if suite.offers_scoring else None,
+                                  backend="inspect", judge_requested=suite.uses_judge)
     stub = bridge.InspectBackend()
     dataset = load_data(suite, data, settings)
     suite.check(stub, settings, judge=stub if suite.uses_judge else None)
@@ -83,7 +81,7 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
     from ..api import _template_hashes
 
     meta = {"suite": suite.name, "strategies": strategies, "scoring": settings.scoring,
-            "options": settings.options, "dataset": dataset.source, "dataset_hash": dataset.hash,
+            "options": settings.options.given(), "dataset": dataset.source, "dataset_hash": dataset.hash,
             "n_items": len(items), "limit": int(limit) if limit else None, "decoding": answers.model_dump(),
             "judge_decoding": judge_decoding.model_dump() if judge_decoding else None,
             "uses_judge": suite.uses_judge, "prompt_templates": _template_hashes(suite),

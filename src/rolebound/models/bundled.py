@@ -116,24 +116,6 @@ class BundledBackend(LocalBackend):
     backend = "bundled"
     option_names = LocalBackend.option_names | {"engine"} | _LLAMACPP_ONLY
 
-    @classmethod
-    def create(cls, name: str = DEFAULT, decoding=None, **options):
-        """--engine torch or llamacpp (the GGUF itself, on llama-cpp-python); default_engine otherwise."""
-        engine = str(options.pop("engine", None) or default_engine(name)).lower()
-        if engine not in ENGINES:
-            raise BackendError(f"unknown engine '{engine}'; use one of: {', '.join(ENGINES)}")
-        wrong = sorted(set(options) & (_TORCH_ONLY if engine == "llamacpp" else _LLAMACPP_ONLY))
-        if wrong:
-            raise BackendError(f"option '{wrong[0]}' does not apply to --engine {engine}")
-        if engine == "llamacpp":
-            from .llamacpp import BundledLlamaCpp
-
-            if name not in names():
-                raise BackendError(f"unknown bundled model '{name}'; available: {', '.join(names())}")
-            # missing GGUF: one line saying how to get it
-            return BundledLlamaCpp(name, decoding, gguf=bundled_gguf(name), **options)
-        return cls(name, decoding, **options)
-
     def __init__(self, name: str = DEFAULT, decoding=None, **options):
         from .install import PACKS, require
 
@@ -145,3 +127,22 @@ class BundledBackend(LocalBackend):
 
     def model_path(self) -> Path:
         return self._path or converted_dir()
+
+
+def create(name: str = DEFAULT, decoding=None, **options) -> LocalBackend:
+    """The bundled backend's factory (its registry entry): --engine torch or llamacpp (the GGUF
+    itself, on llama-cpp-python); default_engine otherwise."""
+    engine = str(options.pop("engine", None) or default_engine(name)).lower()
+    if engine not in ENGINES:
+        raise BackendError(f"unknown engine '{engine}'; use one of: {', '.join(ENGINES)}")
+    wrong = sorted(set(options) & (_TORCH_ONLY if engine == "llamacpp" else _LLAMACPP_ONLY))
+    if wrong:
+        raise BackendError(f"option '{wrong[0]}' does not apply to --engine {engine}")
+    if engine == "llamacpp":
+        from .llamacpp import BundledLlamaCpp
+
+        if name not in names():
+            raise BackendError(f"unknown bundled model '{name}'; available: {', '.join(names())}")
+        # missing GGUF: one line saying how to get it
+        return BundledLlamaCpp(name, decoding, gguf=bundled_gguf(name), **options)
+    return BundledBackend(name, decoding, **options)

@@ -29,10 +29,10 @@ from ..errors import BackendError
 from ..records import Decoding, Message
 from ..threads import policy as thread_policy
 from ..threads import resolve_override
+from . import LLAMACPP_HINT as INSTALL_HINT
 from .engine_calls import EngineCalls, check_stop, split_all
 from .base import CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, Backend, GenResult, ScoreRequest, ScoreResult
 
-INSTALL_HINT = "llamacpp: backend needs llama-cpp-python; run `make llamacpp`"
 ENGINE_REV = 2          # part of every cache key of this engine; bump when answers may change
 N_CTX, PREFIX_MAX = 8192, 4096      # default KV cells, and those kept for the resident prefix
 PREFIX_SEQ = 0          # the resident prefix lives in this sequence; rows use 1..max_batch
@@ -633,7 +633,7 @@ class BundledLlamaCpp(LlamaCppBackend):
     option_names = LlamaCppBackend.option_names
 
     def __init__(self, name: str, decoding: Decoding | None = None, *, gguf: Path, **options: Any):
-        self._gguf = gguf        # bundled.BundledBackend.create checked the name and found the file
+        self._gguf = gguf        # bundled.create checked the name and found the file
         super().__init__(name, decoding, **options)
 
     def gguf(self) -> Path:

@@ -36,12 +36,14 @@ import random
 import re
 import time
 import zlib
+from dataclasses import dataclass, fields
 from typing import Any, Sequence
 
 from .. import limits
 from ..errors import BackendError
 from ..loop import API_CONCURRENCY, check_stop
 from ..records import Decoding
+from . import OPENAI_HINT
 from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, PREFILL, Backend, GenRequest, GenResult, ScoreRequest,
                    ScoreResult)
 
@@ -297,31 +299,53 @@ def api_key(base_url: str | None, env: str) -> str:
         return "EMPTY"   # local servers usually take any key
     raise BackendError(f"set the API key in the environment variable {env} (or pass --base-url for a local server)")
 
+@dataclass(frozen=True)
+class EndpointOptions:
+    """The openai backend's own options (--backend-opt KEY=VALUE), with their defaults; values
+    are converted where the backend reads them (a bad one: "bad option value")."""
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    concurrency: int = API_CONCURRENCY
+    timeout: float = 120.0
+    max_retries: int = 6
+    backoff_base: float = 0.5
+    backoff_max: float = 60.0
+    endpoint: str = "chat"
+    tokenizer: str | None = None
+    freeze_gc: bool = True
+    transport: str = "sdk"
+    connect_retries: int = 2
+    max_consecutive_failures: int = 10
+    chat_template: str | None = None
+    prefill: str | None = None
+    down_after: float | None = None
+
+
+ENDPOINT_FIELDS = frozenset(f.name for f in fields(EndpointOptions))
+
+
 class OpenAIBackend(Backend):
     backend = "openai"
     batching = False
-    option_names = frozenset({"base_url", "api_key_env", "concurrency", "timeout", "max_retries", "backoff_base",
-                              "backoff_max", "endpoint", "tokenizer", "freeze_gc", "transport",
-                              "connect_retries", "max_consecutive_failures", "down_after",
-                              "think_tag", "chat_template", "prefill"})
+    option_names = ENDPOINT_FIELDS | {"think_tag"}
     # how to enable an assistant-turn prefill (Capability Injection) when none is configured
     prefill_hint = ("pass --backend-opt chat_template=PATH (a tokenizer folder, tokenizer_config.json or Jinja "
                     "file; the completions endpoint then gets the rendered prompt), chat_template=server "
                     "(llama.cpp's llama-server reports its template), or prefill=continue_final_message (vLLM)")
 
-    def __init__(self, name: str, decoding: Decoding | None = None, *, base_url: str | None = None,
-                 api_key_env: str | None = None, concurrency: int = API_CONCURRENCY, timeout: float = 120.0,
-                 max_retries: int = 6, backoff_base: float = 0.5, backoff_max: float = 60.0,
-                 endpoint: str = "chat", tokenizer: str | None = None, freeze_gc: bool = True,
-                 transport: str = "sdk", connect_retries: int = 2, max_consecutive_failures: int = 10,
-                 chat_template: str | None = None, prefill: str | None = None,
-                 down_after: float | None = None, **options: Any):
+    def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
+        """options: the fields of EndpointOptions (as --backend-opt gives them), and the backend's
+        common ones (think_tag)."""
+        own = EndpointOptions(**{k: options.pop(k) for k in list(options) if k in ENDPOINT_FIELDS})
         super().__init__(name, decoding, **options)
+        base_url, api_key_env, endpoint, transport = own.base_url, own.api_key_env, own.endpoint, own.transport
+        tokenizer, chat_template, prefill = own.tokenizer, own.chat_template, own.prefill
         try:
             import httpx2
             import openai
         except ImportError:  # pragma: no cover - core dependency
-            raise BackendError("the openai backend needs the openai SDK: pip install openai") from None
+            raise BackendError(OPENAI_HINT) from None
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None     # empty: unset
         if self.base_url is not None and (bad := url_problem(self.base_url)):
             where = "base_url" if base_url else "OPENAI_BASE_URL"
@@ -341,16 +365,16 @@ class OpenAIBackend(Backend):
         self._key = key
         self._session = None
         self.endpoint = endpoint
-        self.concurrency = max(1, int(concurrency))
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
-        self.connect_retries = int(connect_retries)
-        self.max_consecutive_failures = int(max_consecutive_failures)   # read by the runner; 0: never stop
+        self.concurrency = max(1, int(own.concurrency))
+        self.timeout = float(own.timeout)
+        self.max_retries = int(own.max_retries)
+        self.connect_retries = int(own.connect_retries)
+        self.max_consecutive_failures = int(own.max_consecutive_failures)   # read by the runner; 0: never stop
         self.fatal_error: str | None = None     # set once the endpoint cannot serve this run
         self._answered = False                  # has any request succeeded yet
-        self._init_down(down_after)
+        self._init_down(own.down_after)
         self._first_lock: asyncio.Lock | None = None
-        self.backoff_base, self.backoff_max = float(backoff_base), float(backoff_max)
+        self.backoff_base, self.backoff_max = float(own.backoff_base), float(own.backoff_max)
         self._response_type = httpx2.Response
         shards = math.ceil(self.concurrency / POOL_SIZE)
         per = math.ceil(self.concurrency / shards) + 2
@@ -386,7 +410,7 @@ class OpenAIBackend(Backend):
         self.calls = 0          # requests sent, retries included
         self.retries = 0
         self.waits: list[float] = []   # seconds slept before each retry
-        self.freeze_gc = bool(freeze_gc)
+        self.freeze_gc = bool(own.freeze_gc)
         self._frozen = False
 
     def endpoint_url(self) -> str:

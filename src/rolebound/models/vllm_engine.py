@@ -21,12 +21,9 @@ from typing import Any, Sequence
 
 from ..errors import BackendError
 from ..records import Decoding
+from . import VLLM_HINT as INSTALL_HINT
 from .base import (CHAT, CHAT_TEMPLATE, COMPLETE, LOGPROB, Backend, GenRequest, GenResult, ScoreRequest,
                    ScoreResult)
-
-INSTALL_HINT = ("the vllm backend (never run in our tests) needs vLLM on a CUDA machine; install it into a fresh "
-                "environment: pip install vllm (it pins its own torch), then pip install -e . --no-deps; the "
-                "tested path is `vllm serve` with --model openai:NAME --base-url URL (docs/models.md)")
 
 
 def _import_vllm():

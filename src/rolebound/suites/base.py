@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Literal, Optional, Sequence, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationError
 
 from ..protocol import Protocol, is_demo
 
@@ -60,8 +60,22 @@ class HubInfo:
 
 
 @dataclass
+class RunState:
+    """What a run works out in check(), load() and before_items() for the steps after them
+    (select(), run_item(), after_items()): this run's, never kept on the suite object. A suite
+    with its own adds a subclass (its `state_class`)."""
+
+    progress: bool = True            # run-level work (after_items) shows a bar like the items
+    items: list[Any] = field(default_factory=list)   # the items load() read: a dialogue's `items` warm-up
+    dialogue_backend: Any = None     # the dialogue strategy's backend (dialogue.budget.setup)
+    dialogue_user: Any = None        # its simulated user's backend, if any
+    dialogue_locks: dict[str, Any] = field(default_factory=dict)   # one asyncio.Lock per shared dialogue
+
+
+@dataclass
 class RunSettings:
-    """Everything about a run that is not the model: recorded in the manifest."""
+    """Everything about a run that is not the model: recorded in the manifest. Built by
+    Suite.run_settings(), which validates the options and gives the suite's own state."""
 
     strategies: list[str]
     scoring: str | None = None       # "generate" | "logprob" (suites that offer both)
@@ -71,22 +85,19 @@ class RunSettings:
     seed: int = 0
     protocol: str = "none"           # "paper" | "demo" | "none": which settings the run uses
     judge_requested: bool = False    # --judge was given (`--judge self` included)
-    options: dict[str, Any] = field(default_factory=dict)   # suite-specific (--set key=value), as given
-    # The per-run state a suite may read in check(), load() and run_item(); nothing passes
-    # between those through the suite object.
-    opts: Any = None                 # the validated options (the suite's Options model)
+    # The suite's validated `--set` options (its Options model); options.given() is what was
+    # given (the manifest's record and the resume key).
+    options: "Options" = field(default_factory=lambda: Options())
     backend: str | None = None       # kind of the backend under test ("bundled", "openai", ...); None: no run
     demo: bool = False               # the model under test is a demo model (protocol.is_demo)
-    # What load() and before_items() build for select(), run_item() and after_items() (a roles
-    # table, an index, an embedder): this run's, never kept on the suite object.
-    state: dict[str, Any] = field(default_factory=dict)
+    state: RunState = field(default_factory=RunState)
 
     def resolve(self, key: str, value: Any) -> Any:
-        """Record a mode check() resolves: into the options (hence the manifest and the resume key)
-        and the validated options alike."""
-        self.options[key] = value
-        if self.opts is not None and key in type(self.opts).model_fields:
-            setattr(self.opts, key, value)
+        """Record a mode check() resolves: into the options and what they record as given (hence
+        the manifest and the resume key)."""
+        self.options._given[key] = value
+        if key in type(self.options).model_fields:
+            setattr(self.options, key, value)
         return value
 
 
@@ -95,6 +106,11 @@ class Options(BaseModel):
     help `rolebound suites NAME` prints). Unknown keys are errors."""
 
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+    _given: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    def given(self) -> dict[str, Any]:
+        """The options as given (before validation), with the modes check() resolved."""
+        return self._given
 
 
 def _norm_choice(v: Any) -> Any:
@@ -156,7 +172,7 @@ def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
             raise InputError(f"option '{key}' of suite {suite.name} expects "
                              f"{type_text(fields[key].annotation)}, not {value!r}", field="--set")
     try:
-        return model.model_validate(raw)
+        opts = model.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         key = str(err["loc"][0]) if err.get("loc") else "?"
@@ -164,17 +180,18 @@ def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
         why = "" if err["type"].endswith(("_type", "_parsing", "literal_error")) else f" ({err['msg'].lower()})"
         raise InputError(f"option '{key}' of suite {suite.name} expects {expected}{why}, not {raw.get(key)!r}",
                          field="--set") from None
+    opts._given = raw
+    return opts
 
 
 def settings_from_manifest(suite: "Suite", manifest: "RunManifest") -> RunSettings:
     """The per-run settings of a finished run, rebuilt from its manifest (re-judging reads them)."""
     from ..protocol import is_demo_spec
 
-    options = dict(manifest.options or {})
-    return RunSettings(strategies=list(manifest.strategies), scoring=manifest.scoring, judge=manifest.judge,
-                       repeats=manifest.repeats, limit=manifest.limit, seed=manifest.decoding.seed,
-                       options=options, opts=validate_options(suite, options), backend=manifest.backend,
-                       demo=is_demo_spec(manifest.model))
+    return suite.run_settings(strategies=list(manifest.strategies), scoring=manifest.scoring, judge=manifest.judge,
+                              repeats=manifest.repeats, limit=manifest.limit, seed=manifest.decoding.seed,
+                              options=dict(manifest.options or {}), backend=manifest.backend,
+                              demo=is_demo_spec(manifest.model))
 
 
 def default_scoring_for(backend) -> str:
@@ -232,6 +249,7 @@ class Suite:
         cls.protocol.judge_required or cls.protocol.judge_separate or cls.protocol.judge_decoding))
     offers_scoring: bool = False             # generate vs logprob choice
     options_model: type[Options] = Options   # its `--set` options, validated before a run (none by default)
+    state_class: type[RunState] = RunState   # what its check(), load() and before_items() keep for later steps
     protocol: Protocol | None = None         # the paper's decoding, scoring and judge (protocol.py)
     repeats_native: bool = False             # metrics already give mean +- SEM over repeats
     # `rolebound card` runs it (card_figures); default: whether it declares a card_limit
@@ -246,15 +264,14 @@ class Suite:
 
     def select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
         """The items a --limit run keeps; suites override to keep the sample balanced. `settings`
-        is the run's (what load() put in settings.state), None outside a run."""
+        is the run's (what load() put in its state), None outside a run."""
         return list(items)[:limit] if limit else list(items)
 
-    def opts(self, settings: RunSettings) -> Options:
-        """The run's validated options (settings.opts; validated here when a caller built the
-        settings by hand)."""
-        if settings.opts is None:
-            settings.opts = validate_options(self, settings.options)
-        return settings.opts
+    def run_settings(self, strategies: list[str], options: dict[str, Any] | None = None, **kw: Any) -> RunSettings:
+        """A run's settings for this suite: `options` (the `--set` values as given) validated
+        against options_model (an InputError naming the key), and a fresh state_class."""
+        return RunSettings(strategies=strategies, options=validate_options(self, options), state=self.state_class(),
+                           **kw)
 
     def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
         """(title, DataFrame) tables for `rolebound data stats`."""

@@ -15,7 +15,6 @@ from rolebound.errors import CapabilityError, InputError
 from rolebound.importers import all_importers
 from rolebound.suites.capability.boxed import parse_boxed_letter
 from rolebound.store import load_records
-from rolebound.suites.base import RunSettings, validate_options
 from rolebound.suites.capability.suite import CapabilitySuite
 from rolebound.suites.capability.data import BANK_FILE, ROLES_FILE
 
@@ -101,7 +100,7 @@ def test_a_failed_role_call_is_recorded_and_retried_on_resume(tmp_path, monkeypa
 def test_default_run_is_a_small_balanced_sample():
     def pick(limit=None, **kw):
         # one suite object for every run: what a run needs is in its settings, never on the suite
-        settings = RunSettings(strategies=["identity"], limit=limit, **kw)
+        settings = s.run_settings(["identity"], limit=limit, **kw)
         ds = s.load(None, settings)
         return ds, s.select(ds.items, limit, settings)
 
@@ -181,12 +180,13 @@ def test_suites_with_a_judge_keep_it_on():
     from rolebound.suites import get_suite
 
     b = create_backend("fake:random")
-    assert get_suite("knowledge-errors").judge_enabled(RunSettings(strategies=[]), b, b)
+    ke = get_suite("knowledge-errors")
+    assert ke.judge_enabled(ke.run_settings([]), b, b)
     mv = get_suite("multiverse")
     # multiverse judges only for its thinking/acting analysis, which needs reply text
-    assert mv.judge_enabled(RunSettings(strategies=["cot"], scoring="logprob"), b, b)
-    assert not mv.judge_enabled(RunSettings(strategies=["direct"], scoring="logprob"), b, b)
-    assert not mv.judge_enabled(RunSettings(strategies=["cot"], options={"analysis": "false"}), b, b)
+    assert mv.judge_enabled(mv.run_settings(["cot"], scoring="logprob"), b, b)
+    assert not mv.judge_enabled(mv.run_settings(["direct"], scoring="logprob"), b, b)
+    assert not mv.judge_enabled(mv.run_settings(["cot"], options={"analysis": "false"}), b, b)
 
 
 # -- backends that cannot ----------------------------------------------------------------------
@@ -204,13 +204,13 @@ def test_openai_with_a_local_tokenizer_passes_the_check():
     from rolebound.models import create_backend
 
     b = create_backend("openai:m", base_url="http://127.0.0.1:9", tokenizer="/some/tokenizer")
-    CapabilitySuite().check(b, RunSettings(strategies=["injection"]), None)
+    CapabilitySuite().check(b, CapabilitySuite().run_settings(["injection"]), None)
 
 
 # -- user data ---------------------------------------------------------------------------------
 def test_user_jsonl_loads_and_levels_are_resolved_by_name(tmp_path):
     p = write_items(tmp_path / "x.jsonl", [item(1, "Elementary"), item(2, "A-level"), item(3, "high school")])
-    ds = CapabilitySuite().load(str(p), RunSettings(strategies=["identity"]))
+    ds = CapabilitySuite().load(str(p), CapabilitySuite().run_settings(["identity"]))
     assert [i.level for i in ds.items] == ["elementary", "a_level", "high_school"]
 
 
@@ -224,7 +224,7 @@ def test_user_jsonl_loads_and_levels_are_resolved_by_name(tmp_path):
 def test_bad_user_items_name_file_line_and_field(tmp_path, bad, line, field, msg):
     p = write_items(tmp_path / "x.jsonl", [item(1), {**item(2), **bad}])
     with pytest.raises(InputError) as e:
-        CapabilitySuite().load(str(p), RunSettings(strategies=["identity"]))
+        CapabilitySuite().load(str(p), CapabilitySuite().run_settings(["identity"]))
     assert e.value.file == str(p) and e.value.line == line and e.value.field == field
     assert msg in str(e.value)
 
@@ -232,13 +232,13 @@ def test_bad_user_items_name_file_line_and_field(tmp_path, bad, line, field, msg
 def test_duplicate_ids_are_rejected(tmp_path):
     p = write_items(tmp_path / "x.jsonl", [item(1), item(1)])
     with pytest.raises(InputError, match="duplicate id 'q1'") as e:
-        CapabilitySuite().load(str(p), RunSettings(strategies=["identity"]))
+        CapabilitySuite().load(str(p), CapabilitySuite().run_settings(["identity"]))
     assert e.value.line == 2
 
 
 def test_answer_may_be_the_option_text(tmp_path):
     p = write_items(tmp_path / "x.jsonl", [{**item(1), "answer": "3"}])
-    assert CapabilitySuite().load(str(p), RunSettings(strategies=["identity"])).items[0].answer == "C"
+    assert CapabilitySuite().load(str(p), CapabilitySuite().run_settings(["identity"])).items[0].answer == "C"
 
 
 def test_roles_file_can_add_roles_and_levels(tmp_path):
@@ -263,7 +263,7 @@ def test_roles_file_errors_point_at_the_line(tmp_path):
     path = tmp_path / "roles.yaml"
     path.write_text(bad, encoding="utf-8")
     with pytest.raises(InputError, match="ceiling 'grade_nine'") as e:
-        CapabilitySuite().load(None, RunSettings(strategies=["identity"], options={"roles_file": str(path)}))
+        CapabilitySuite().load(None, CapabilitySuite().run_settings(["identity"], options={"roles_file": str(path)}))
     assert e.value.line == bad.splitlines().index("    ceiling: grade_nine") + 1
 
 
@@ -274,7 +274,7 @@ def test_roles_file_errors_point_at_the_line(tmp_path):
 def test_bad_options_fail_clearly(opts, msg):
     s = CapabilitySuite()
     with pytest.raises(InputError, match=msg):
-        s.load(None, RunSettings(strategies=["identity"], options=opts, opts=validate_options(s, opts)))
+        s.load(None, s.run_settings(["identity"], options=opts))
 
 
 def test_csv_importer_and_csv_data(tmp_path):
@@ -294,8 +294,8 @@ def test_csv_importer_and_csv_data(tmp_path):
     assert [r["level"] for r in rows] == ["elementary", "intermediate", "high_school"]
     assert [r["answer"] for r in rows] == ["B", "B", "C"] and rows[0]["year"] == "2019"
     suite = CapabilitySuite()
-    assert len(suite.load(str(out), RunSettings(strategies=["identity"])).items) == 3
-    assert len(CapabilitySuite().load(str(src), RunSettings(strategies=["identity"])).items) == 3
+    assert len(suite.load(str(out), suite.run_settings(["identity"])).items) == 3
+    assert len(CapabilitySuite().load(str(src), CapabilitySuite().run_settings(["identity"])).items) == 3
 
 
 def test_csv_importer_errors_name_the_line(tmp_path):
@@ -319,7 +319,7 @@ def test_jsonl_importer_maps_loose_keys(tmp_path):
 
 def test_data_stats_tables():
     s = CapabilitySuite()
-    ds = s.load(None, RunSettings(strategies=["identity"]))
+    ds = s.load(None, s.run_settings(["identity"]))
     tables = dict(s.stats(ds))
     counts = tables["Items by level and subject"]
     assert counts.loc["total", "total"] == len(ds.items) == sum(1 for _ in BANK_FILE.open())

@@ -11,7 +11,6 @@ import pytest
 from helpers import needs_script, rolebound as rb
 from rolebound.errors import InputError
 from rolebound.importers import all_importers
-from rolebound.suites.base import RunSettings, validate_options
 from rolebound.suites.charm.data import load_data
 from rolebound.suites.charm.suite import CharmSuite
 
@@ -58,7 +57,7 @@ def test_a_folder_round_trips_through_the_suite_loader(tmp_path):
     assert d.concepts[0].distractors == ["Three hours", "A day", "A week"]
     # with the starter set too (the default), through the suite itself
     suite = CharmSuite()
-    ds = suite.load(str(out), RunSettings(strategies=["independent"], opts=validate_options(suite, {})))
+    ds = suite.load(str(out), suite.run_settings(["independent"]))
     roles = {i.role for i in ds.items}
     assert {"ada-lovelace", "tove-troll", "greta-example"} <= roles
     assert any(i.target == "zorbl-app" and i.role == "william-shakespeare" for i in ds.items)

@@ -13,7 +13,7 @@ import pytest
 from conftest import shared_path
 from helpers import needs_script, rolebound as rb
 from rolebound.errors import InputError
-from rolebound.suites.base import RunSettings, validate_options
+from rolebound.suites.base import validate_options
 from rolebound.suites.charm import prompts
 from rolebound.suites.charm.official import COMMIT, import_official
 from rolebound.suites.charm.release import load_release, table7_counts
@@ -161,8 +161,8 @@ def test_a_release_file_stands_alone(imported, tmp_path):
     other.write_text("regions: []\n", encoding="utf-8")
     for data, opts in ((f"{imported},{other}", {}), (str(imported), {"builtin": "true"})):
         with pytest.raises(InputError, match="whole dataset"):
-            suite.load(data, RunSettings(strategies=["independent"], options=opts, opts=validate_options(suite, opts)))
-    ds = suite.load(str(imported), RunSettings(strategies=["independent"], opts=validate_options(suite, {})))
+            suite.load(data, suite.run_settings(["independent"], options=opts))
+    ds = suite.load(str(imported), suite.run_settings(["independent"]))
     assert len(ds.items) == 2748 and ds.provenance["commit"] == COMMIT
     titles = [t for t, _ in suite.stats(ds)]
     assert titles[0].startswith("Table 7") and "Provenance" in titles

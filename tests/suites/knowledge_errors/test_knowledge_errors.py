@@ -20,14 +20,14 @@ from rolebound.scoring.parsers import INVALID
 from rolebound.suites.knowledge_errors.strategies import overlaps, parse_recollections, pick_cases
 from rolebound.suites import get_suite
 from rolebound.suites.knowledge_errors import data as D
-from rolebound.suites.base import RunSettings, validate_options
+from rolebound.suites.base import validate_options
 from rolebound.suites.knowledge_errors.report import method_rows
 
 
 @pytest.fixture(scope="module")
 def starter():
     s = get_suite("knowledge-errors")
-    return s, s.load(None, RunSettings(strategies=["vanilla"]))
+    return s, s.load(None, s.run_settings(["vanilla"]))
 
 
 # -- data -------------------------------------------------------------------------------------------
@@ -119,14 +119,14 @@ def test_user_data_runs_with_sibling_corpus_or_item_chunks(tmp_path):
     _write(items, [_item(), _item(id="x-uke", error_type="UKE", false_memory="I did B on a phone.",
                                   query="Did you do B on a phone?")])
     s = get_suite("knowledge-errors")
-    ds = s.load(str(items), RunSettings(strategies=["rag"]))
+    ds = s.load(str(items), s.run_settings(["rag"]))
     assert ds.extra["corpus_from_items"] == ["C"] and ds.extra["corpora"]["C"] == ["C did A."]
     (tmp_path / "mine.corpus.yaml").write_text("- character: C\n  note: test\n  text: |\n    C did A. C did Z.\n",
                                                encoding="utf-8")
-    ds2 = s.load(str(items), RunSettings(strategies=["rag"]))
+    ds2 = s.load(str(items), s.run_settings(["rag"]))
     assert ds2.extra["corpus_from_items"] == [] and ds2.hash != ds.hash
     with pytest.raises(InputError):
-        s.load(str(items), RunSettings(strategies=["rag"], options={"rag_k": "three"}))
+        s.load(str(items), s.run_settings(["rag"], options={"rag_k": "three"}))
     with pytest.raises(InputError, match="unknown option 'no_such_option'"):
         validate_options(s, {"no_such_option": 1})
 

@@ -149,9 +149,9 @@ def test_run_build_writes_a_loadable_dataset_and_resumes(tmp_path, monkeypatch):
                     opts=B.BuildOptions(max_kke_spans=5))
     # the built file runs as --data, with its corpus found beside it
     from rolebound.suites import get_suite
-    from rolebound.suites.base import RunSettings
 
-    ds = get_suite("knowledge-errors").load(str(out), RunSettings(strategies=["rag"]))
+    ke = get_suite("knowledge-errors")
+    ds = ke.load(str(out), ke.run_settings(["rag"]))
     assert ds.extra["corpus_from_items"] == [] and len(ds.items) == 2
 
 

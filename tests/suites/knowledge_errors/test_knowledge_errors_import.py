@@ -13,7 +13,6 @@ from rolebound.errors import InputError
 from rolebound.importers import all_importers
 from rolebound.suites.knowledge_errors.importers import import_profiles, import_roleke, profile_corpora, roleke_items
 from rolebound.suites import get_suite
-from rolebound.suites.base import RunSettings
 from rolebound.suites.knowledge_errors.data import load_corpus, load_items
 
 # ../shared/data/external/rp_kw_errors/SOURCE.md: per character, Identity / Relational / Event /
@@ -72,7 +71,7 @@ def test_whole_roleke_file_counts(roleke_file, tmp_path):
 @pytest.mark.slow
 def test_stats_print_the_counts(roleke_file):
     s = get_suite("knowledge-errors")
-    ds = s.load(str(roleke_file), RunSettings(strategies=["vanilla"]))      # the raw JSON loads too
+    ds = s.load(str(roleke_file), s.run_settings(["vanilla"]))      # the raw JSON loads too
     counts = dict(s.stats(ds))
     table = next(v for k, v in counts.items() if k.startswith("Items per character"))
     row = table[(table.character == "Socrates") & (table.error == "UKE")].iloc[0]
@@ -92,7 +91,7 @@ def test_profiles_become_corpora_that_hold_the_chunks(roleke_file, profiles_dir,
     assert missing == []
     # next to the imported items, the corpus is picked up without --set corpus
     import_roleke(str(roleke_file), str(tmp_path / "roleke.jsonl"))
-    ds = get_suite("knowledge-errors").load(str(tmp_path / "roleke.jsonl"), RunSettings(strategies=["rag"]))
+    ds = s.load(str(tmp_path / "roleke.jsonl"), s.run_settings(["rag"]))
     assert ds.extra["corpus_from_items"] == [] and len(ds.extra["corpora"]["Spartacus"]) >= 5
 
 

@@ -18,7 +18,6 @@ from rolebound.scoring.parsers import INVALID
 from rolebound.store import load_records
 from rolebound.suites.knowledge_errors import prompts as P
 from rolebound.suites import get_suite
-from rolebound.suites.base import RunSettings
 from rolebound.suites.knowledge_errors.strategies import judge_scoring_mode
 
 NO_HIDDEN = {"hidden_states": False}
@@ -111,10 +110,10 @@ def test_default_mode_follows_the_charm_scoring_rule():
 def test_bad_or_impossible_judge_scoring_fails_before_any_call(tmp_path, monkeypatch):
     s = get_suite("knowledge-errors")
     with pytest.raises(InputError) as e:
-        s.check(FakeBackend("random"), RunSettings(strategies=["vanilla"], options={"judge_scoring": "maybe"}),
+        s.check(FakeBackend("random"), s.run_settings(["vanilla"], options={"judge_scoring": "maybe"}),
                 FakeBackend("random"))
     assert e.value.field == "--set" and "'judge_scoring'" in str(e.value)    # the framework's one format
-    settings = RunSettings(strategies=["vanilla"], options={"judge_scoring": "logprob"})
+    settings = s.run_settings(["vanilla"], options={"judge_scoring": "logprob"})
     with pytest.raises(CapabilityError, match="judge_scoring=logprob"):
         s.check(FakeBackend("random"), settings, NoScoreJudge("random"))
     # through the API: the run directory is never written

@@ -21,7 +21,6 @@ from rolebound.store import load_records
 from rolebound.suites.multiverse.prompts import (JUDGE_DIGITS, canon_prompt, dilemma_prompt,
                                                      parse_judge, parse_segments)
 from rolebound.suites.multiverse.rules import rule_segments
-from rolebound.suites.base import RunSettings
 from rolebound.suites.multiverse.suite import MultiverseSuite
 from rolebound.suites.multiverse.data import STARTER, load_file
 
@@ -110,7 +109,7 @@ def test_bad_user_data_names_file_line_and_field(tmp_path):
 @pytest.mark.slow
 def test_select_spreads_a_small_limit_over_versions():
     suite = MultiverseSuite()
-    ds = suite.load(None, RunSettings(strategies=["direct"]))
+    ds = suite.load(None, suite.run_settings(["direct"]))
     picked = suite.select(ds.items, 12)
     assert len({it.version for it in picked}) == 12
     picked = suite.select(ds.items, 48)
@@ -339,23 +338,23 @@ def test_judge_scoring_and_segment_fallback_options():
     from rolebound.models.fake import FakeBackend
 
     suite, fake = MultiverseSuite(), FakeBackend("random")
-    settings = RunSettings(strategies=["cot"], scoring="logprob")
+    settings = suite.run_settings(["cot"], scoring="logprob")
     suite.check(fake, settings)
-    assert settings.options["judge_scoring"] == "logprob" and settings.options["segment_fallback"] == "rules"
-    settings = RunSettings(strategies=["cot"], scoring="logprob",
+    assert settings.options.given()["judge_scoring"] == "logprob" and settings.options.given()["segment_fallback"] == "rules"
+    settings = suite.run_settings(["cot"], scoring="logprob",
                            options={"judge_scoring": "Generate", "segment_fallback": "none"})
     suite.check(fake, settings)
-    assert settings.options["judge_scoring"] == "generate" and settings.options["segment_fallback"] == "none"
+    assert settings.options.given()["judge_scoring"] == "generate" and settings.options.given()["segment_fallback"] == "none"
     with pytest.raises(InputError, match="option 'judge_scoring' of suite multiverse expects one of"):
-        suite.check(fake, RunSettings(strategies=["cot"], scoring="logprob", options={"judge_scoring": "maybe"}))
+        suite.check(fake, suite.run_settings(["cot"], scoring="logprob", options={"judge_scoring": "maybe"}))
     chat_only = FakeBackend("random")
     chat_only.capabilities = frozenset({CHAT})
     with pytest.raises(CapabilityError, match="judge_scoring=logprob"):
-        suite.check(fake, RunSettings(strategies=["cot"], scoring="logprob", options={"judge_scoring": "logprob"}),
+        suite.check(fake, suite.run_settings(["cot"], scoring="logprob", options={"judge_scoring": "logprob"}),
                     chat_only)
-    settings = RunSettings(strategies=["cot"], scoring="logprob")
+    settings = suite.run_settings(["cot"], scoring="logprob")
     suite.check(fake, settings, chat_only)
-    assert settings.options["judge_scoring"] == "generate"      # a judge that cannot score writes its scores
+    assert settings.options.given()["judge_scoring"] == "generate"      # a judge that cannot score writes its scores
 
 
 # -- importer edge cases -------------------------------------------------------------------------------
@@ -433,7 +432,7 @@ def test_importer_loads_the_full_public_release(tmp_path):
     assert Counter(it.conflict for it in data["items"] if it.task == "dilemma") == {
         "save-one-vs-greater-good": 270, "hero-or-villain": 270, "duty-vs-desire": 270, "ends-vs-moral-code": 270}
     suite = MultiverseSuite()
-    ds = suite.load(str(out), RunSettings(strategies=["direct"]))
+    ds = suite.load(str(out), suite.run_settings(["direct"]))
     titles = [t for t, _ in suite.stats(ds)]
     assert "Import report" in titles and "Canon items changed or skipped on import" in titles
 
@@ -565,17 +564,17 @@ def test_generation_caps_follow_the_runs_backends_not_suite_state():
     from rolebound.suites.multiverse.strategies import LIMITS, SMALL_LIMITS, limit
 
     suite = MultiverseSuite()
-    bundled = RunSettings(strategies=["cot"], backend="bundled", demo=True, judge="bundled")
+    bundled = suite.run_settings(["cot"], backend="bundled", demo=True, judge="bundled")
     assert limit(suite, bundled, "cot_max_tokens") == SMALL_LIMITS["cot_max_tokens"]
     assert limit(suite, bundled, "judge_max_tokens") == SMALL_LIMITS["judge_max_tokens"]
-    api_judge = RunSettings(strategies=["cot"], backend="bundled", demo=True, judge="openai:gpt-4o-mini")
+    api_judge = suite.run_settings(["cot"], backend="bundled", demo=True, judge="openai:gpt-4o-mini")
     assert limit(suite, api_judge, "cot_max_tokens") == SMALL_LIMITS["cot_max_tokens"]
     assert limit(suite, api_judge, "segment_max_tokens") == LIMITS["segment_max_tokens"]
     # the second bundled model follows the formats: the full caps, also as the judge
-    qwen = RunSettings(strategies=["cot"], backend="bundled", judge="bundled:qwen2.5-coder-1.5b")
+    qwen = suite.run_settings(["cot"], backend="bundled", judge="bundled:qwen2.5-coder-1.5b")
     assert limit(suite, qwen, "cot_max_tokens") == LIMITS["cot_max_tokens"]
     assert limit(suite, qwen, "segment_max_tokens") == LIMITS["segment_max_tokens"]
-    assert limit(suite, RunSettings(strategies=["cot"], backend="openai", options={"cot_max_tokens": 7}),
+    assert limit(suite, suite.run_settings(["cot"], backend="openai", options={"cot_max_tokens": 7}),
                  "cot_max_tokens") == 7
 
 

@@ -220,15 +220,15 @@ def load_items(path: str | Path, cfg: RolesConfig, rows: list | None = None) -> 
 
 
 def run_roles(settings, opts) -> RolesConfig:
-    """The run's roles file and chosen roles, in settings.state (read once per run)."""
+    """The run's roles file and chosen roles, in its state (read once per run)."""
     st = settings.state
-    if "cfg" not in st:
+    if st.cfg is None:
         path = opts.roles_file or ROLES_FILE
         if not Path(path).exists():
             raise InputError("roles file not found", file=str(path), field="roles_file")
-        st["cfg"] = load_roles(path)
-        st["roles"] = pick_roles(st["cfg"], opts.roles)
-    return st["cfg"]
+        st.cfg = load_roles(path)
+        st.roles = pick_roles(st.cfg, opts.roles)
+    return st.cfg
 
 
 def role_ids(value: Any) -> list[str] | None:
@@ -253,11 +253,11 @@ def pick_roles(cfg: RolesConfig, value: Any) -> list[Role]:
     return [r for r in allr if r.id in ids]   # keep the ladder's order
 
 
-def select_items(items: Sequence[CapabilityItem], limit: int | None, st: dict) -> list[CapabilityItem]:
-    """Balanced: round-robin over levels, and over subjects inside each level; at most the
-    run's per_level questions per level (load() puts it in settings.state)."""
-    ranks = st["cfg"].level_rank() if "cfg" in st else {}
-    cap = st.get("per_level")
+def select_items(items: Sequence[CapabilityItem], limit: int | None, cfg: RolesConfig | None,
+                 cap: int | None) -> list[CapabilityItem]:
+    """Balanced: round-robin over levels, and over subjects inside each level; at most `cap`
+    questions per level (the run's per_level, which load() puts in its state)."""
+    ranks = cfg.level_rank() if cfg is not None else {}
     by_level: dict[str, list] = {}
     for it in items:
         by_level.setdefault(it.level, []).append(it)

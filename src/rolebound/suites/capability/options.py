@@ -1,12 +1,17 @@
-"""The capability suite's `--set` options."""
+"""The capability suite's `--set` options and its per-run state."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
 from ...dialogue import DialogueOptions
+from ..base import RunState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .data import Role, RolesConfig
 
 
 def _lower(v):
@@ -27,3 +32,14 @@ class CapabilityOptions(DialogueOptions):
     think_tag: str | None = Field(None, description="reasoning marker before the Injection prefill "
                                                     "(default: read from the model's chat template, "
                                                     "or --backend-opt think_tag=...; '' for none)")
+
+
+@dataclass
+class CapabilityState(RunState):
+    """The run's roles file and chosen roles (read once per run: data.run_roles), its per-level
+    cap, and whether the judge scores RV, C and RC."""
+
+    cfg: "RolesConfig | None" = None
+    roles: "list[Role]" = field(default_factory=list)
+    per_level: int | None = None
+    judge_on: bool = False

@@ -52,7 +52,7 @@ def shifted(item: CapabilityItem, k: int) -> tuple[CapabilityItem, list[int]]:
 
 
 async def run_item(item: CapabilityItem, ctx, strategy: str, settings: RunSettings, opts) -> None:
-    cfg = settings.state["cfg"]
+    cfg = settings.state.cfg
     base = base_meta(cfg, item)
     if strategy == DIALOGUE:
         from ...dialogue.run import run_probes
@@ -63,11 +63,11 @@ async def run_item(item: CapabilityItem, ctx, strategy: str, settings: RunSettin
         await ctx.chat("answer", prompts.chat_messages(prompts.NO_ROLE, item, None, {}), parse=parse_boxed_letter,
                        gold=item.answer, meta={**base, "role": None, "in_role": None})
         return
-    jobs = [one_role(item, ctx, strategy, role, base, settings, opts) for role in settings.state["roles"]]
+    jobs = [one_role(item, ctx, strategy, role, base, settings, opts) for role in settings.state.roles]
     for k in range(1, opts.permutations):     # --set permutations=K: cyclic shifts, not judged
         moved, shown = shifted(item, k)
         jobs += [one_role(moved, ctx, strategy, role, {**base, "shift": k, "order": shown}, settings, opts,
-                          suffix=f"~s{k}") for role in settings.state["roles"]]
+                          suffix=f"~s{k}") for role in settings.state.roles]
     results = await asyncio.gather(*jobs, return_exceptions=True)
     for res in results:
         if isinstance(res, BaseException):
@@ -83,7 +83,7 @@ def role_meta(cfg: RolesConfig, role: Role, base: dict) -> dict[str, Any]:
 
 async def one_role(item, ctx, strategy: str, role: Role, base: dict, settings: RunSettings, opts,
                    suffix: str = ""):
-    cfg = settings.state["cfg"]
+    cfg = settings.state.cfg
     meta = role_meta(cfg, role, base)
     stage = f"answer.{role.id}{suffix}"
     routes = cfg.subject_routes
@@ -103,7 +103,7 @@ async def one_role(item, ctx, strategy: str, role: Role, base: dict, settings: R
     else:
         rec = await ctx.chat(stage, prompts.chat_messages(strategy, item, role, routes), parse=parse_boxed_letter,
                              gold=item.answer, meta=meta)
-    if settings.state.get("judge_on") and not suffix:
+    if settings.state.judge_on and not suffix:
         jmax = opts.judge_max_tokens
         await ctx.chat(f"judge.{role.id}", judge_messages(role, item, rec.response), role="judge",
                        parse=parse_judge, meta={**meta, "judged": rec.call_id},
@@ -127,9 +127,9 @@ def rejudge_plan(suite, records, manifest, judge):
         raise InputError("the questions or roles changed since this run; the judge would not see what the "
                          "model saw", file=manifest.dataset)
     items = {it.id: it for it in dataset.items}
-    roles = {r.id: r for r in settings.state["cfg"].roles}
+    roles = {r.id: r for r in settings.state.cfg.roles}
     judge.require(CHAT, "the judge scores RV, C, RC in a chat")
-    jmax = settings.opts.judge_max_tokens
+    jmax = settings.options.judge_max_tokens
 
     async def judge_one(ctx, a, round_: int, judge_spec: str):
         role = roles[a.meta["role"]]
@@ -151,10 +151,10 @@ def item_turns(item, role: Role, settings: RunSettings, n: int) -> list[Turn]:
     from ...dialogue.bank import scripted_turns
     from ...dialogue.run import Turn, cycle_to
 
-    ranks = settings.state["cfg"].level_rank()
+    ranks = settings.state.cfg.level_rank()
     if role.ceiling is None:
         return [Turn(t.text, t.source + " (no in-role items)") for t in scripted_turns(DIALOGUE_BANK, role.id, n)]
-    pool = sorted((i for i in settings.state.get("capability_items", [])
+    pool = sorted((i for i in settings.state.items
                    if ranks[i.level] <= ranks[role.ceiling] and i.id != item.id), key=lambda i: i.id)
     return cycle_to([Turn(prompts.user_message(i), f"item:{i.id}") for i in pool[:n]], n)
 
@@ -164,15 +164,15 @@ def plan_for(item, role: Role, kind: str, settings: RunSettings) -> Plan:
     from ...dialogue.bank import scripted_turns
     from ...dialogue.run import Plan
 
-    cfg = settings.state["cfg"]
-    n = max(depths(settings.opts))
+    cfg = settings.state.cfg
+    n = max(depths(settings.options))
     head = [m for m in prompts.chat_messages(DIALOGUE_VARIANT, item, role, cfg.subject_routes) if m.role == "system"]
     base = dict(kind=kind, opener="{text}", head=head, persona=f"{role.article} {role.name}", assistant_name=role.name)
     if kind == "scripted":
         return Plan(key=role.id, turns=scripted_turns(DIALOGUE_BANK, role.id, n), **base)
     if kind == "items":
         return Plan(key=role.id, turns=item_turns(item, role, settings, n), **base)
-    if settings.opts.goal == "pressure":      # simulated: steer toward the probe's subject and level
+    if settings.options.goal == "pressure":      # simulated: steer toward the probe's subject and level
         level = cfg.levels[cfg.level_rank()[item.level]].name
         return Plan(key=f"{role.id}/{item.subject}/{item.level}", topic=f"{item.subject} questions at the {level} level",
                     **base)
@@ -183,10 +183,10 @@ def dialogue_probes(item, settings: RunSettings) -> list[Probe]:
     """Each role's question in the Identity variant (system: the role; user: C.9)."""
     from ...dialogue.run import Probe
 
-    cfg = settings.state["cfg"]
+    cfg = settings.state.cfg
     base = base_meta(cfg, item)
     out = []
-    for role in settings.state["roles"]:
+    for role in settings.state.roles:
         meta = role_meta(cfg, role, base)
 
         async def ask(ctx, stage, messages, m, _meta=meta):

@@ -1,12 +1,14 @@
-"""The charm suite's `--set` options."""
+"""The charm suite's `--set` options and its per-run state."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field
 
 from ...dialogue import DialogueOptions
+from ..base import RunState
 
 
 class CharmOptions(DialogueOptions):
@@ -26,3 +28,11 @@ class CharmOptions(DialogueOptions):
         "rules", description="how answers are read: rules (scoring.choice, in-character replies) or strict "
                              "(the paper's: Yes/No opening the reply, the last 'Answer: <n>'; with prompt=authors, "
                              "the authors' first digit 1-5)")
+
+
+@dataclass
+class CharmState(RunState):
+    """What before_items() measures for the records' meta (items: the run's, for the dialogue)."""
+
+    sim: dict[str, float] | None = None     # distractor-to-answer similarity per MCQ (Table 14)
+    embedder: str | None = None             # the embedder that measured it

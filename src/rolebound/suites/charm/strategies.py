@@ -60,20 +60,20 @@ async def before_items(items, settings: RunSettings, opts) -> None:
 
     groups = {i.id: (i.answer, [o for o in i.options if o != i.answer and not is_abstain(o)]) for i in mcqs}
     # cached on disk by the option texts and the embedder (a re-run loads no model)
-    settings.state["sim"] = await asyncio.to_thread(mean_similarity, groups, opts.embedder)
-    settings.state["embedder"] = embedder_name(opts.embedder)
+    settings.state.sim = await asyncio.to_thread(mean_similarity, groups, opts.embedder)
+    settings.state.embedder = embedder_name(opts.embedder)
 
 
 def variant(settings: RunSettings) -> str:
     """The BC/KV prompt (--set prompt): "paper" (Table 20) or "authors" (their release's template)."""
-    return getattr(settings.opts, "prompt", None) or "paper"
+    return getattr(settings.options, "prompt", None) or "paper"
 
 
 def item_meta(item: CharmItem, settings: RunSettings) -> dict[str, Any]:
     m = item.meta()
-    sim = settings.state.get("sim") or {}
+    sim = settings.state.sim or {}
     if item.id in sim:
-        m["sim"], m["embedder"] = sim[item.id], settings.state.get("embedder")
+        m["sim"], m["embedder"] = sim[item.id], settings.state.embedder
     return m
 
 
@@ -142,7 +142,7 @@ async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings, e
     elif strategy == DIALOGUE:
         from ...dialogue.run import run_probes
 
-        await run_probes(ctx, dialogue_probes(item, settings, extraction), settings, settings.opts)
+        await run_probes(ctx, dialogue_probes(item, settings, extraction), settings, settings.options)
     elif strategy == "no-role":
         if item.stage != "bc" or item.boundary != "cross":
             return
@@ -186,7 +186,7 @@ async def override_control(session, dataset, settings: RunSettings, opts) -> Non
             session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
 
     await bounded(jobs, one, concurrency=16, label="charm: override control",
-                  progress=bool(jobs) and settings.state.get("progress", True))
+                  progress=bool(jobs) and settings.state.progress)
 
 
 def extractor_for(record):
@@ -220,13 +220,13 @@ def plan_for(item: CharmItem, kind: str, settings: RunSettings) -> Plan:
     from ...dialogue import depths
     from ...dialogue.run import Plan
 
-    n = max(depths(settings.opts))
+    n = max(depths(settings.options))
     base = dict(kind=kind, opener=dialogue_opener(item), persona=item.role_name, assistant_name=item.role_name)
     if kind == "scripted":
         return Plan(key=item.role, turns=scripted_turns(dialogue_bank(), item.role, n), **base)
     if kind == "items":
-        return Plan(key=item.role, turns=item_turns(item, settings.state.get("charm_items", []), n), **base)
-    if settings.opts.goal == "pressure":      # simulated: steer toward the probe's concept or target
+        return Plan(key=item.role, turns=item_turns(item, settings.state.items, n), **base)
+    if settings.options.goal == "pressure":      # simulated: steer toward the probe's concept or target
         return Plan(key=f"{item.role}/{item.target}", topic=item.target_name, **base)
     return Plan(key=item.role, **base)
 

@@ -28,7 +28,7 @@ from .report import compare_tables, summary_lines, write_report
 from .strategies import STRATEGIES, extractor_for
 from . import strategies
 from .data import data_hash, dialogue_probes, expand, load_data, select, stats_tables
-from .options import CharmOptions
+from .options import CharmOptions, CharmState
 from ...dialogue import STRATEGY as DIALOGUE
 from .prompts import TEMPLATES
 
@@ -39,6 +39,7 @@ class CharmSuite(Suite):
     default_strategies = ["independent"]
     offers_scoring = True
     options_model = CharmOptions
+    state_class = CharmState
     card_limit = 600
     # the CHARM release states no licence (and the starter's profiles are its Table 5): local use only
     hub = HubInfo(config_field="stage", pretty_name="CHARM (rolebound build)",
@@ -64,7 +65,7 @@ class CharmSuite(Suite):
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
-        opts = self.opts(settings)
+        opts = settings.options
         files = [f.strip() for f in str(data).split(",") if f.strip()] if data else []
         builtin = opts.builtin
         if files:       # release.py: only a --data file can be an imported release
@@ -79,7 +80,7 @@ class CharmSuite(Suite):
             raise InputError("no concepts or facts to ask about", file=sources[-1] if sources else None)
         seed = opts.data_seed
         items, info = expand(d, seed=seed)
-        settings.state["charm_items"] = items        # the dialogue's `items` warm-up reads the role's others
+        settings.state.items = items        # the dialogue's `items` warm-up reads the role's others
         src = "builtin:charm" + ("+" + ",".join(files) if files else "") if builtin else ",".join(files)
         return Dataset(items=items, source=src, hash=data_hash(d, seed), extra={"data": d, **info})
 
@@ -88,13 +89,13 @@ class CharmSuite(Suite):
         if len(files) > 1:
             raise InputError("an imported release is the whole dataset; give it as the only --data file",
                              file=files[0], field="--data")
-        if "builtin" in settings.options and self.opts(settings).builtin:
+        if "builtin" in settings.options.given() and settings.options.builtin:
             raise InputError("an imported release is the whole dataset; builtin=true would add the starter set",
                              field="builtin")
         from . import release
 
         header, items = release.load_release(files[0])
-        settings.state["charm_items"] = items
+        settings.state.items = items
         return Dataset(items=items, source=files[0], hash=release.release_hash(header, items),
                        extra={"release": header}, provenance=header.provenance.model_dump())
 
@@ -104,13 +105,13 @@ class CharmSuite(Suite):
         asks BA and BC only, so --limit counts those probes (never the warm-up turns)."""
         chosen = select(dialogue_probes(items) if settings is not None and settings.strategies == [DIALOGUE]
                         else items, limit)
-        if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+        if settings is not None and DIALOGUE in settings.strategies and settings.state.dialogue_backend is not None:
             from ...dialogue import budget
 
-            extraction = self.opts(settings).extraction
-            budget.check_context(settings.state["dialogue_backend"],
+            extraction = settings.options.extraction
+            budget.check_context(settings.state.dialogue_backend,
                                  [p for i in chosen for p in strategies.dialogue_probes(i, settings, extraction)],
-                                 self.opts(settings))
+                                 settings.options)
         return chosen
 
     def stats(self, dataset: Dataset):
@@ -126,7 +127,6 @@ class CharmSuite(Suite):
         if DIALOGUE in settings.strategies:
             from ...dialogue import budget
 
-            self.opts(settings)
             budget.setup(settings, backend)
 
     async def before_items(self, session, dataset: Dataset, items, settings: RunSettings) -> None:
@@ -137,17 +137,17 @@ class CharmSuite(Suite):
 
             budget.attach(session, settings)
         if settings.strategies != [DIALOGUE]:       # the dialogue's records do not use it
-            await strategies.before_items(items, settings, self.opts(settings))
+            await strategies.before_items(items, settings, settings.options)
 
     async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
-        opts = self.opts(settings)
+        opts = settings.options
         await strategies.run_item(item, ctx, strategy, settings, opts.extraction, opts.permutations)
 
     async def after_items(self, session, dataset: Dataset, settings: RunSettings) -> None:
         """The override control (--set kv_control, default on): candidates' KV questions again
         with the factual option moved (strategies.override_control)."""
-        if self.opts(settings).kv_control and "independent" in settings.strategies:
-            await strategies.override_control(session, dataset, settings, self.opts(settings))
+        if settings.options.kv_control and "independent" in settings.strategies:
+            await strategies.override_control(session, dataset, settings, settings.options)
 
     # -- results ----------------------------------------------------------------------------
 

@@ -78,8 +78,8 @@ async def after_run(session, dataset, settings, hidden_states, select) -> None:
             "corpus_from_items": dataset.extra.get("corpus_from_items", []),
             "few_shot_file": dataset.extra.get("few_shot_file"),
             "chunks": {c: len(v) for c, v in dataset.extra.get("corpora", {}).items()}}
-    if USES_RETRIEVAL & set(settings.strategies) and settings.state.get("methods") is not None:
-        info["embedder"] = settings.state["methods"].retriever.name
+    if USES_RETRIEVAL & set(settings.strategies) and settings.state.methods is not None:
+        info["embedder"] = settings.state.methods.retriever.name
     (run_dir / RETRIEVAL_FILE).write_text(json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8")
     mode = hidden_mode(hidden_states)
     if mode == "off":

@@ -1,12 +1,16 @@
-"""The knowledge-errors suite's `--set` options."""
+"""The knowledge-errors suite's `--set` options and its per-run state."""
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from ..base import Options, choice
+from ..base import Options, RunState, choice
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .strategies import Methods
 
 
 class KnowledgeErrorsOptions(Options):
@@ -23,3 +27,8 @@ class KnowledgeErrorsOptions(Options):
                                                                    "items (all: of every item)")
     judge_scoring: choice("generate", "logprob") = Field(
         None, description="how the judge's yes/no is read (default: logprob on the demo models, generate on every other)")
+
+
+@dataclass
+class KnowledgeErrorsState(RunState):
+    methods: "Methods | None" = None     # the run's retriever and detectors (load())

@@ -26,7 +26,7 @@ from .report import compare_tables, summary_lines, write_report
 from .strategies import STRATEGIES
 from .data import KEItem, load_dataset, select_items, stats_tables
 from .importers import roleke_or_none
-from .options import KnowledgeErrorsOptions
+from .options import KnowledgeErrorsOptions, KnowledgeErrorsState
 from .prompts import all_templates
 from .strategies import USES_RETRIEVAL, Methods, judge_scoring_mode
 
@@ -36,6 +36,7 @@ class KnowledgeErrorsSuite(Suite):
     description = "known/unknown character knowledge errors over four memory types; judge-scored (KKE/UKE)"
     default_strategies = ["vanilla"]
     options_model = KnowledgeErrorsOptions
+    state_class = KnowledgeErrorsState
     card_limit = 24
     # the starter (public-domain characters, corpora and errors we wrote) goes under the package's
     # licence; an export of other data (a RoleKE-Bench import) states none unless --license says so
@@ -67,10 +68,10 @@ class KnowledgeErrorsSuite(Suite):
         return all_templates()
 
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
-        opts = self.opts(settings)   # validated against KnowledgeErrorsOptions
+        opts = settings.options   # validated against KnowledgeErrorsOptions
         ds = load_dataset(data, opts, foreign=roleke_or_none)
         # this run's methods (retriever, case pool, caps), for run_item() and after_items()
-        settings.state["methods"] = Methods.for_run(ds, opts)
+        settings.state.methods = Methods.for_run(ds, opts)
         return ds
 
     def select(self, items: Sequence[KEItem], limit: int | None,
@@ -91,8 +92,8 @@ class KnowledgeErrorsSuite(Suite):
         backend.require(CHAT, "the methods generate free-text answers")
         if judge is not None:
             # the resolved mode goes into the options, hence into the manifest and the resume key
-            settings.resolve("judge_scoring", judge_scoring_mode(self.opts(settings).judge_scoring, judge))
-        if USES_RETRIEVAL & set(settings.strategies) and not self.opts(settings).embedder:
+            settings.resolve("judge_scoring", judge_scoring_mode(settings.options.judge_scoring, judge))
+        if USES_RETRIEVAL & set(settings.strategies) and not settings.options.embedder:
             try:
                 from ...scoring.embeddings import default_path
 
@@ -101,7 +102,7 @@ class KnowledgeErrorsSuite(Suite):
                 raise BackendError(f"{exc} (RAG and S2RD retrieve with it), or --set embedder=PATH") from None
 
     async def run_item(self, item: KEItem, ctx, strategy: str, settings: RunSettings) -> None:
-        methods = settings.state.get("methods")
+        methods = settings.state.methods
         if methods is None:
             raise RuntimeError("load() must run before run_item()")
         ctx.meta = {"character": item.character, "category": item.memory_category,
@@ -114,7 +115,7 @@ class KnowledgeErrorsSuite(Suite):
     async def after_items(self, session, dataset: Dataset, settings: RunSettings) -> None:
         from .hidden import after_run
 
-        await after_run(session, dataset, settings, self.opts(settings).hidden_states,
+        await after_run(session, dataset, settings, settings.options.hidden_states,
                         lambda items, limit: self.select(items, limit, settings))
 
     # -- results ----------------------------------------------------------------------------

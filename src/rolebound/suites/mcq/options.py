@@ -1,10 +1,13 @@
-"""The mcq suite's `--set` options."""
+"""The mcq suite's `--set` options and its per-run state."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from pydantic import Field
 
-from ..base import Options
+from ..base import Options, RunState
 
 
 class MCQOptions(Options):
@@ -14,3 +17,8 @@ class MCQOptions(Options):
     group: str | None = Field(None, description="item field whose values split the accuracy table")
     max_tokens: int = Field(32, ge=1, description="token limit of generated answers")
     stop_newline: bool = Field(True, description="stop generation at the first newline")
+
+
+@dataclass
+class MCQState(RunState):
+    template: Any = None        # the compiled prompt template the run renders (a jinja2 Template)

@@ -22,7 +22,7 @@ from .card import card_figures
 from . import strategies
 from .data import MCQItem, load_items
 from .metrics import compute
-from .options import MCQOptions
+from .options import MCQOptions, MCQState
 from .prompts import DEFAULT_TEMPLATE, compile_template, render, template_source
 from .report import write_report
 
@@ -37,6 +37,7 @@ class MCQSuite(Suite):
     default_strategies = ["direct"]
     offers_scoring = True
     options_model = MCQOptions
+    state_class = MCQState
 
     # Its hooks, from its own modules; build.py and importers.py load only when called.
     report = staticmethod(write_report)
@@ -46,15 +47,15 @@ class MCQSuite(Suite):
 
     def __init__(self):
         # the text prompt_templates() hashes into the manifest (it takes no settings); the
-        # compiled template a run renders is in settings.state
+        # compiled template a run renders is in the run's state (MCQState)
         self._template_src = DEFAULT_TEMPLATE
 
     def _setup(self, settings: RunSettings):
-        if "template" not in settings.state:
-            src = template_source(self.opts(settings))
-            settings.state["template"] = compile_template(src)
+        if settings.state.template is None:
+            src = template_source(settings.options)
+            settings.state.template = compile_template(src)
             self._template_src = src
-        return settings.state["template"]
+        return settings.state.template
 
     def prompt_templates(self) -> dict[str, str]:
         return {"mcq": self._template_src}
@@ -64,7 +65,7 @@ class MCQSuite(Suite):
             raise InputError("the mcq suite needs --data FILE.jsonl", field="data")
         template = self._setup(settings)
         items = load_items(data)
-        group = self.opts(settings).group
+        group = settings.options.group
         if group and not any(group in MCQItem.model_fields or group in (it.model_extra or {}) for it in items):
             known = sorted({*MCQItem.model_fields, *(k for it in items for k in it.model_extra or {})})
             raise InputError(f"no item has a field '{group}' to group by; the items' fields: {', '.join(known)}",
@@ -78,7 +79,7 @@ class MCQSuite(Suite):
 
     async def run_item(self, item: MCQItem, ctx, strategy: str, settings: RunSettings) -> None:
         text = render(item, self._setup(settings))
-        await strategies.run_item(item, ctx, text, self.opts(settings), settings.scoring)
+        await strategies.run_item(item, ctx, text, settings.options, settings.scoring)
 
     def metrics(self, records, manifest) -> dict[str, Any]:
         return compute(records, manifest.strategies)

@@ -22,6 +22,7 @@ import json
 import random
 import re
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -259,10 +260,24 @@ async def _dilemma_items(seeds, versions, ask, persona, generator: str, per_type
                          "consequence B": got["consequence_B"], "status": "to review"})
 
 
-def build(seeds_path: str | Path, out_dir: str | Path, *, model: str = "bundled", per_type: int = 3,
-          canon: bool = True, dilemmas: bool = True, temperature: float = 0.9, seed: int = 0,
-          max_tokens: int = 512, backend_options: dict[str, Any] | None = None, use_cache: bool = True,
-          overwrite: bool = False, progress: bool = False) -> dict[str, Any]:
+@dataclass(frozen=True)
+class BuildOptions:
+    """What `rolebound build multiverse` asks of the generator."""
+
+    model: str = "bundled"
+    per_type: int = 3
+    canon: bool = True
+    dilemmas: bool = True
+    temperature: float = 0.9
+    seed: int = 0
+    max_tokens: int = 512
+    backend_options: dict[str, Any] | None = None
+    use_cache: bool = True
+    overwrite: bool = False
+    progress: bool = False
+
+
+def build(seeds_path: str | Path, out_dir: str | Path, opts: BuildOptions) -> dict[str, Any]:
     """Run the pipeline. Every call is a record in OUT/generation/records.jsonl, so the same --out
     resumes (no new calls for what is done) and the response cache applies."""
     import shutil
@@ -276,27 +291,27 @@ def build(seeds_path: str | Path, out_dir: str | Path, *, model: str = "bundled"
 
     seeds = load_seeds(seeds_path)
     out = Path(out_dir)
-    decoding = Decoding(temperature=temperature, seed=seed, max_tokens=max_tokens)
-    backend = create_backend(model, decoding, **(backend_options or {}))
+    decoding = Decoding(temperature=opts.temperature, seed=opts.seed, max_tokens=opts.max_tokens)
+    backend = create_backend(opts.model, decoding, **(opts.backend_options or {}))
     backend.require(CHAT, "generation")
     gen_dir = out / "generation"
-    key = _build_key(seeds, backend.spec, decoding, per_type, canon, dilemmas)
+    key = _build_key(seeds, backend.spec, decoding, opts.per_type, opts.canon, opts.dilemmas)
     key_path = gen_dir / "build.json"
-    if overwrite and gen_dir.exists():
+    if opts.overwrite and gen_dir.exists():
         shutil.rmtree(gen_dir)
     elif key_path.exists() and json.loads(key_path.read_text(encoding="utf-8")).get("key") != key:
         raise RoleboundError(f"{gen_dir} holds a different build (model, seeds or options differ); "
                              "use another --out, or --overwrite")
     out.mkdir(parents=True, exist_ok=True)
     rd = RunDir(gen_dir)
-    with open_session(rd, "multiverse-build", backend, decoding, use_cache=use_cache) as session:
+    with open_session(rd, "multiverse-build", backend, decoding, use_cache=opts.use_cache) as session:
         rd.write_json("build.json", {"key": key})
 
         async def go():
             await backend.prepare()
             try:
-                return await _generate(session, seeds, per_type=per_type, canon=canon, dilemmas=dilemmas,
-                                       progress=progress)
+                return await _generate(session, seeds, per_type=opts.per_type, canon=opts.canon,
+                                       dilemmas=opts.dilemmas, progress=opts.progress)
             finally:
                 await backend.close()
 
@@ -328,7 +343,7 @@ def _join(*parts: str | None) -> str:
 
 
 def run_build(seeds_path, out_dir, **kw) -> dict[str, Any]:
-    return build(seeds_path, out_dir, **kw)
+    return build(seeds_path, out_dir, BuildOptions(**kw))
 
 
 # -- `rolebound build` -------------------------------------------------------------------------------

@@ -1,11 +1,17 @@
-"""The multiverse suite's `--set` options."""
+"""The multiverse suite's `--set` options and its per-run state."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from ...dialogue import DialogueOptions
-from ..base import choice
+from ..base import RunState, choice
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .data import MVIndex
 
 
 class MultiverseOptions(DialogueOptions):
@@ -26,3 +32,9 @@ class MultiverseOptions(DialogueOptions):
         None, description="how the 0-5 judge is read (default: logprob on the demo models, generate on every other)")
     segment_fallback: choice("rules", "none") = Field(None, description="rule-based segmenter when the LLM's "
                                                                           "segmentation is invalid (default: rules)")
+
+
+@dataclass
+class MultiverseState(RunState):
+    index: "MVIndex | None" = None     # heroes and versions of the run's data (load())
+    embedder: Any = None               # the TAM embedder (a LazyEmbedder), when the run measures it

@@ -54,7 +54,7 @@ SMALL_LIMITS = {"cot_max_tokens": 64, "segment_max_tokens": 192, "judge_max_toke
 def limit(suite, settings, key: str) -> int | None:
     """A call's token cap; None: the run's decoding decides (under the paper's protocol the
     answers and the judge get their Table 4 limits from the answer and judge decoding)."""
-    v = getattr(suite.opts(settings), key)
+    v = getattr(settings.options, key)
     if v is not None:
         return int(v)
     if settings.protocol == "paper" and key in ("cot_max_tokens", "judge_max_tokens"):
@@ -70,7 +70,7 @@ def judge_input(suite, settings) -> str:
     """What the judge reads: the segmenter's thinking/acting output, as the paper's judge does
     (Section 4.2, Figure 2), under the paper's protocol; the raw reply (the authors' scoring.py)
     on the demo model. `--set judge_input=raw|segmented` decides either way."""
-    return suite.opts(settings).judge_input or ("segmented" if settings.protocol == "paper" else "raw")
+    return settings.options.judge_input or ("segmented" if settings.protocol == "paper" else "raw")
 
 
 def item_meta(index, item) -> dict[str, Any]:
@@ -87,8 +87,8 @@ def item_meta(index, item) -> dict[str, Any]:
 def build_prompt(suite, item, played: str, cot: bool, settings, shown: list[int] | None = None) -> str:
     """The paper's prompt; `shown` (scoring.order) puts the options in another order (a dilemma's
     poles in its question follow their choices)."""
-    _, ver = settings.state["index"].versions[played]
-    attrs = attributes_text(ver.attributes.model_dump()) if suite.opts(settings).attributes else ""
+    _, ver = settings.state.index.versions[played]
+    attrs = attributes_text(ver.attributes.model_dump()) if settings.options.attributes else ""
     who = persona(ver.name, lore_text(ver.universe, ver.work), attrs)
     if item.task == "canon":
         return canon_prompt(who, item.question, order.apply(item.options, shown or range(len(item.options))), cot)
@@ -121,7 +121,7 @@ async def answer(suite, item, ctx, *, played: str, stage: str, cot: bool, settin
                         assistant_prefix=(reason.response or "").rstrip() + "\n\n" + ANSWER_PREFIX,
                         parse=parse_letter_continuation, gold=gold, meta=meta)
         return reason
-    cap = limit(suite, settings, "cot_max_tokens") if cot else suite.opts(settings).direct_max_tokens
+    cap = limit(suite, settings, "cot_max_tokens") if cot else settings.options.direct_max_tokens
     return await ctx.chat(stage, msgs, parse=answer_extractor(item, shown), gold=gold,
                           max_tokens=int(cap) if cap is not None else None, meta=meta)
 
@@ -172,10 +172,10 @@ async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
     text = reply.response or ""
     if not text.strip():
         return
-    _, ver = settings.state["index"].versions[item.version]
-    embedder = settings.state.get("embedder")
+    _, ver = settings.state.index.versions[item.version]
+    embedder = settings.state.embedder
 
-    fallback = suite.opts(settings).segment_fallback == "rules"
+    fallback = settings.options.segment_fallback == "rules"
     cut = reply.finish_reason == "length"
 
     def parse_seg(seg_reply: str):
@@ -192,7 +192,7 @@ async def analyse(suite, item, ctx, reply, settings, meta: dict) -> None:
                         meta={**meta, "embedder": getattr(embedder, "name", None),
                               "segment_fallback": "rules" if fallback else "none"})
     judge_max = limit(suite, settings, "judge_max_tokens")
-    by_logprob = suite.opts(settings).judge_scoring == "logprob"
+    by_logprob = settings.options.judge_scoring == "logprob"
 
     async def judge_call(response: str, source: str):
         return await judge_reply(ctx, ver, response, {**meta, "judge_input": source}, by_logprob, judge_max)
@@ -210,10 +210,10 @@ async def run_item(suite, item, ctx, strategy: str, settings) -> None:
     if strategy == DIALOGUE:
         from ...dialogue.run import run_probes
 
-        await run_probes(ctx, dialogue_probes(suite, item, settings), settings, suite.opts(settings))
+        await run_probes(ctx, dialogue_probes(suite, item, settings), settings, settings.options)
         return
     cot = strategy.endswith("cot")
-    idx = settings.state["index"]
+    idx = settings.state.index
     meta = item_meta(idx, item)
     if strategy.startswith("cross-"):
 
@@ -226,7 +226,7 @@ async def run_item(suite, item, ctx, strategy: str, settings) -> None:
         return
     reply = await answer(suite, item, ctx, played=item.version, stage="answer", cot=cot, settings=settings, meta=meta)
     n = len(item.options) if item.task == "canon" else 2
-    for k in range(1, min(suite.opts(settings).permutations, n)):   # --set permutations=K
+    for k in range(1, min(settings.options.permutations, n)):   # --set permutations=K
         await answer(suite, item, ctx, played=item.version, stage=f"answer~s{k}", cot=cot, settings=settings,
                      meta={**meta, "shift": k}, shown=order.cyclic(n, k))
     if reply is not None and suite.analysis_on(settings):
@@ -299,7 +299,7 @@ def dialogue_turns(item, kind: str, settings, n: int) -> list[Turn]:
 
     if kind == "scripted":
         return scripted_turns(DIALOGUE_BANK, item.version, n)
-    pool = sorted((i for i in settings.state.get("multiverse_items", [])
+    pool = sorted((i for i in settings.state.items
                    if i.task == "canon" and i.version == item.version and i.id != item.id), key=lambda i: i.id)
     return cycle_to([Turn(canon_question(i.question, i.options), f"item:{i.id}") for i in pool[:n]], n)
 
@@ -309,8 +309,8 @@ def plan_for(suite, item, kind: str, settings) -> Plan:
     from ...dialogue import depths
     from ...dialogue.run import Plan
 
-    opts = suite.opts(settings)
-    _, ver = settings.state["index"].versions[item.version]
+    opts = settings.options
+    _, ver = settings.state.index.versions[item.version]
     attrs = attributes_text(ver.attributes.model_dump()) if opts.attributes else ""
     who = persona(ver.name, lore_text(ver.universe, ver.work), attrs)
     base = dict(kind=kind, opener=who + "\n{text}", persona=ver.name, assistant_name=ver.name)
@@ -328,8 +328,8 @@ def dialogue_probes(suite, item, settings) -> list[Probe]:
 
     letters = LETTERS if item.task == "canon" else "AB"
     gold = item.answer if item.task == "canon" else item.canonical
-    meta = {**item_meta(settings.state["index"], item), "mode": "direct", "letters": letters}
-    cap = suite.opts(settings).direct_max_tokens
+    meta = {**item_meta(settings.state.index, item), "mode": "direct", "letters": letters}
+    cap = settings.options.direct_max_tokens
 
     async def ask(ctx, stage, messages, m):
         if settings.scoring == "logprob":

@@ -36,7 +36,7 @@ from .card import card_figures
 from .report import compare_tables, summary_lines, write_report
 from .strategies import STRATEGIES, extractor_for
 from ...protocol import Protocol
-from .options import MultiverseOptions
+from .options import MultiverseOptions, MultiverseState
 from ...dialogue import STRATEGY as DIALOGUE
 from .data import STARTER, MVIndex, dataset_tables, load_file, select_items
 
@@ -57,6 +57,7 @@ class MultiverseSuite(Suite):
     default_strategies = ["direct", "cot", "cross-direct"]
     offers_scoring = True
     options_model = MultiverseOptions
+    state_class = MultiverseState
     card_limit = 96
     # Beyond One World's release states no licence: local use only
     hub = HubInfo(config_field="task", configs={"canon": "canon", "dilemma": "dilemmas"},
@@ -88,7 +89,7 @@ class MultiverseSuite(Suite):
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
         path = Path(data) if data else STARTER
         loaded = load_file(path)
-        tasks = self.opts(settings).tasks
+        tasks = settings.options.tasks
         items = loaded["items"]
         if tasks:
             wanted = _task_set(tasks)
@@ -96,8 +97,8 @@ class MultiverseSuite(Suite):
             if bad:
                 raise InputError(f"unknown task '{sorted(bad)[0]}'; use canon and/or dilemma", field="tasks")
             items = [it for it in items if it.task in wanted]
-        index = settings.state["index"] = MVIndex(loaded)
-        settings.state["multiverse_items"] = items       # the dialogue's `items` warm-up
+        index = settings.state.index = MVIndex(loaded)
+        settings.state.items = items       # the dialogue's `items` warm-up
         payload = {"heroes": [h.model_dump() for h in loaded["heroes"]], "items": [it.model_dump() for it in items]}
         return Dataset(items=items, source="builtin:multiverse-starter" if not data else str(path),
                        hash=stable_hash(payload), extra={"index": index, "import_report": loaded["import_report"]})
@@ -105,13 +106,13 @@ class MultiverseSuite(Suite):
     def select(self, items: Sequence[Any], limit: int | None, settings: RunSettings | None = None) -> list[Any]:
         """Round-robin over versions (hero by hero), each version cycling through canon phases and
         dilemma types, so a small --limit still covers several versions of one hero."""
-        chosen = select_items(items, limit, settings.state.get("index") if settings is not None else None)
-        if settings is not None and DIALOGUE in settings.strategies and "dialogue_backend" in settings.state:
+        chosen = select_items(items, limit, settings.state.index if settings is not None else None)
+        if settings is not None and DIALOGUE in settings.strategies and settings.state.dialogue_backend is not None:
             from ...dialogue import budget
             from .strategies import dialogue_probes
 
-            budget.check_context(settings.state["dialogue_backend"],
-                                 [p for it in chosen for p in dialogue_probes(self, it, settings)], self.opts(settings))
+            budget.check_context(settings.state.dialogue_backend,
+                                 [p for it in chosen for p in dialogue_probes(self, it, settings)], settings.options)
         return chosen
 
     def stats(self, dataset: Dataset) -> list[tuple[str, Any]]:
@@ -123,7 +124,7 @@ class MultiverseSuite(Suite):
     def check(self, backend, settings: RunSettings, judge=None) -> None:
         from ...models.base import CHAT, LOGPROB
 
-        opts = settings.options
+        opts = settings.options.given()     # as given: the modes below resolve into it
         if DIALOGUE in settings.strategies:
             from ...dialogue import budget
 
@@ -174,11 +175,11 @@ class MultiverseSuite(Suite):
     def analysis_on(self, settings: RunSettings) -> bool:
         """Thinking/acting analysis needs reply text: CoT always has it, direct only when generated."""
         texts = "cot" in settings.strategies or ("direct" in settings.strategies and settings.scoring == "generate")
-        return texts and self.opts(settings).analysis
+        return texts and settings.options.analysis
 
     # -- work -----------------------------------------------------------------------------------
     async def before_items(self, session, dataset: Dataset, items: list, settings: RunSettings) -> None:
-        settings.state["index"] = dataset.extra["index"]
+        settings.state.index = dataset.extra["index"]
         if DIALOGUE in settings.strategies:     # a dialogue's simulated user (check() kept it)
             from ...dialogue import budget
 
@@ -188,7 +189,7 @@ class MultiverseSuite(Suite):
 
             # loaded on the first segment text never embedded before (a resumed or repeated run's
             # texts come from the derived cache): a few seconds once, inside the run
-            settings.state["embedder"] = LazyEmbedder(self.opts(settings).embedder or None, kind="multiverse-tam")
+            settings.state.embedder = LazyEmbedder(settings.options.embedder or None, kind="multiverse-tam")
 
     async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
         from .strategies import run_item

@@ -302,7 +302,7 @@ def ci_widths(rd: Path, suite: str, headline: tuple[str, ...] = ("",)) -> str:
 def departures(suite: str, rd: Path) -> str:
     """The report's own comparison with the paper's protocol (decoding, options, subset, judge)."""
     from rolebound.api import load_manifest
-    from rolebound.reference import protocol_comparison
+    from rolebound.report.papers import protocol_comparison
     from rolebound.suites import get_suite
 
     _, out = protocol_comparison(get_suite(suite), load_manifest(rd))

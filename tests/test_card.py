@@ -16,7 +16,7 @@ import pytest
 from rolebound import api
 from rolebound.card.build import card_suites, make_card
 from rolebound.card.compare import compare_cards
-from rolebound.card_figures import fmt
+from rolebound.card.figures import fmt
 from rolebound.card.render import read_card, write_card
 from rolebound.store import RunDir
 from rolebound.suites import get_suite

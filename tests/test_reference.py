@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import shared_path
-from rolebound import reference
+from rolebound.report import papers
 from rolebound.suites import get_suite
 
 SUITES = ("charm", "knowledge-errors", "multiverse", "capability")
@@ -32,7 +32,7 @@ def _after(region: str, label: str, data_follows: bool) -> int | None:
     return m.end() if m else None
 
 
-def _cells(region: str, row: reference.PaperRow, sections: set[str]) -> list[str]:
+def _cells(region: str, row: papers.PaperRow, sections: set[str]) -> list[str]:
     """The value cells of the row labelled row.row (inside row.section's block, when given)."""
     tabbed = "\t" in region
     if row.section:
@@ -57,7 +57,7 @@ def _cells(region: str, row: reference.PaperRow, sections: set[str]) -> list[str
     return rest.split()
 
 
-def _check(text: str, row: reference.PaperRow, sections: set[str] = frozenset()) -> None:
+def _check(text: str, row: papers.PaperRow, sections: set[str] = frozenset()) -> None:
     if row.quote is not None:
         assert row.quote in text, f"{row.table}: quote not in the paper"
         assert row.text in row.quote and abs(abs(row.value) - float(row.text)) < 1e-9
@@ -75,7 +75,7 @@ def _check(text: str, row: reference.PaperRow, sections: set[str] = frozenset())
 
 @pytest.mark.parametrize("name", SUITES)
 def test_every_paper_value_is_in_the_papers_text(name):
-    rows = reference.rows_for(name)
+    rows = papers.rows_for(name)
     assert rows, f"{name} carries no paper_results.yaml rows"
     seed = {"charm": "000_5ab5088aa2e48184.txt", "knowledge-errors": "002_ff71d92c534b8476.txt",
             "multiverse": "003_17ec9514d450889c.txt", "capability": "004_169b4845f308a769.txt"}[name]
@@ -91,7 +91,7 @@ def test_every_paper_value_is_in_the_papers_text(name):
     ("capability", {"Table 3", "Section 6.1"}),
 ])
 def test_the_issue_tables_are_covered_and_rows_carry_their_provenance(name, tables):
-    rows = reference.rows_for(name)
+    rows = papers.rows_for(name)
     assert tables <= {r.table for r in rows}
     suite = get_suite(name)
     for r in rows:
@@ -103,7 +103,7 @@ def test_the_issue_tables_are_covered_and_rows_carry_their_provenance(name, tabl
 
 def test_a_wrong_value_is_caught_by_the_seed_check():
     text = shared_path("seeds", "000_5ab5088aa2e48184.txt").read_text(encoding="utf-8")
-    row = next(r for r in reference.rows_for("charm") if r.table == "Table 2" and r.metric == "c_gap")
+    row = next(r for r in papers.rows_for("charm") if r.table == "Table 2" and r.metric == "c_gap")
     _check(text, row)
     with pytest.raises(AssertionError):
         _check(text, row.model_copy(update={"value": row.value + 0.1}))
@@ -112,18 +112,18 @@ def test_a_wrong_value_is_caught_by_the_seed_check():
 
 
 def test_paper_line_and_protocol_comparison():
-    rows = [r for r in reference.rows_for("charm") if r.metric == "c_gap"]
-    line = reference.paper_line(rows, "%")
+    rows = [r for r in papers.rows_for("charm") if r.metric == "c_gap"]
+    line = papers.paper_line(rows, "%")
     assert line.startswith("GPT-4o 72.1, GPT-5.5 50.3") and "Llama-3.1-8B 52.0" in line and "Qwen3-8B 24.7" in line
-    mv = [r for r in reference.rows_for("multiverse") if r.metric == "direct/canon"]
-    assert "sonnet3.5 70.4" in reference.paper_line(mv, "%")      # 0.704 beside a percent rate
+    mv = [r for r in papers.rows_for("multiverse") if r.metric == "direct/canon"]
+    assert "sonnet3.5 70.4" in papers.paper_line(mv, "%")      # 0.704 beside a percent rate
     suite = get_suite("charm")
     paper = SimpleNamespace(protocol={"mode": "paper", "departures": []}, scoring="generate", limit=None,
                             n_items=2748, strategies=["independent"])
-    assert reference.protocol_comparison(suite, paper) == (True, [])
+    assert papers.protocol_comparison(suite, paper) == (True, [])
     demo = SimpleNamespace(protocol={"mode": "demo"}, scoring="logprob", limit=200, n_items=210,
                            strategies=["independent"])
-    same, dep = reference.protocol_comparison(suite, demo)
+    same, dep = papers.protocol_comparison(suite, demo)
     assert not same and any("demo" in d for d in dep) and any("logprob" in d for d in dep) \
         and any("--limit 200" in d for d in dep)
 
@@ -132,22 +132,22 @@ def test_options_that_leave_out_part_of_the_protocol_are_departures():
     mv = get_suite("multiverse")
     run = SimpleNamespace(protocol={"mode": "paper", "departures": []}, scoring="generate", limit=None,
                           n_items=180, options={"tasks": "canon", "analysis": False})
-    same, dep = reference.protocol_comparison(mv, run)
+    same, dep = papers.protocol_comparison(mv, run)
     assert not same and dep == ["tasks=canon only (the paper asks canon events and moral dilemmas)",
                                 "analysis=false: no thinking/acting analysis (no segmenter, judge scores or TAM)"]
     run.options = {"tasks": "dilemma,canon", "analysis": True}       # both tasks, analysis on: the paper's
-    assert reference.protocol_comparison(mv, run) == (True, [])
+    assert papers.protocol_comparison(mv, run) == (True, [])
     cap = get_suite("capability")
     run.options = {"roles": "primary, college", "per_level": 20, "judge": False}
-    assert reference.protocol_comparison(cap, run)[1] == [
+    assert papers.protocol_comparison(cap, run)[1] == [
         "roles=primary,college only (the paper asks every role)",
         "per_level=20: 20 questions per level, not the whole bank", "judge=false: RV, C and RC not scored"]
     run.options = {"roles": "all", "per_level": "all", "judge": True}     # "all" is every role (pick_roles)
-    assert reference.protocol_comparison(cap, run) == (True, [])
+    assert papers.protocol_comparison(cap, run) == (True, [])
     run.options = {"similarity": False, "kv_control": False}   # a table left out, a control of ours: same figures
-    assert reference.protocol_comparison(get_suite("charm"), run) == (True, [])
+    assert papers.protocol_comparison(get_suite("charm"), run) == (True, [])
     run.options = {"judge_scoring": "logprob"}
-    assert "judge_scoring=logprob" in reference.protocol_comparison(get_suite("knowledge-errors"), run)[1][0]
+    assert "judge_scoring=logprob" in papers.protocol_comparison(get_suite("knowledge-errors"), run)[1][0]
 
 
 def test_the_manifests_protocol_label_names_option_departures(tmp_path):
@@ -167,13 +167,13 @@ def test_beside_uses_card_figures_and_metric_paths():
     manifest = SimpleNamespace(strategies=["independent"])
     metrics = {"matrix": {"cross": {"compliance_gap": {"rate": 40.0}}}}
     figs = [{"key": "c_gap", "label": "Compliance Gap", "value": 33.3, "unit": "%"}]
-    out = {e["metric"]: e for e in reference.beside(suite, metrics, manifest, figs)}
+    out = {e["metric"]: e for e in papers.beside(suite, metrics, manifest, figs)}
     assert out["c_gap"]["value"] == 33.3 and "GPT-4o 72.1" in out["c_gap"]["paper"]
     assert out["matrix.cross.compliance_gap"]["value"] == 40.0
     assert "sequential.cross.diff" not in out          # the run has no sequential strategy
     ke = get_suite("knowledge-errors")
     kfigs = [{"key": "KKE/all", "label": "KKE", "value": 10.0, "unit": "%"}]
-    reference.annotate(ke, kfigs, ["vanilla", "cot"], card_strategy="vanilla")
+    papers.annotate(ke, kfigs, ["vanilla", "cot"], card_strategy="vanilla")
     assert "LLaMA3-8b 27.00" in kfigs[0]["paper"] or "LLaMA3-8b 27.0" in kfigs[0]["paper"]
 
 
@@ -231,7 +231,7 @@ def test_a_paper_protocol_run_lists_only_its_real_departures(tmp_path):
 
     res = api.run("charm", model="fake:random", protocol="paper", limit=40, out=tmp_path / "p", progress=False,
                   options={"similarity": False}, decoding={"top_p": 1.0})
-    same, dep = reference.protocol_comparison(get_suite("charm"), res.manifest)
+    same, dep = papers.protocol_comparison(get_suite("charm"), res.manifest)
     assert not same and dep == ["top_p 1.0 instead of 0.95",
                                 f"a balanced --limit 40 subset ({res.manifest.n_items} items), not the whole benchmark"]
     md = (res.run_dir / "report.md").read_text()

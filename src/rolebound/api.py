@@ -18,10 +18,10 @@ from .constants import VERSION
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
 from .models import create_backend, parse_spec
 from .protocol import is_demo, overrides_of, repeat_seed, resolve
-from .records import Decoding, RunManifest, canonical_order
+from .records import Decoding, RunManifest
 from .request import RunRequest, make_request
 from .runner import RunResult, check_resumable, execute, finish, git_revision, now, open_session
-from .store import MANIFEST, METRICS, RECORDS, RunDir, claim_run_folder, load_records, records_frame
+from .store import MANIFEST, METRICS, RECORDS, RunDir, claim_run_folder, records_frame
 from .suites import get_suite
 from .loop import EngineStopped, default_concurrency, stop_signals
 from .suites.base import RunSettings
@@ -102,7 +102,7 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
         manifest.timing = {k: round(v, 3) for k, v in timing.items()}   # epoch seconds, for benchmarks
         finish(rd, manifest, session, bool(stopped))
         if req.report:
-            metrics, paths = _report_after(out, stopped)
+            metrics, paths = _report_after(s, out, stopped)
         if stopped is None and sig.code is not None:     # a signal while the above was written
             stopped = _signal_stop(sig.code)
         if stopped is not None:
@@ -259,9 +259,11 @@ def _execute(s, req: RunRequest, plan: _Plan, dataset, items, session, timing, s
     return _signal_stop(sig.code) if sig.code is not None else None
 
 
-def _report_after(out: Path, stopped: RoleboundError | None) -> tuple[dict, list[Path]]:
+def _report_after(suite, out: Path, stopped: RoleboundError | None) -> tuple[dict, list[Path]]:
+    from .report import build
+
     try:
-        return _build_report(out)
+        return build(out, suite)
     except RoleboundError:
         raise
     except Exception:  # noqa: BLE001 - a partial run may not yet have what a metric needs
@@ -426,87 +428,22 @@ def _template_hashes(suite) -> dict[str, str]:
 
 def build_report(run_dir: str | Path) -> tuple[dict, list[Path]]:
     """Recompute metrics.json and the report files from records.jsonl alone (refused while
-    another process writes the run)."""
+    another process writes the run): report.build, or judgecheck.run.build for a judge-check run."""
+    from .report import build
+
     rd = RunDir(run_dir)
-    rd.read_manifest()          # not a run folder: say so before making a .lock in it
+    manifest = rd.read_manifest()       # not a run folder: say so before making a .lock in it
     if rd.records_path.exists() and not any(line.strip() for line in _lines(rd.records_path)):
         raise InputError(f"no records in {run_dir} (records.jsonl is empty); run it again to make some")
     rd.lock()
     try:
-        return _build_report(Path(run_dir))
+        if getattr(manifest, "kind", None) == "judge-check":
+            from .judgecheck.run import build as build_judge_check
+
+            return build_judge_check(run_dir)
+        return build(run_dir, get_suite(manifest.suite))
     finally:
         rd.unlock()
-
-
-def _build_report(run_dir: Path) -> tuple[dict, list[Path]]:
-    rd = RunDir(run_dir)
-    manifest = rd.read_manifest()
-    if getattr(manifest, "kind", None) == "judge-check":
-        from .judgecheck.run import build
-
-        return build(run_dir)
-    suite = get_suite(manifest.suite)
-    from .scoring import model_extract
-
-    # the extractor's records never enter the suite's own figures; they are reported apart
-    records, extracted = model_extract.split(canonical_order(load_records(run_dir)))
-    metrics = suite.metrics(records, manifest)
-    metrics["score_ties"] = score_ties(records)
-    from .metrics import position
-
-    metrics["position_bias"] = position.compute(records)       # every multiple-choice stage
-    if sh := position.shifts(records):                          # --set permutations=K
-        metrics["shifts"] = sh
-    if manifest.repeats > 1 and not suite.repeats_native:
-        metrics["over_repeats"] = over_repeats(suite, records, manifest)
-    if (me := model_extract.figures(suite, records, extracted, manifest)) is not None:
-        metrics["model_extraction"] = me
-    rd.write_json("metrics.json", metrics)
-    from .report.builder import run_sections
-    from .trust import run_level
-
-    with run_sections(metrics, manifest, add=run_level):
-        paths = suite.report(metrics, records, manifest, run_dir)
-    return metrics, paths
-
-
-def score_ties(records) -> dict[str, Any]:
-    """Scored (log-likelihood) answers whose best option is an exact tie with another."""
-    scored = [r for r in records if r.kind == "score" and r.error is None]
-    tied = [r.call_id for r in scored if r.tied]
-    return {"scored": len(scored), "tied": len(tied),
-            "rate": round(100.0 * len(tied) / len(scored), 3) if scored else None, "calls": tied[:50]}
-
-
-def over_repeats(suite, records, manifest) -> dict[str, Any]:
-    """Mean +- SEM over repeats of every number the suite's metrics give per repeat (the papers
-    report means over runs): the metrics are recomputed on each repeat's records alone."""
-    from .metrics.stats import mean_sem
-
-    reps = sorted({r.repeat for r in records})
-    try:
-        per = [_numbers(suite.metrics([r for r in records if r.repeat == k], manifest)) for k in reps]
-    except Exception as exc:  # noqa: BLE001 - one repeat's records may not support every metric
-        return {"repeats": reps, "seeds": manifest.protocol.get("seeds"), "values": {},
-                "error": f"{type(exc).__name__}: {exc}"}
-    keys = [k for k in per[0] if all(k in p for p in per[1:])] if per else []
-    out = {}
-    for k in keys:
-        vals = [p[k] for p in per]
-        m, sem = mean_sem(vals)
-        out[k] = {"mean": m, "sem": sem, "per_repeat": vals}
-    return {"repeats": reps, "seeds": manifest.protocol.get("seeds"), "values": out}
-
-
-def _numbers(d, prefix: str = "") -> dict[str, float]:
-    """Float leaves of a nested metrics dict, by dotted path (ints are counts: left out)."""
-    out: dict[str, float] = {}
-    if isinstance(d, dict):
-        for k, v in d.items():
-            out.update(_numbers(v, f"{prefix}{k}."))
-    elif isinstance(d, float) and d == d:
-        out[prefix.rstrip(".")] = d
-    return out
 
 
 def load_run(run_dir: str | Path):

@@ -47,20 +47,20 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
 
 
 def paper_rows(rep: Report, suite, entries, echo: bool = False) -> None:
-    """--paper: each of the paper's tables with the runs as more rows (reference.paper_tables)."""
-    from . import reference
+    """--paper: each of the paper's tables with the runs as more rows (report.papers.paper_tables)."""
+    from .report import papers
 
     runs = [(f"this run: {m.model} ({d.name})", met, m) for d, m, met in entries]
-    tables = reference.paper_tables(suite, runs)
+    tables = papers.paper_tables(suite, runs)
     if not tables:
         raise InputError(f"the {suite.name} suite carries no paper figures these runs can be set beside")
     for d, m, _ in entries:
-        rep.text(f"{d}: " + reference.protocol_text(suite, m))
+        rep.text(f"{d}: " + papers.protocol_text(suite, m))
     note = "; the last rows are the runs, on the paper's scale; an empty cell: a strategy the run did not run."
     for t in tables:
         rep.table(t["title"], t["columns"], t["rows"], note=t["note"] + note)
     if echo:
-        print_tables(tables, [reference.protocol_text(suite, m) for _, m, _ in entries])
+        print_tables(tables, [papers.protocol_text(suite, m) for _, m, _ in entries])
 
 
 def print_tables(tables: list[dict], lines: list[str]) -> None:

@@ -10,7 +10,7 @@ from pydantic import Field
 from rolebound.io import stable_hash
 from rolebound.metrics.stats import rate_ci
 from rolebound.records import Message
-from rolebound.report.builder import Report, run_facts
+from rolebound.report.builder import Report
 from rolebound.suites import register_suite
 from rolebound.suites.base import Dataset, Item, Options, RunSettings, Suite
 
@@ -62,16 +62,16 @@ class EchoSuite(Suite):
     def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         return [(f"echoed % ({s})", f"{m['rate']:.1f}") for s, m in metrics["by_strategy"].items()]
 
-    def report(self, metrics, records, manifest, run_dir) -> list[Path]:
+    # Its part of the report; rolebound.report.build adds the run's facts and writes report.md/html.
+    def report(self, metrics, records, manifest, run_dir) -> Report:
         rep = Report(f"echo run: {manifest.model}")
-        rep.facts(run_facts(manifest))
         rep.table("Echoed (%, 95% bootstrap CI)", ["strategy", "n", "echoed", "CI low", "CI high"],
                   [[s, m["n"], m["rate"], m["lo"], m["hi"]] for s, m in metrics["by_strategy"].items()])
-        return rep.write(run_dir)
+        return rep
 
     # `rolebound card`: the headline figures, from metrics.json alone.
     def card_figures(self, metrics) -> dict[str, Any]:
-        from rolebound.card_figures import rate
+        from rolebound.card.figures import rate
 
         figs = [rate(f"echoed_{s}", f"echoed % ({s})", m) for s, m in metrics["by_strategy"].items()]
         return {"title": "echo: repeat a word", "figures": figs, "finding": "", "chart": None}

@@ -168,9 +168,9 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
         problems.append(f"{c.get('failed_calls', 0)} failed call(s), {c.get('failed_items', 0)} failed item(s) "
                         "(errors.log in the run folder): rerun to retry them")
     figures = cf.get("figures") or []
-    from .. import reference
+    from ..report import papers
 
-    reference.annotate(suite, figures, list(m.strategies), cf.get("strategy"))
+    papers.annotate(suite, figures, list(m.strategies), cf.get("strategy"))
     warnings = list((metrics.get("position_bias") or {}).get("warnings") or []) + list(cf.get("warnings") or [])
     html = Path(run_dir) / "report.html"
     drift = drift_section(metrics.get("dialogue")) if isinstance(metrics.get("dialogue"), dict) else None
@@ -184,7 +184,7 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
         "repeats": m.repeats, "started": m.started, "finished": m.finished,
         "model_calls": c.get("model_calls"), "warnings": warnings,
         "figures": figures + (drift["figures"] if drift else []),
-        "paper_protocol": reference.protocol_text(suite, m),
+        "paper_protocol": papers.protocol_text(suite, m),
         "finding": cf.get("finding") or "", "chart": cf.get("chart"), "problems": problems,
         "judge_agreement": _judge_agreement(name, m.judge, out),
         "drift": drift["drift"] if drift else None,     # a dialogue run's metric-by-depth lines
@@ -201,7 +201,7 @@ def _judge_agreement(name: str, judge: str | None, out: Path) -> str | None:
 def drift_section(m: dict) -> dict[str, Any] | None:
     """A dialogue run (rolebound.dialogue): each metric's drift slope per warm-up kind, and the
     metric-by-depth lines the card draws (render.py)."""
-    from ..card_figures import POINTS, figure
+    from .figures import POINTS, figure
 
     if not m or len(m.get("depths", [])) < 2:
         return None

@@ -1,4 +1,4 @@
-"""One grouped bar chart per suite (matplotlib, PNG bytes) from a rolebound.card_figures.chart spec.
+"""One grouped bar chart per suite (matplotlib, PNG bytes) from a rolebound.card.figures.chart spec.
 A missing value gets no bar and an "n/a" mark, never a bar of height 0."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from ..card_figures import PCT, POINTS, SCALE01, digits
+from .figures import PCT, POINTS, SCALE01, digits
 
 COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
 

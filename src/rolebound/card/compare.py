@@ -11,7 +11,7 @@ from ..io import write_text_atomic
 from ..store import claim_folder
 from ..report.builder import md_escape, md_text
 from .build import card_suites
-from ..card_figures import fmt
+from .figures import fmt
 from .render import _env, demo_note, protocol_summary, read_card
 
 

@@ -13,7 +13,7 @@ from ..report.builder import md_escape, md_text
 from .chart import draw
 from ..report.figures import drawing, png
 from ..dialogue.report import png as drift_png
-from ..card_figures import fmt
+from .figures import fmt
 
 PROTOCOLS = {"paper": "paper protocol", "demo": "demo settings (not the paper's protocol)",
              "none": "suite defaults"}

@@ -9,8 +9,6 @@ as inert JSON and rendered with textContent by the sample viewer; no network acc
 from __future__ import annotations
 
 import base64
-import contextlib
-import contextvars
 import math
 import re
 from dataclasses import dataclass, field
@@ -23,22 +21,6 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .samples import payload, script_json
 from ..io import write_bytes_atomic, write_text_atomic
-
-# Run-level facts every report carries (protocol, ties, mean +- SEM over repeats), set by
-# api.build_report around the suite's own report code.
-_RUN: contextvars.ContextVar[dict | None] = contextvars.ContextVar("rolebound_run_sections", default=None)
-
-
-@contextlib.contextmanager
-def run_sections(metrics: dict, manifest, add=None):
-    """Run-level facts for the reports written inside; `add(report, metrics, manifest)` writes more
-    run-level sections (api passes rolebound.trust.run_level: the paper beside the run, position bias)."""
-    token = _RUN.set({"metrics": metrics, "manifest": manifest, "add": add})
-    try:
-        yield
-    finally:
-        _RUN.reset(token)
-
 
 @dataclass
 class Section:
@@ -141,25 +123,7 @@ class Report:
         return self.records
 
     # -- writers ----------------------------------------------------------------------------
-    def _run_level(self) -> None:
-        ctx = _RUN.get()
-        if not ctx or getattr(self, "_run_added", False):
-            return
-        self._run_added = True
-        metrics = ctx["metrics"] or {}
-        if ctx.get("add"):
-            ctx["add"](self, metrics, ctx["manifest"])
-        rep = metrics.get("over_repeats")
-        if rep and rep.get("values"):
-            rows = [[k, f"{v['mean']:.3f} +- {v['sem']:.3f}", ", ".join(f"{x:.3f}" for x in v["per_repeat"])]
-                    for k, v in rep["values"].items()][:400]
-            self.table(f"Mean +- SEM over {len(rep['repeats'])} repeats (seeds "
-                       f"{', '.join(str(x) for x in rep.get('seeds') or rep['repeats'])})",
-                       ["metric", "mean +- SEM", "per repeat"], rows,
-                       note="each metric recomputed on one repeat's records; SEM = sample std / sqrt(repeats)")
-
     def write(self, run_dir: str | Path) -> list[Path]:
-        self._run_level()
         run_dir = Path(run_dir)
         fig_dir = run_dir / "figures"
         md, html_sections = [f"# {self.title}", ""], []
@@ -208,48 +172,6 @@ class Report:
         return [md_path, html_path]
 
 
-SKIP_DOC = "docs/usage.md, Models: prefilling on API backends"
-
-
-def run_facts(manifest) -> list[tuple[str, Any]]:
-    """The lines every report opens with."""
-    c = manifest.counts or {}
-    rows = [("suite", manifest.suite), ("model", manifest.model), ("strategies", ", ".join(manifest.strategies))]
-    if manifest.scoring:
-        rows.append(("scoring", manifest.scoring))
-    if manifest.judge:
-        rows.append(("judge", manifest.judge))
-    for role, url in (getattr(manifest, "endpoints", None) or {}).items():
-        rows.append((f"{role} endpoint", url))
-    for strat, why in (getattr(manifest, "skipped_strategies", None) or {}).items():
-        rows.append(("skipped", f"{strat} skipped: {why}; see {SKIP_DOC}"))
-    d = manifest.decoding
-    proto = getattr(manifest, "protocol", None) or {}
-    if proto.get("label"):
-        rows.append(("protocol", proto["label"]))
-    if proto.get("self_judged"):
-        rows.append(("judging", "self-judged: the model under test judged its own answers"))
-    rows.append(("decoding", f"temperature {d.temperature}, top_p {d.top_p}, max_tokens {d.max_tokens}, seed {d.seed}"))
-    jd = getattr(manifest, "judge_decoding", None)
-    if jd is not None:
-        rows.append(("judge decoding", f"temperature {jd.temperature}, top_p {jd.top_p}, max_tokens {jd.max_tokens}"))
-    if manifest.repeats > 1 and proto.get("seeds"):
-        rows.append(("repeats", f"{manifest.repeats} (seeds {', '.join(str(x) for x in proto['seeds'])})"))
-    ctx = _RUN.get()
-    ties = ((ctx or {}).get("metrics") or {}).get("score_ties") or {}
-    if ties.get("scored"):
-        rows.append(("exact ties", f"{ties['tied']} of {ties['scored']} scored answers tie between their "
-                                   "best options (the first listed is recorded; see `tied` in records)"))
-    rows += [
-             ("dataset", f"{manifest.dataset} (sha {manifest.dataset_hash}, {manifest.n_items} items)"),
-             ("rolebound", f"{manifest.package_version} (git {manifest.git_revision or 'unknown'})"),
-             ("started / finished", f"{manifest.started} / {manifest.finished or 'unfinished'}")]
-    if c:
-        rows.append(("calls", f"{c.get('model_calls', 0)} model calls, {c.get('cache_hits', 0)} cache hits, "
-                              f"{c.get('resumed', 0)} resumed, {c.get('failed_calls', 0)} failed"))
-    return rows
-
-
 def read_by(record) -> str:
     """The rule that read a record's answer and the span it read (scoring.choice), for sample tables."""
     ex = (record.meta or {}).get("extraction")
@@ -258,28 +180,28 @@ def read_by(record) -> str:
     return f"{ex['rule']}: {ex.get('span', '')}" if ex.get("span") else ex["rule"]
 
 
-def extraction_section(rep: "Report", records, note: str = "") -> None:
-    """How many answers each extraction rule read, per stage (docs/extraction.md lists the rules);
-    `note`: the suite's word on how it read them (e.g. the paper's strict reading)."""
+def extraction_section(rep: "Report", records, metrics: dict, note: str = "") -> None:
+    """How many answers each extraction rule read, per stage (docs/extraction.md lists the rules),
+    then what a model-based extractor read (metrics' model_extraction); `note`: the suite's word
+    on how it read them (e.g. the paper's strict reading)."""
     from ..scoring.extract import rule_counts
 
     counts = rule_counts(records)
     if not counts:
-        model_extraction_section(rep)
+        model_extraction_section(rep, metrics)
         return
     text = ("Rules of rolebound.scoring.choice (docs/extraction.md); 'none:' rules read no answer "
             "(counted invalid). `rolebound report RUN` reads the stored replies again.")
     rep.table("Answer extraction: readings per rule", ["stage", "rule", "answers"],
               [[stage, rule, n] for (stage, rule), n in sorted(counts.items())],
               note=f"{text} {note}" if note else text)
-    model_extraction_section(rep)
+    model_extraction_section(rep, metrics)
 
 
-def model_extraction_section(rep: "Report") -> None:
+def model_extraction_section(rep: "Report", metrics: dict) -> None:
     """--extractor: how many 'none' answers the extractor model read, and the suite's summary
     figures recomputed with its readings, apart from the rule-based (paper-protocol) figures."""
-    ctx = _RUN.get()
-    me = ((ctx or {}).get("metrics") or {}).get("model_extraction")
+    me = (metrics or {}).get("model_extraction")
     if not me:
         return
     rows = [[stage, c["sent"], c["read"], c["sent"] - c["read"]] for stage, c in sorted(me["by_stage"].items())]

@@ -1,9 +1,8 @@
 """The number formats of every report table and summary line: one place, '-' for a missing value.
 
 Two formats live elsewhere because they read a domain value, not a number: a card figure's
-(card_figures.fmt/fmt_value: its unit and interval, at the bottom layer beside the figure they
-format, which must not import report/) and a paper row's (reference.fmt_paper: the decimals the
-paper printed)."""
+(card/figures.py's fmt/fmt_value: its unit and interval, beside the figure they format, which
+imports nothing of ours) and a paper row's (papers.fmt_paper: the decimals the paper printed)."""
 
 from __future__ import annotations
 

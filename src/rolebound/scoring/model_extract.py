@@ -5,7 +5,7 @@ Only an answer whose rule reading is none goes to the extractor model, with a sh
 (the options and the reply; it must answer with one option label or NONE). Its readings are
 records of their own (role "extractor", stage "extract.<stage>", call id
 "<call>/extract/<extractor>") made through Session.call, so they are cached and resumed like any
-call. The suite's metrics never see them: api._build_report computes the paper-protocol figures
+call. The suite's metrics never see them: report.build computes the paper-protocol figures
 without them and, apart, the same figures with the extractor's readings put in place of the
 rules' none (metrics["model_extraction"], a separate table in the report).
 

@@ -315,15 +315,13 @@ class Suite:
         raise NotImplementedError
 
     def report(self, metrics: dict[str, Any], records: list["Record"], manifest: "RunManifest",
-               run_dir: Path) -> list[Path]:
-        """Write report.md and report.html into run_dir (report.builder.Report) from the metrics
-        and records alone; returns the paths. Default: the run's facts and the summary lines."""
-        from ..report.builder import Report, run_facts
-
-        rep = Report(f"{self.name}: {manifest.model}")
-        rep.facts(run_facts(manifest))
-        rep.table("Summary", ["", "value"], [list(kv) for kv in self.summary(metrics)])
-        return rep.write(run_dir)
+               run_dir: Path) -> "Report | list[Path] | None":
+        """The suite's part of its run's report, from the metrics and records alone: a
+        report.builder.Report with its title, its own facts and its sections; rolebound.report.build
+        adds the run's facts and the run-level sections and writes report.md and report.html.
+        (A hook that writes its own files returns their paths.) Default None: the title and a
+        table of the summary lines."""
+        return None
 
     def summary(self, metrics: dict[str, Any]) -> list[tuple[str, str]]:
         """A few (label, value) lines for the end-of-run summary and `rolebound compare`."""
@@ -361,7 +359,7 @@ class Suite:
         return []
 
     def card_figures(self, metrics: dict[str, Any]) -> dict[str, Any] | None:
-        """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card_figures
+        """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card.figures
         builds them); None: the suite has no card section."""
         return None
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ...dialogue import add_sections, summary_lines as dialogue_lines
 
-from pathlib import Path
 from typing import Any
 
 from .metrics import JUDGE_DIMS, METRICS, answer_records, judge_records, outcome, role_order
@@ -14,16 +13,17 @@ from ...report.fmt import fmt_mean_sd
 from .boxed import KINDS
 from .data import DEFAULT_PER_LEVEL
 from ...protocol import is_demo_spec
-from ...report.builder import Report, run_facts
+from ...report.builder import Report
 from ...report.figures import drawing
 
 
-def write_report(metrics, records, manifest, run_dir) -> list[Path]:
+def write_report(metrics, records, manifest, run_dir) -> Report:
+    """Its part of the run's report (title, own facts, sections); rolebound.report.build adds the
+    run-level facts and sections and writes report.md and report.html."""
     m = metrics
     strategies = list(manifest.strategies)
     role_strats = [s for s in strategies if s in m["by_strategy"]]
     rep = Report("capability: role-capability leakage (RoleCapBench)")
-    rep.facts(run_facts(manifest))
     add_sections(rep, metrics.get("dialogue"))
     single = bool(role_strats or m.get("no_role"))     # a dialogue-only run has its tables above
     probes = answer_records(records) or [r for r in records if r.role == "model" and r.stage.startswith("q.")]
@@ -45,7 +45,7 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
     rep.samples("Per-answer records", ["item", "variant", "role", "level", "in_role", "gold", "parsed", "correct",
                                        "outcome", "judge", "response"], _samples(records, probes),
                 ["variant", "role", "level", "outcome", "correct"])
-    return rep.write(run_dir)
+    return rep
 
 
 def _single_turn(rep: Report, m: dict, records, role_strats: list[str]) -> None:

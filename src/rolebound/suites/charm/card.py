@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...card_figures import chart, fmt, fmt_value, rate
+from ...card.figures import chart, fmt, fmt_value, rate
 
 BOUNDARIES = (("temporal", "Temporal"), ("cross", "Cross-Universe"), ("all", "All"))
 

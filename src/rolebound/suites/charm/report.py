@@ -5,12 +5,11 @@ from __future__ import annotations
 from ...dialogue import add_sections, summary_lines as dialogue_lines
 
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from .metrics import CELL_LABELS, CELLS, instances
 from ...report.fmt import fmt_pm, fmt_rate
-from ...report.builder import Report, extraction_section, read_by, run_facts
+from ...report.builder import Report, extraction_section, read_by
 from ...report.figures import drawing
 
 CELL_COLORS = {"consistent": "#4c9f70", "compliance_gap": "#e07b39",
@@ -68,10 +67,11 @@ def _region_bars(by_region: dict, title: str):
     return fig
 
 
-def write_report(metrics: dict, records, manifest, run_dir) -> list[Path]:
+def write_report(metrics: dict, records, manifest, run_dir) -> Report:
+    """Its part of the run's report (title, own facts, sections); rolebound.report.build adds the
+    run-level facts and sections and writes report.md and report.html."""
     rep = Report("CHARM: character knowledge boundaries",
                  "Boundary-Awareness (BA) vs Boundary-Compliance (BC); rates in %, 95% bootstrap CI in brackets.")
-    rep.facts(run_facts(manifest))
     _data_section(rep, manifest)
     add_sections(rep, metrics.get("dialogue"))
     if manifest.scoring == "logprob":
@@ -87,11 +87,12 @@ def write_report(metrics: dict, records, manifest, run_dir) -> list[Path]:
                   note="invalid = no rule read an answer (see 'readings per rule'); counted as incorrect.")
     rep.table("Table 7: questions answered in this run", *_table7(records))
     strict = (manifest.options or {}).get("extraction") == "strict"
-    extraction_section(rep, records, "The paper's strict reading was used (extraction=strict)." if strict else "")
+    extraction_section(rep, records, metrics,
+                       "The paper's strict reading was used (extraction=strict)." if strict else "")
     rep.samples("Per-sample records", ["character", "region", "stage", "boundary", "target", "outcome", "gold",
                                        "parsed", "read by", "question", "response"], _samples(records),
                 ["character", "region", "stage", "boundary", "outcome"])
-    return rep.write(run_dir)
+    return rep
 
 
 def _data_section(rep: Report, manifest) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from .metrics import ANSWER_STAGE, cosine_distances, tsne_2d
 from ...rejudge import rounds_text, verdicts
 from ...report.fmt import fmt_mean_sem, fmt_num
-from ...report.builder import Report, extraction_section, read_by, run_facts
+from ...report.builder import Report, extraction_section, read_by
 from ...report.figures import drawing
 from .data import CATEGORIES, CATEGORY_SHORT, ERROR_TYPES
 
@@ -39,7 +39,6 @@ def method_rows(metrics: dict) -> list[list[str]]:
 
 
 def _facts(rep: Report, metrics: dict, manifest, run_dir: Path) -> None:
-    rep.facts(run_facts(manifest))
     judges = metrics.get("judges") or {}
     modes = metrics.get("judge_scoring") or {}
     rnd = metrics.get("judge_round")
@@ -59,7 +58,9 @@ def _facts(rep: Report, metrics: dict, manifest, run_dir: Path) -> None:
             rep.facts([("retrieval encoder", info["embedder"])])
 
 
-def write_report(metrics: dict, records: list, manifest, run_dir: Path) -> list[Path]:
+def write_report(metrics: dict, records: list, manifest, run_dir: Path) -> Report:
+    """Its part of the run's report (title, own facts, sections); rolebound.report.build adds the
+    run-level facts and sections and writes report.md and report.html."""
     run_dir = Path(run_dir)
     rep = Report("knowledge-errors: detecting character knowledge errors (KKE / UKE)",
                  "Zhang et al., Revealing the Challenge of Detecting Character Knowledge Errors in LLM Role-Playing")
@@ -111,8 +112,8 @@ def write_report(metrics: dict, records: list, manifest, run_dir: Path) -> list[
                   [[s, v["recollections"], f"{v['mean_memories']:.2f}", v["fallback_to_query"]] for s, v in s2.items()])
 
     _hidden_section(rep, run_dir)
-    _samples(rep, records, metrics.get("judge_round"))
-    return rep.write(run_dir)
+    _samples(rep, records, metrics)
+    return rep
 
 
 def _hidden_section(rep: Report, run_dir: Path) -> None:
@@ -168,7 +169,8 @@ def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
     return fig
 
 
-def _samples(rep: Report, records: list, round_: int | None) -> None:
+def _samples(rep: Report, records: list, metrics: dict) -> None:
+    round_ = metrics.get("judge_round")
     judges = {(r.item_id, r.strategy, r.repeat): r for r in verdicts(records, round_)} if round_ is not None else {}
     rows = []
     for r in records:
@@ -180,7 +182,7 @@ def _samples(rep: Report, records: list, round_: int | None) -> None:
                      "query": r.meta.get("query"), "answer": r.response if r.error is None else f"ERROR: {r.error}",
                      "judgment": (j.parsed if j.error is None else "failed") if j else "-",
                      "read by": read_by(j) if j else "", "judge reply": _judge_reply(j) if j else ""})
-    extraction_section(rep, records)
+    extraction_section(rep, records, metrics)
     rep.samples("Per-answer records", ["item", "character", "category", "error_type", "method", "repeat", "query",
                                        "answer", "judgment", "read by", "judge reply"], rows,
                 ["method", "error_type", "category", "character", "judgment"])

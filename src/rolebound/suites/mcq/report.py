@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ...report.builder import Report, run_facts
+from ...report.builder import Report
 
 
-def write_report(metrics, records, manifest, run_dir) -> list[Path]:
+def write_report(metrics, records, manifest, run_dir) -> Report:
+    """Its part of the run's report (title, own facts, sections); rolebound.report.build adds the
+    run-level facts and sections and writes report.md and report.html."""
     rep = Report(f"MCQ run: {manifest.dataset}")
-    rep.facts(run_facts(manifest))
     rows = []
     for strat, m in metrics["by_strategy"].items():
         rows.append([strat, m["n"], m["rate"], m["lo"], m["hi"], m["invalid"]])
@@ -18,4 +17,4 @@ def write_report(metrics, records, manifest, run_dir) -> list[Path]:
                 "correct": r.correct, "response": r.response} for r in records if r.stage == "answer"]
     rep.samples("Per-sample answers", ["id", "strategy", "gold", "parsed", "correct", "response"],
                 samples, ["strategy", "correct"])
-    return rep.write(run_dir)
+    return rep

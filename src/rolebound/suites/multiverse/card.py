@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...card_figures import chart, diff, fmt, fmt_value, rate
+from ...card.figures import chart, diff, fmt, fmt_value, rate
 
 CHANCE = {"canon": "25%", "dilemma": "50%"}
 

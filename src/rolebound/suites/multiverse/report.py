@@ -11,14 +11,15 @@ from typing import Any
 from ...report.fmt import fmt_diff, fmt_mean_n, fmt_num, fmt_rate
 from .prompts import CONFLICTS
 from .data import PHASES
-from ...report.builder import Report, extraction_section, read_by, run_facts
+from ...report.builder import Report, extraction_section, read_by
 from ...report.figures import drawing
 
 
-def write_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> list[Path]:
+def write_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> Report:
+    """Its part of the run's report (title, own facts, sections); rolebound.report.build adds the
+    run-level facts and sections and writes report.md and report.html."""
     rep = Report("Beyond One World (multiverse): canon events, dilemmas, cross-version",
                  "Rates in %, 95% percentile bootstrap CIs in brackets; differences in percentage points.")
-    rep.facts(run_facts(manifest))
     add_sections(rep, metrics.get("dialogue"))
     strat = metrics.get("strategies", {})
     _notes(rep, records, manifest)
@@ -26,8 +27,8 @@ def write_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path
     _task_tables(rep, canon_rows, dil_rows)
     _cot_and_cross(rep, metrics)
     _f1_and_analysis(rep, strat, wt_rows, an_rows)
-    _samples(rep, records)
-    return rep.write(run_dir)
+    _samples(rep, records, metrics)
+    return rep
 
 
 def _notes(rep: Report, records: list, manifest) -> None:
@@ -164,7 +165,7 @@ def _f1_and_analysis(rep: Report, strat: dict, wt_rows: list, an_rows: list) -> 
         _think_act_figure(rep, strat)
 
 
-def _samples(rep: Report, records: list) -> None:
+def _samples(rep: Report, records: list, metrics: dict) -> None:
     samples = []
     for r in records:
         if r.error is not None:
@@ -179,7 +180,7 @@ def _samples(rep: Report, records: list) -> None:
                         "version": r.meta.get("version"), "played": r.meta.get("played"), "group": group,
                         "gold": r.gold, "parsed": parsed, "read by": read_by(r), "correct": r.correct,
                         "response": r.response, "_call": r.call_id})
-    extraction_section(rep, records)
+    extraction_section(rep, records, metrics)
     rep.samples("Per-call records", ["id", "strategy", "stage", "task", "version", "played", "group", "gold",
                                      "parsed", "read by", "correct", "response"], samples, ["strategy", "stage", "task", "correct"])
 

@@ -1,11 +1,11 @@
-"""The papers' own figures beside a run.
+"""The papers' own figures and a run's comparison with them.
 
 Each suite package may carry `data/paper_results.yaml`: one row per figure its paper published
 (paper, table, model, condition = the suite's strategy, metric, value, sem/spread, unit, protocol,
 source). `metric` is a key of the suite's card figures (`card_figures(metrics)`) or a dotted path
-into metrics.json. This module loads those rows, matches them to a run's figures and writes the
-"paper:" lines the report, the card and `rolebound compare --paper` show. It knows no suite: it
-finds the file next to the suite's class.
+into metrics.json. This module loads those rows, matches them to a run's figures, compares the
+run's protocol with the paper's, and writes what the report (`paper_section`), the card and
+`rolebound compare --paper` show. It knows no suite: it finds the file next to the suite's class.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from importlib import resources
 from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict
+
+from .fmt import fmt_in_unit
 
 FILE = "paper_results.yaml"
 ROW_DEFAULTS = ("paper", "source", "protocol", "unit", "note")
@@ -54,8 +56,8 @@ def _package(suite) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _load(package: str) -> tuple[PaperRow, ...]:
-    from .errors import InputError
-    from .io import read_yaml
+    from ..errors import InputError
+    from ..io import read_yaml
 
     try:
         path = resources.files(package) / "data" / FILE
@@ -78,7 +80,7 @@ def _load(package: str) -> tuple[PaperRow, ...]:
 def rows_for(suite) -> list[PaperRow]:
     """The paper rows of a suite (object, class module or package name); [] when it has none."""
     if isinstance(suite, str) and "." not in suite:
-        from .suites import get_suite
+        from ..suites import get_suite
 
         suite = get_suite(suite)
     pkg = _package(suite)
@@ -229,6 +231,24 @@ def protocol_text(suite, manifest) -> str:
     if same:
         return f"This run followed the paper's protocol ({src})."
     return f"This run departs from the paper's protocol ({src}): " + "; ".join(departures) + "."
+
+
+# -- a run's report: the paper beside the run -----------------------------------------------------
+def paper_section(rep, suite, metrics: dict, manifest) -> None:
+    """Into a run's report: the protocol comparison among the facts, and the 'paper beside this
+    run' table."""
+    entries = beside(suite, metrics, manifest, list(_figures(suite, metrics).values()))
+    text = protocol_text(suite, manifest)
+    if suite.protocol is not None:      # suites with no paper (mcq) say nothing
+        rep.meta.append(("against the paper", text))
+    if not entries:
+        return
+    rows = [[e["label"], fmt_in_unit(e["value"], e["unit"]), e["paper"]] for e in entries]
+    first = rows_for(suite)[0]
+    rep.table("The paper's figures beside this run", ["figure", "this run", "paper (model value, table)"], rows,
+              note=f"{text} The paper's values ({first.paper}) were produced under: {first.protocol}. They are "
+                   "copied from its tables (the suite's data/paper_results.yaml, checked against the paper's text); "
+                   "0-1 scores are shown in percent beside a percent figure; rows for the strategies this run ran.")
 
 
 # -- `rolebound compare RUN --paper`: the run as more rows of the paper's tables ------------------

@@ -13,8 +13,9 @@ from helpers import SCRIPT, needs_script
 
 # Every module a 5-item fake charm run loads is used by it (the run, its report, the paper
 # comparison); 60 before the lazy imports. Issue 41 asks for 35, which needs fewer modules on the
-# report's path, not lazier imports.
-LIMIT = 49
+# report's path, not lazier imports. 50: report.build's path loads the `card` package for the
+# figures the suites' card modules share (card/figures.py, once card_figures.py at the top).
+LIMIT = 50
 
 # The installed script, run as it is, with a hook that lists the package's modules in sys.modules
 # at exit: -X importtime does not list the modules that importlib.import_module loads (the suite

@@ -9,8 +9,8 @@ on by default) and through `model.generate()` in length-sorted batches of the en
 keeping each row's logits at every step. For each prompt whose answers differ it prints the first
 step where the greedy picks differ, the top two logits of each way there, and how far the logits
 of the prefill step (step 0) are apart; then the largest logit gap over every step before any
-divergence. Where the two ways give the same picks, a difference can only come from rounding: a
-wrong mask, position id or reused KV would move the logits far beyond it in float32. Where answers
+divergence: in float32 that gap is rounding (about 1e-4); a wrong mask, position id or reused KV
+would move the logits far beyond it. Where answers
 differ it also shows, on the first such prompt, that pads in front of a row move its bf16 logits
 (so its batch does) while its prefix's KV followed by its tail gives the logits of the whole prompt.
 """

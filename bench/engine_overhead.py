@@ -33,10 +33,10 @@ logits are a rounding step apart, and the rounding moves with the shapes of the 
 computed the KV: batch make-up, padding, a prefix's KV computed in its own forward. On the bundled
 model's 32 prompts plain `generate()` one prompt at a time gave 26 of its own 32 batched answers;
 in float32 the engine (prefix reuse on) and plain `generate()`, batched and one by one, gave the
-same 32 (docs/engines.md, "Same greedy answers: judged in float32"). So where a bf16 row's answers differ,
-the bench also runs plain `generate()` one prompt at a time and prints how many of its own batched
-answers that gives: bf16's spread without the engine. The verdict asks for 1.0x or more in every
-dtype run and every answer equal in float32.
+same 32 (docs/engines.md, "Same greedy answers: judged in float32"). So where a bf16 row's answers
+differ, the bench also runs plain `generate()` one prompt at a time and prints how many of its own
+batched answers that gives: bf16's spread without the engine. The verdict asks for 1.0x or more in
+every dtype run and every answer equal in float32.
 
 Timing on a shared machine is not a result: the load average is printed beside every figure.
 """

@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/engine_overhead.py [--only proxy,bundled] [--n 128] [--max-tokens 64]
                                               [--bundled-n 32] [--bundled-max-tokens 32] [--rounds 2]
-                                              [--threads N] [--device cpu|cuda] [--prefix-min N] [--profile]
-                                              [--out F.json]
+                                              [--threads N] [--device cpu|cuda] [--dtypes auto,fp32]
+                                              [--prefix-min N] [--profile] [--out F.json]
 
 Two models:
 - proxy: SmolLM2's tokenizer and vocabulary on 2 layers, hidden 64, random weights (what
@@ -14,7 +14,8 @@ Two models:
 
 The prompts are rolebound's own: CHARM in the paper's generate protocol, captured by a run on
 `fake:constant` (no model). Each model answers them greedily, to the same token cap, in the same
-dtype and with the same threads, two ways:
+dtype and with the same threads, two ways, in each dtype of `--dtypes`: by default the engine's
+own ("auto": bf16 on a CPU with native bf16 and on CUDA) and float32:
 - rolebound: `TransformersEngine.generate` (models/local.py) with every prompt in one call, as the
   runner hands it a full batch: it sorts and packs rows, reuses shared prefixes and drops a row
   at end-of-turn;
@@ -24,8 +25,18 @@ Rounds alternate which goes first; the engine's prefix cache is emptied before e
 and the fastest round of each counts. It prints tokens/s, the ratio (rolebound over plain) with
 MET or MISSED against the 1.0x target, how many greedy answers are equal, how many decode loops
 each way ran (the engine runs one per batch, whatever prefixes its rows share; `--prefix-min 0`
-turns prefix reuse off) and how many forward passes of the model each round made. `--profile` adds a cProfile of one engine round on the proxy (where
-each decode step's time goes).
+turns prefix reuse off) and how many forward passes of the model each round made. `--profile`
+adds a cProfile of one engine round on the proxy (where each decode step's time goes).
+
+Same greedy answers are judged in float32. In bf16 a greedy pick flips wherever the top two
+logits are a rounding step apart, and the rounding moves with the shapes of the forward that
+computed the KV: batch make-up, padding, a prefix's KV computed in its own forward. On the bundled
+model's 32 prompts plain `generate()` one prompt at a time gave 26 of its own 32 batched answers;
+in float32 the engine (prefix reuse on) and plain `generate()`, batched and one by one, gave the
+same 32 (docs/engines.md, "Same greedy answers: judged in float32"). So where a bf16 row's answers
+differ, the bench also runs plain `generate()` one prompt at a time and prints how many of its own
+batched answers that gives: bf16's spread without the engine. The verdict asks for 1.0x or more in
+every dtype run and every answer equal in float32.
 
 Timing on a shared machine is not a result: the load average is printed beside every figure.
 """
@@ -111,8 +122,9 @@ def run_engine(engine, prompts, cap: int) -> tuple[float, int, list[str]]:
     return span, sum(r.completion_tokens or 0 for r in res), [r.text for r in res]
 
 
-def run_plain(engine, prompts, cap: int) -> tuple[float, int, list[str]]:
-    """model.generate() on the engine's weights: length-sorted, left-padded batches of its row count."""
+def run_plain(engine, prompts, cap: int, rows: int | None = None) -> tuple[float, int, list[str]]:
+    """model.generate() on the engine's weights: length-sorted, left-padded batches of `rows`
+    (default: the engine's row count)."""
     import torch
     from transformers import GenerationConfig
 
@@ -122,17 +134,18 @@ def run_plain(engine, prompts, cap: int) -> tuple[float, int, list[str]]:
     eos = sorted(engine.eos_ids)
     gc = GenerationConfig(max_new_tokens=cap, do_sample=False, eos_token_id=eos, pad_token_id=tok.pad_token_id)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    step = rows or engine.max_batch
     texts: list[str] = [""] * len(ids)
     ntok = 0
     sync(engine)
     t = time.perf_counter()
     with torch.inference_mode():
-        for s in range(0, len(order), engine.max_batch):
-            rows = order[s:s + engine.max_batch]
-            enc = tok.pad({"input_ids": [ids[i] for i in rows]}, return_tensors="pt").to(engine.device)
+        for s in range(0, len(order), step):
+            batch = order[s:s + step]
+            enc = tok.pad({"input_ids": [ids[i] for i in batch]}, return_tensors="pt").to(engine.device)
             out = model.generate(**enc, generation_config=gc)
             new = out[:, enc["input_ids"].shape[1]:].tolist()
-            for i, row in zip(rows, new):
+            for i, row in zip(batch, new):
                 cut = next((k for k, x in enumerate(row) if x in engine.eos_ids), len(row))
                 ntok += cut
                 texts[i] = tok.decode(row[:cut], skip_special_tokens=True)
@@ -140,16 +153,22 @@ def run_plain(engine, prompts, cap: int) -> tuple[float, int, list[str]]:
     return time.perf_counter() - t, ntok, texts
 
 
+def torch_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def sync(engine) -> None:
     if str(engine.device).startswith("cuda"):
         engine.torch.cuda.synchronize()
 
 
-def compare(name: str, path: Path, prompts, cap: int, args) -> dict:
+def compare(name: str, path: Path, prompts, cap: int, args, dtype: str = "auto") -> dict:
     from rolebound.models.local import TransformersEngine
 
     opts = {} if args.prefix_min is None else {"prefix_min": args.prefix_min}
-    engine = TransformersEngine(path, device=args.device, threads=args.threads, **opts)
+    engine = TransformersEngine(path, device=args.device, threads=args.threads, dtype=dtype, **opts)
     threads = engine.torch.get_num_threads()
     batches = count_batches(engine)
     passes = count_forwards(engine)
@@ -174,11 +193,21 @@ def compare(name: str, path: Path, prompts, cap: int, args) -> dict:
     (es, en, et), (ps, pn, pt) = best["rolebound"], best["plain"]
     ratio = (en / es) / (pn / ps)
     equal = sum(a == b for a, b in zip(et, pt))
+    self_equal = None
+    if equal < len(prompts) and engine.dtype != engine.torch.float32:
+        # how far bf16 moves plain generate()'s own answers: one prompt at a time against its batches
+        engine.torch.set_num_threads(threads)
+        one = run_plain(engine, prompts, cap, rows=1)[2]
+        self_equal = sum(a == b for a, b in zip(one, pt))
+        log(f"  plain generate() one prompt at a time: {self_equal} of {len(prompts)} answers equal to its "
+            f"batches of {engine.max_batch}")
     res = {"model": name, "prompts": len(prompts), "max_tokens": cap, "device": str(engine.device),
            "dtype": str(engine.dtype), "threads": threads, "rows": engine.max_batch,
            "rolebound": {"s": round(es, 3), "tokens": en, "tok_per_s": round(en / es, 1)},
            "plain": {"s": round(ps, 3), "tokens": pn, "tok_per_s": round(pn / ps, 1)},
            "ratio": round(ratio, 3), "met": ratio >= TARGET, "equal_answers": equal, "load": loadavg(),
+           # plain generate() one prompt at a time against its own batches (run where answers differ in bf16)
+           "plain_one_by_one_equal": self_equal,
            # decode loops a round: one a batch each way (before issue 40 the engine decoded each
            # group of prompts sharing a prefix on its own)
            "decode_batches": {"rolebound": len(batches) // args.rounds,
@@ -236,6 +265,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--threads", type=int, default=None, help="both ways (default: the engine's choice)")
     ap.add_argument("--device", default=None, help="cpu or cuda (default: cuda where there is one)")
+    ap.add_argument("--dtypes", default="auto,fp32",
+                    help="comma-separated engine dtypes to run both ways (auto: the engine's own choice); "
+                         "the same greedy answers are judged in float32")
     ap.add_argument("--prefix-min", type=int, default=None,
                     help="the engine's prefix_min (0: no prefix reuse; default: the engine's own)")
     ap.add_argument("--profile", action="store_true", help="cProfile one engine round on the proxy")
@@ -248,29 +280,56 @@ def main() -> None:
 
     from rolebound.models import bundled
 
+    from rolebound.models.local import pick_dtype
+
+    device = args.device or ("cuda" if torch_cuda() else "cpu")
+    dtypes: dict = {}                  # resolved dtype -> the name passed to the engine (auto resolving to fp32 runs once)
+    for d in (x.strip() for x in args.dtypes.split(",") if x.strip()):
+        try:
+            dtypes.setdefault(pick_dtype(d, device), d)
+        except Exception as exc:       # noqa: BLE001 - BackendError: an unknown name
+            ap.error(f"--dtypes: {exc}")
+    if not dtypes:
+        ap.error("--dtypes: give at least one dtype")
     tok_dir = bundled.converted_dir()
     results = []
     with tempfile.TemporaryDirectory(prefix="rb-overhead-") as tmp:
         scratch = Path(tmp)
-        prompts = capture(scratch, max(args.n if "proxy" in only else 0,
-                                       args.bundled_n if "bundled" in only else 0))
+        # the same capture whatever --only says: CHARM's first n calls are not a prefix of its first 2n
+        prompts = capture(scratch, max(args.n, args.bundled_n))
         log(f"{len(prompts)} CHARM prompts captured; load {loadavg()}")
         if "proxy" in only:
-            results.append(compare("proxy", build_proxy(scratch, tok_dir), prompts[:args.n], args.max_tokens, args))
+            proxy = build_proxy(scratch, tok_dir)
+            for d in dtypes.values():
+                results.append(compare("proxy", proxy, prompts[:args.n], args.max_tokens, args, d))
         if "bundled" in only:
-            results.append(compare("bundled", tok_dir, prompts[:args.bundled_n], args.bundled_max_tokens, args))
+            for d in dtypes.values():
+                results.append(compare("bundled", tok_dir, prompts[:args.bundled_n], args.bundled_max_tokens, args, d))
 
     print()
     for r in results:
-        print(f"{r['model']:8s} rolebound {r['rolebound']['tok_per_s']:9.1f} tok/s   plain generate() "
-              f"{r['plain']['tok_per_s']:9.1f} tok/s   ratio {r['ratio']:.2f}x   target >= {TARGET:.1f}x: "
-              f"{'MET' if r['met'] else 'MISSED'}   greedy answers equal: {r['equal_answers']} of {r['prompts']}"
+        self_eq = ("" if r["plain_one_by_one_equal"] is None else
+                   f" (plain generate() one by one against its batches: {r['plain_one_by_one_equal']} of {r['prompts']})")
+        print(f"{r['model']:8s} {r['dtype'].split('.')[-1]:8s} rolebound {r['rolebound']['tok_per_s']:9.1f} tok/s   "
+              f"plain generate() {r['plain']['tok_per_s']:9.1f} tok/s   ratio {r['ratio']:.2f}x   target >= {TARGET:.1f}x: "
+              f"{'MET' if r['met'] else 'MISSED'}   greedy answers equal: {r['equal_answers']} of {r['prompts']}{self_eq}"
               f"   decode loops {r['decode_batches']['rolebound']} against {r['decode_batches']['plain']}"
               f"   forward passes {r['forward_passes'].get('rolebound')} against {r['forward_passes'].get('plain')}"
               f"   (load {r['load']})")
         if r.get("profile"):
             print(f"\ncProfile of one engine round on the proxy ({r['prompts']} prompts x {r['max_tokens']} tokens):")
             print(r["profile"])
+    print()
+    for name in dict.fromkeys(r["model"] for r in results):
+        rows = [r for r in results if r["model"] == name]
+        fp32 = [r for r in rows if r["dtype"] == "torch.float32"]
+        speed = all(r["met"] for r in rows)
+        same = bool(fp32) and all(r["equal_answers"] == r["prompts"] for r in fp32)
+        answers = (f"{fp32[0]['equal_answers']} of {fp32[0]['prompts']} greedy answers equal in float32" if fp32
+                   else "answers not judged (no float32 run)")
+        print(f"{name:8s} issue 40 (1.0x or more in every dtype run, every greedy answer equal in float32): "
+              f"lowest ratio {min(r['ratio'] for r in rows):.2f}x "
+              f"({', '.join(r['dtype'].split('.')[-1] for r in rows)}), {answers}: {'MET' if speed and same else 'MISSED'}")
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
         log(f"wrote {args.out}")

@@ -48,6 +48,7 @@ class Spec:
     strategies: list[str] = field(default_factory=list)
     headline: tuple[str, ...] = ("95% CI",)   # summary labels (substrings) whose CIs the bar applies to
     data: tuple[str, str, str] | None = None  # papers' data: (import format, source under ../shared, file name)
+    judge_check: list[str] | None = None  # `rolebound judge-check` of this run's judge on hand-labelled replies
 
     def command(self) -> list[str]:
         """As the page shows it (paths relative to the repository)."""
@@ -94,7 +95,12 @@ PAPERS = [
     Spec("knowledge-errors-roleke", "knowledge-errors",
          ["--model", QWEN, *LONG, "--judge", "self", "--strategy", "vanilla", "--limit", "270"],
          ["Table 3 layout", "Judge outputs"],
-         data=("roleke-bench", "rp_kw_errors/RoleKE-Bench.json", "roleke-bench.jsonl")),
+         data=("roleke-bench", "rp_kw_errors/RoleKE-Bench.json", "roleke-bench.jsonl"),
+         # 60 of the run's own replies (5 characters x 6 KKE + 6 UKE, drawn before any verdict),
+         # labelled by hand blind to the judge: how far this self-judge can be trusted
+         judge_check=["rolebound", "judge-check", "knowledge-errors", "--judge", QWEN, "--data",
+                      "tests/data/judge_labels/knowledge_errors_roleke_qwen.jsonl", "--out",
+                      "runs/results/judge-check-ke-roleke"]),
 ]
 STARTER = [
     Spec("charm-1100", "charm",
@@ -208,6 +214,9 @@ def run(names: list[str]) -> int:
                 continue
         print("$", shlex.join(spec.command()), flush=True)
         rc = subprocess.call([str(exe), *spec.argv(spec.command())[1:]], cwd=ROOT) or rc
+        if spec.judge_check:
+            print("$", shlex.join(spec.judge_check), flush=True)
+            rc = subprocess.call([str(exe), *spec.argv(spec.judge_check)[1:]], cwd=ROOT) or rc
     return rc
 
 
@@ -364,12 +373,29 @@ def describe(spec: Spec, rd: Path) -> str:
     report = rd / "report.md"
     if report.exists():
         lines.append(sections(report.read_text(encoding="utf-8"), spec.sections))
+    if spec.judge_check:
+        lines.append(judge_check_part(spec))
     if spec.reading:
         lines += ["**Reading** (written after the run, about the tool, not about role-play ability): "
                   + spec.reading, ""]
     else:
         lines += ["*No reading yet: one is written after the run has finished.*", ""]
     return "\n".join(lines)
+
+
+def judge_check_part(spec: Spec) -> str:
+    """`rolebound judge-check` of the run's judge on replies labelled by hand: its verdicts and
+    agreement tables, copied from its report.md."""
+    rd = Path(spec.argv(spec.judge_check)[-1])
+    head = ["### How far this judge can be trusted", "", "```", shlex.join(spec.judge_check), "```", ""]
+    if not (rd / "report.md").exists():
+        return "\n".join(head + ["Not run yet.", ""])
+    m = json.loads((rd / "manifest.json").read_text())
+    md = (rd / "report.md").read_text(encoding="utf-8")
+    parts = re.split(r"(?m)^(?=## )", md)
+    keep = [p.replace("## ", "#### ", 1).rstrip() for p in parts
+            if p.startswith("## Verdicts") or p.startswith("## verdict")]
+    return "\n".join(head + [f"Judge `{m.get('judge')}`, finished {m.get('finished')}.", ""] + keep + [""])
 
 
 HEAD = """# Results on the papers' data and on our starter sets

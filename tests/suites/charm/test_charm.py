@@ -370,7 +370,9 @@ def test_review_keeps_items_both_accept(tmp_path):
 # -- end to end through the real model --------------------------------------------------------
 @pytest.mark.model
 def test_charm_end_to_end_on_the_bundled_model(tmp_path):
-    res = api.run("charm", model="bundled", limit=36, out=tmp_path / "run", progress=False)
+    # 30 questions (32 calls, 38 at 36): still 13 BC questions, 7 cross pairs, an override candidate
+    # asked again in the control order and a position-bias warning, so every branch below is taken
+    res = api.run("charm", model="bundled", limit=30, out=tmp_path / "run", progress=False)
     assert res.counts.errors == 0 and res.manifest.scoring == "logprob"
     m = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert m["matrix"]["all"]["n"] > 10 and m["override"]["n_cross"] > 0

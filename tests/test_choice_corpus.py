@@ -17,12 +17,20 @@ from rolebound.scoring.choice import choice_reading, yes_no_reading
 CORPUS = Path(__file__).parent / "data" / "replies"
 ROWS = [json.loads(line) for f in sorted(CORPUS.glob("*.jsonl"))
         for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+# The tests below read the corpus three and a half times over (all, dev and heldout, each reader,
+# the blind splits): each reply is read once per process (ids are unique, checked below), and the
+# file stays on one pytest-xdist worker (make test: --dist loadgroup) so that it is read once.
+pytestmark = pytest.mark.xdist_group("test_choice_corpus.py")
+_READINGS: dict[str, object] = {}
 
 
 def _read(row):
-    if "options" in row:
-        return choice_reading(row["reply"], [tuple(o) for o in row["options"]]).value
-    return yes_no_reading(row["reply"], row.get("question")).value
+    if row["id"] not in _READINGS:
+        if "options" in row:
+            _READINGS[row["id"]] = choice_reading(row["reply"], [tuple(o) for o in row["options"]]).value
+        else:
+            _READINGS[row["id"]] = yes_no_reading(row["reply"], row.get("question")).value
+    return _READINGS[row["id"]]
 
 
 def _figures(rows):

@@ -17,13 +17,17 @@ SCORER = "rolebound_score"
 
 def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]:
     """Write the run folder; returns its manifest and how many samples had no score (errors)."""
+    # a missing log or a taken --out is refused before inspect_ai loads (a second of imports)
+    path = Path(log_path)
+    if not path.is_file():
+        raise InputError("no such eval log", file=str(path))
+    rd = RunDir(out)
+    if rd.exists():
+        raise InputError("already holds a run; choose another --out", file=str(rd.path))
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
         raise InputError("reading inspect logs needs rolebound[inspect] (pip install 'rolebound[inspect]')") from None
-    path = Path(log_path)
-    if not path.is_file():
-        raise InputError("no such eval log", file=str(path))
     try:
         log = read_eval_log(str(path))
     except Exception as exc:  # noqa: BLE001 - inspect's reader raises many kinds
@@ -31,9 +35,6 @@ def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]
     meta = (log.eval.metadata or {}).get("rolebound")
     if not meta:
         raise InputError("not a log of a rolebound task (no rolebound metadata)", file=str(path))
-    rd = RunDir(out)
-    if rd.exists():
-        raise InputError("already holds a run; choose another --out", file=str(rd.path))
     records, failed, items = [], 0, set()
     for s in log.samples or []:
         score = (s.scores or {}).get(SCORER)

@@ -13,7 +13,7 @@ from rolebound import api
 from rolebound.suites.charm.build import cohen_kappa, parse_incorrect, pick_distractors, review, BuildStats
 from rolebound.errors import InputError
 from rolebound.suites.charm import metrics as cm
-from rolebound.records import Record
+from rolebound.records import Decoding, Record
 from rolebound.suites.charm.prompts import BA_PROMPT, mcq_prompt
 from rolebound.suites.charm.suite import CharmSuite
 from rolebound.suites.charm.data import ABSTAIN, expand, load_data
@@ -318,7 +318,11 @@ def test_build_pipeline_with_the_bundled_model(tmp_path):
         " answer: Stockholm}\n"
         "  - {id: g2, target: greta, bc_question: 'When did Greta Thunberg start her school strike?',"
         " kv_question: 'When did you start your school strike?', answer: '2018', distractors: ['2015', '2016', '2020']}\n")
-    res = build(seeds, "bundled", tmp_path / "out", progress=False)
+    # 64 tokens, not the default 256: greedy, so a reply is the 256-token reply cut short; stage 1
+    # stops by itself at about 40 and stage 2 has its four answer lines in about 35, then ran on to
+    # 256 (half the test's time), so the parsed candidates and every step below are the same
+    dec = Decoding(max_tokens=64)
+    res = build(seeds, "bundled", tmp_path / "out", progress=False, decoding=dec)
     assert res["questions"] == 2 and res["kept_given"] == 1 and res["model_calls"] == 2
     assert res["complete"] + len(res["incomplete"]) == 2
     recs = [json.loads(x) for x in (tmp_path / "out" / "generation" / "records.jsonl").read_text().splitlines()]
@@ -329,7 +333,7 @@ def test_build_pipeline_with_the_bundled_model(tmp_path):
     # the built file loads as charm data
     d, _ = load_data([tmp_path / "out" / "charm_built.yaml"], builtin=False)
     assert "g2" in {f.id for f in d.facts}
-    again = build(seeds, "bundled", tmp_path / "out", progress=False)
+    again = build(seeds, "bundled", tmp_path / "out", progress=False, decoding=dec)
     assert again["model_calls"] == 0                                    # resumed from the records
 
 
@@ -366,7 +370,9 @@ def test_review_keeps_items_both_accept(tmp_path):
 # -- end to end through the real model --------------------------------------------------------
 @pytest.mark.model
 def test_charm_end_to_end_on_the_bundled_model(tmp_path):
-    res = api.run("charm", model="bundled", limit=36, out=tmp_path / "run", progress=False)
+    # 30 questions (32 calls, 38 at 36): still 13 BC questions, 7 cross pairs, an override candidate
+    # asked again in the control order and a position-bias warning, so every branch below is taken
+    res = api.run("charm", model="bundled", limit=30, out=tmp_path / "run", progress=False)
     assert res.counts.errors == 0 and res.manifest.scoring == "logprob"
     m = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert m["matrix"]["all"]["n"] > 10 and m["override"]["n_cross"] > 0

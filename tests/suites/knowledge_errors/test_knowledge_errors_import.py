@@ -91,6 +91,7 @@ def test_profiles_become_corpora_that_hold_the_chunks(roleke_file, profiles_dir,
     assert missing == []
     # next to the imported items, the corpus is picked up without --set corpus
     import_roleke(str(roleke_file), str(tmp_path / "roleke.jsonl"))
+    s = get_suite("knowledge-errors")
     ds = s.load(str(tmp_path / "roleke.jsonl"), s.run_settings(["rag"]))
     assert ds.extra["corpus_from_items"] == [] and len(ds.extra["corpora"]["Spartacus"]) >= 5
 

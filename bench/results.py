@@ -49,6 +49,8 @@ class Spec:
     headline: tuple[str, ...] = ("95% CI",)   # summary labels (substrings) whose CIs the bar applies to
     data: tuple[str, str, str] | None = None  # papers' data: (import format, source under ../shared, file name)
     judge_check: list[str] | None = None  # `rolebound judge-check` of this run's judge on hand-labelled replies
+    judge_reading: str = ""               # what the judge check shows, written after it ran
+    jobs_note: str = ""                   # which item x strategy jobs make calls, where not all do
 
     def command(self) -> list[str]:
         """As the page shows it (paths relative to the repository)."""
@@ -85,7 +87,9 @@ PAPERS = [
          ["Data", "BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Table 16", "Verified override",
           "Accuracy by question type", "Answer extraction", "Position bias"],
          headline=("BA acc", "BC acc", "Compliance Gap", "no-role acc"),
-         data=("charm-official", "charm-official", "charm-official.jsonl")),
+         data=("charm-official", "charm-official", "charm-official.jsonl"),
+         jobs_note="no-role asks only the 732 BC Cross questions, so 3,480 of the 5,496 item x strategy "
+         "jobs make calls (2,748 independent + 732 no-role); the others end at once with no record"),
     Spec("multiverse-bow", "multiverse",
          ["--model", QWEN, *LONG, "--strategy", "direct", "--set", "tasks=canon", "--set", "analysis=false",
           "--limit", "600"],
@@ -100,7 +104,17 @@ PAPERS = [
          # labelled by hand blind to the judge: how far this self-judge can be trusted
          judge_check=["rolebound", "judge-check", "knowledge-errors", "--judge", QWEN, "--data",
                       "tests/data/judge_labels/knowledge_errors_roleke_qwen.jsonl", "--out",
-                      "runs/results/judge-check-ke-roleke"]),
+                      "runs/results/judge-check-ke-roleke"],
+         judge_reading="All 60 replies were labelled no: in these 60, Qwen never corrected a false premise in "
+         "the paper's sense (KKE: name the error and give the true memory; UKE: confusion or curiosity, in "
+         "character); it mostly accepted the premise or answered as an AI model. The self-judge said yes to 40 "
+         "of the 60 (24 of 30 KKE, 16 of 30 UKE), often right after an explanation saying the reply \"does not "
+         "identify any errors\". Its accuracy against the labels is therefore its share of no verdicts, 0.33 "
+         "[0.20, 0.45], and Cohen's kappa is 0 by construction (one label class). This judge's yes cannot be "
+         "trusted: the run's KKE/UKE accuracies, judged by it, are upper bounds far above what these labels "
+         "show. The labeller is the lead engineer, an AI agent session, not a human annotator; the replies "
+         "were drawn (5 characters x 6 KKE + 6 UKE, seed 41) before any verdict existed. One judge reply, "
+         "\"Therefore, the judgment is: no\", was unread until the judgment reader took \"judgment is:\"."),
 ]
 STARTER = [
     Spec("charm-1100", "charm",
@@ -346,7 +360,8 @@ def describe(spec: Spec, rd: Path) -> str:
              "```", ""]
     if not m.get("finished"):
         lines += [f"**Unfinished**: {unfinished(rd, m)}. The figures below are of the answers so far, "
-                  "not of the run's sample; the same command resumes it.", ""]
+                  "not of the run's sample; the same command resumes it."
+                  + (f" ({spec.jobs_note}.)" if spec.jobs_note else ""), ""]
     facts = [
         ("model", m["model"]), ("judge", (m.get("judge") or "-") + (" (self-judged)" if proto.get("self_judged") else "")),
         ("protocol", proto.get("label", "-")),
@@ -395,7 +410,9 @@ def judge_check_part(spec: Spec) -> str:
     parts = re.split(r"(?m)^(?=## )", md)
     keep = [p.replace("## ", "#### ", 1).rstrip() for p in parts
             if p.startswith("## Verdicts") or p.startswith("## verdict")]
-    return "\n".join(head + [f"Judge `{m.get('judge')}`, finished {m.get('finished')}.", ""] + keep + [""])
+    reading = [f"**Reading** (written after the check): {spec.judge_reading}", ""] if spec.judge_reading else []
+    return "\n".join(head + [f"Judge `{m.get('judge')}`, finished {m.get('finished')}.", ""]
+                     + [k + "\n" for k in keep] + reading)
 
 
 HEAD = """# Results on the papers' data and on our starter sets

@@ -23,3 +23,15 @@ def test_the_corpus_reads_as_judge_check_reads_it_and_is_balanced():
     assert all(r.reply.strip() and r.source for r in rows)
     # every label is the judge's own yes/no scale
     assert {v["verdict"] for r in rows for v in r.labels.values()} <= {"yes", "no"}
+
+
+def test_the_self_judges_real_replies_read_as_their_judgment_line():
+    """The 60 replies the judge-check got from Qwen judging itself (Tables 14-15 prompt): each
+    reads as its own final `judgment:` line, "the judgment is: no" included."""
+    import json
+
+    from rolebound.suites.knowledge_errors.prompts import parse_judgment
+
+    rows = [json.loads(line) for line in (CORPUS.parent / "knowledge_errors_roleke_qwen_judge.jsonl").open()]
+    assert len(rows) == 60 and all(r["want"] in ("yes", "no") for r in rows)
+    assert [parse_judgment(r["response"]) for r in rows] == [r["want"] for r in rows]

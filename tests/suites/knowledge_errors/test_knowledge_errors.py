@@ -193,6 +193,7 @@ def test_parse_recollections_splits_one_paragraph_into_whole_sentences():
     ("Explanation: no correction.\n\n**Judgment:** No", "no"),
     ("explanation: fine\njudgement: YES.", "yes"),
     ("judgment: \"no\"", "no"),
+    ("does not provide an honest response. Therefore, the judgment is: no", "no"),
     ("The answer is yes", INVALID),
     ("judgment: yes\n...\njudgment: no", INVALID),
     ("judgment: maybe", INVALID),

@@ -246,13 +246,14 @@ def all_templates() -> dict[str, str]:
 # -- parsing the judge's reply (Tables 14-15) ------------------------------------------------------
 JUDGE_STAGE = "judge"          # round N of re-judging writes stage judge@N (rolebound.rejudge)
 _MD = re.compile(r"[*_`#]+")
-_JUDGMENT = re.compile(r"judge?ment\s*[:：]\s*[\"'\[(<]?\s*(yes|no)\b", re.IGNORECASE)
+# "judgment: no", and "the judgment is: no" (a real self-judge reply, tests/data/judge_labels)
+_JUDGMENT = re.compile(r"judge?ment\s*(?:is\s*)?[:：]\s*[\"'\[(<]?\s*(yes|no)\b", re.IGNORECASE)
 
 
 def judgment_reading(text: str | None) -> Reading:
     """A judge's `judgment: yes|no` line (Tables 14-15; lower-case values, as the metrics expect).
     The judge is a tool held to the paper's format, so there is no in-character reading here;
-    markdown emphasis and the spelling "judgement" are tolerated; two different verdict lines read
+    markdown emphasis, the spelling "judgement" and "judgment is:" are tolerated; two different verdict lines read
     as none (never guessed)."""
     if not text:
         return Reading(None, "none:empty")

@@ -476,6 +476,22 @@ def test_credentials_in_the_url_stay_out_of_the_manifest(key):
     assert b.info()["base_url"] == "https://llm.example.com/v1"
 
 
+def test_what_changes_how_a_request_is_served_is_in_the_cache_key(tmp_path, monkeypatch):
+    """The same messages sent with and without a prefill, or to chat and to completions (rendered
+    by a client template), get different replies: they must not share cached answers. The default
+    setup's key is what it was, so existing caches keep their answers."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    url = "http://127.0.0.1:9/v1"
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+    plain = oa.OpenAIBackend("m", base_url=url).identity()
+    assert plain == {"backend": "openai", "model": "m", "base_url": url}
+    prefilled = oa.OpenAIBackend("m", base_url=url, prefill="continue_final_message").identity()
+    completions = oa.OpenAIBackend("m", base_url=url, endpoint="completions", chat_template=str(template)).identity()
+    assert len({json.dumps(i, sort_keys=True) for i in (plain, prefilled, completions)}) == 3
+    assert completions["chat_template"] == str(template)
+
+
 @pytest.mark.slow
 async def test_gc_is_frozen_only_while_the_backend_runs(server):
     b = backend(server)

@@ -399,6 +399,7 @@ class OpenAIBackend(Backend):
         self._template = None           # a client-side template (chat_template.Template)
         self._template_folder: str | None = None
         self._template_mode = self._template_option(chat_template, tokenizer)
+        self._template_given = chat_template or tokenizer or None     # as given: part of the cache key
         if self._template_mode in ("file", "folder"):
             caps.add(CHAT_TEMPLATE)
         if prefill not in (None, "continue_final_message"):
@@ -425,7 +426,17 @@ class OpenAIBackend(Backend):
         return self._clients[0]
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": self.backend, "model": self.name, "base_url": _public_url(self.base_url) or "default"}
+        out = {"backend": self.backend, "model": self.name, "base_url": _public_url(self.base_url) or "default"}
+        # how the same request is served: the completions endpoint renders messages with a client
+        # template, a prefill continues the last assistant turn where chat would open a new one.
+        # Absent at the defaults, so a default setup's cached answers keep their keys.
+        if self.endpoint != "chat":
+            out["endpoint"] = self.endpoint
+            if self._template_given:
+                out["chat_template"] = self._template_given
+        if self.prefill:
+            out["prefill"] = self.prefill
+        return out
 
     def secrets(self) -> tuple[str, ...]:
         """The API key, and a password in the base URL: masked in everything the run writes."""

@@ -110,14 +110,20 @@ def test_custom_region_adds_to_the_starter_set(tmp_path):
 def test_bad_user_file_names_file_line_field(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("regions:\n  - {id: X, name: X}\ncharacters:\n  - id: a\n    name: A\n    region: Y\n"
-                   "    profile: p\n    reality: real\n    period: contemporary\n    universe: u\n")
+                   "    profile: p\n    reality: real\n    period: contemporary\n    universe: u\n    note: ours\n")
     with pytest.raises(InputError) as exc:
         load_data([bad], builtin=False)
     assert exc.value.line == 6 and exc.value.field == "characters[0].region" and "unknown region" in str(exc.value)
     bad.write_text("characters:\n  - id: a\n    name: A\n    region: X\n    profile: p\n    reality: real\n"
-                   "    period: historical\n    universe: u\n")
+                   "    period: historical\n    universe: u\n    note: ours\n")
     with pytest.raises(InputError, match="era_end"):
         load_data([bad], builtin=False)
+    # data we and our users author says where it comes from (authored.Authored)
+    bad.write_text("regions:\n  - {id: X, name: X}\ncharacters:\n  - id: a\n    name: A\n    region: X\n"
+                   "    profile: p\n    reality: real\n    period: contemporary\n    universe: u\n")
+    with pytest.raises(InputError, match="give a `source` or a `note`") as exc:
+        load_data([bad], builtin=False)
+    assert exc.value.line == 4 and exc.value.field == "characters[0]"
 
 
 def test_temporal_pairs_respect_era_end(tmp_path):
@@ -310,14 +316,15 @@ def test_build_pipeline_with_the_bundled_model(tmp_path):
         "regions: [{id: Nordic, name: Nordic}]\n"
         "characters:\n"
         "  - {id: leif, name: Leif Erikson, region: Nordic, profile: 'Leif Erikson, a Norse explorer', reality: real,"
-        " period: historical, era_end: 1025, universe: Norse Greenland}\n"
+        " period: historical, era_end: 1025, universe: Norse Greenland, note: test seed}\n"
         "  - {id: greta, name: Greta Thunberg, region: Nordic, profile: 'Greta Thunberg, a Swedish activist',"
-        " reality: real, period: contemporary, universe: Sweden}\n"
+        " reality: real, period: contemporary, universe: Sweden, note: test seed}\n"
         "facts:\n"
         "  - {id: g1, target: greta, bc_question: 'Where was Greta Thunberg born?', kv_question: 'Where were you born?',"
-        " answer: Stockholm}\n"
+        " answer: Stockholm, note: test seed}\n"
         "  - {id: g2, target: greta, bc_question: 'When did Greta Thunberg start her school strike?',"
-        " kv_question: 'When did you start your school strike?', answer: '2018', distractors: ['2015', '2016', '2020']}\n")
+        " kv_question: 'When did you start your school strike?', answer: '2018', distractors: ['2015', '2016', '2020'],"
+        " note: test seed}\n")
     # 64 tokens, not the default 256: greedy, so a reply is the 256-token reply cut short; stage 1
     # stops by itself at about 40 and stage 2 has its four answer lines in about 35, then ran on to
     # 256 (half the test's time), so the parsed candidates and every step below are the same

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ...authored import Authored
 from ...errors import InputError
 from ...io import line_of, read_yaml, stable_hash, validate_yaml
 
@@ -45,7 +46,7 @@ class Region(_Base):
     note: str | None = None
 
 
-class Character(_Base):
+class Character(_Base, Authored):
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
     region: str
@@ -55,9 +56,6 @@ class Character(_Base):
     era_end: int | None = None        # last year of a historical character's world
     known_since: int | None = None    # a contemporary target: the year it became widely known
     universe: str = Field(min_length=1)
-    source: str | None = None
-    note: str | None = None
-    validated: bool = False
 
     @model_validator(mode="after")
     def _era(self):
@@ -80,15 +78,12 @@ def _three_distinct(answer: str, distractors: list[str]) -> list[str]:
     return distractors
 
 
-class _Question(_Base):
+class _Question(_Base, Authored):
     """What a concept and a fact share: the answer, three distinct distractors, provenance."""
 
     id: str = Field(min_length=1)
     answer: str = Field(min_length=1)
     distractors: list[str]
-    source: str | None = None
-    note: str | None = None
-    validated: bool = False
 
     @model_validator(mode="after")
     def _check(self):

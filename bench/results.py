@@ -102,6 +102,16 @@ PAPERS = [
          data=("roleke-bench", "rp_kw_errors/RoleKE-Bench.json", "roleke-bench.jsonl"),
          # 60 of the run's own replies (5 characters x 6 KKE + 6 UKE, drawn before any verdict),
          # labelled by hand blind to the judge: how far this self-judge can be trusted
+         reading="270 RoleKE-Bench queries (30 per character, 9 characters, balanced over KKE/UKE and the four "
+         "memory types), 540 records: 270 answers and 270 self-judge verdicts, 0 failed calls; 152.8 min over "
+         "two invocations, sharing the 2 cores with the charm run, a judge-check and the test suite (an upper "
+         "bound). The manifest counts 796 model calls, 256 more than the records; I have not traced why (the "
+         "first invocation, in an earlier session, left no records). The self-judge "
+         "read 259 of 270 verdicts (11 without a single judgment line) and said yes to 199: KKE 85.9, UKE 61.5, "
+         "average 73.7 (+-5.2). These are not the model's accuracies: on 60 of these very replies, labelled "
+         "blind below, every one is a no, and this judge said yes to 40. What the run shows is that the "
+         "paper's pipeline runs on the paper's own queries end to end; its figures need a judge other than "
+         "the model itself.",
          judge_check=["rolebound", "judge-check", "knowledge-errors", "--judge", QWEN, "--data",
                       "tests/data/judge_labels/knowledge_errors_roleke_qwen.jsonl", "--out",
                       "runs/results/judge-check-ke-roleke"],

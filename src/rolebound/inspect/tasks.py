@@ -22,7 +22,7 @@ from ..dialogue import STRATEGY as DIALOGUE
 from ..errors import InputError
 from ..hub import load_data, task_name
 from ..suites import get_suite
-from . import bridge
+from . import bridge, tokens
 
 META_KEY = "rolebound"
 
@@ -63,6 +63,7 @@ def _text(item) -> str:
 
 
 def build(suite_name: str, strategy: str | None, data: str | None, set: str | None, limit: int | None) -> Task:
+    tokens.seed()       # inspect's mockllm counts tokens with o200k_base: offline, from our wheel
     suite = get_suite(suite_name)
     options = _sets(set)
     strategies = _strategies(suite, strategy)

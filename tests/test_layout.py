@@ -180,11 +180,11 @@ def test_one_folder_per_suite():
 
 
 def test_the_same_names_in_every_suite():
-    """report.py's entry point is write_report; a suite's own modules are imported by their own
+    """report.py's entry point is report_sections; a suite's own modules are imported by their own
     names (no `from . import metrics as M`); suite.py holds no prompt text (prompts.py does)."""
     for d in SUITE_DIRS:
         report = ast.parse((d / "report.py").read_text(encoding="utf-8"))
-        assert "write_report" in {n.name for n in report.body if isinstance(n, ast.FunctionDef)}, d.name
+        assert "report_sections" in {n.name for n in report.body if isinstance(n, ast.FunctionDef)}, d.name
         for p in d.glob("*.py"):
             for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.ImportFrom) and node.level == 1 and not node.module:

@@ -17,7 +17,7 @@ from rolebound.suites.base import Suite
 
 # hook -> (module of the suite's package, attribute) that backs it where the module defines it
 HOOKS = {"strategies": ("strategies", "STRATEGIES"), "extractor_for": ("strategies", "extractor_for"),
-         "summary": ("report", "summary_lines"), "report": ("report", "write_report"),
+         "summary": ("report", "summary_lines"), "report": ("report", "report_sections"),
          "compare": ("report", "compare_tables"), "card_figures": ("card", "card_figures")}
 
 
@@ -45,7 +45,7 @@ def _package(tmp_path, name, suite_body):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "report.py").write_text(textwrap.dedent('''
-        def write_report(metrics, records, manifest, run_dir):
+        def report_sections(metrics, records, manifest, run_dir):
             return ["from report.py"]
 
         def summary_lines(metrics):
@@ -62,13 +62,13 @@ def test_a_suite_folder_has_the_hooks_its_class_names_and_the_defaults_otherwise
     monkeypatch.syspath_prepend(str(tmp_path))
     _package(tmp_path, "hooks_pkg", '''
         from rolebound.suites.base import Suite, lazy_hook
-        from .report import summary_lines, write_report
+        from .report import summary_lines, report_sections
         from .strategies import STRATEGIES
 
         class Named(Suite):
             card_limit = 5
             strategies = STRATEGIES
-            report = staticmethod(write_report)
+            report = staticmethod(report_sections)
             summary = staticmethod(summary_lines)
             build_commands = lazy_hook(".build", "commands")
             importers = lazy_hook("hooks_pkg.importers", "IMPORTERS")

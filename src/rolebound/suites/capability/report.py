@@ -17,7 +17,7 @@ from ...report.builder import Report
 from ...report.figures import drawing
 
 
-def write_report(metrics, records, manifest, run_dir) -> Report:
+def report_sections(metrics, records, manifest, run_dir) -> Report:
     """Its part of the run's report (title, own facts, sections); rolebound.report.build adds the
     run-level facts and sections and writes report.md and report.html."""
     m = metrics

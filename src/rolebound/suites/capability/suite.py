@@ -26,7 +26,7 @@ from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook
 from .card import card_figures
-from .report import compare_tables, summary_lines, write_report
+from .report import compare_tables, summary_lines, report_sections
 from .strategies import STRATEGIES
 from . import prompts, strategies
 from .data import (BANK_FILE, DEFAULT_PER_LEVEL, CapabilityItem, RolesConfig, load_items, role_ids, run_roles,
@@ -64,7 +64,7 @@ class CapabilitySuite(Suite):
 
     # Its hooks, from its own modules; build.py and importers.py load only when called.
     strategies = STRATEGIES
-    report = staticmethod(write_report)
+    report = staticmethod(report_sections)
     summary = staticmethod(summary_lines)
     compare = staticmethod(compare_tables)
     card_figures = staticmethod(card_figures)

@@ -67,7 +67,7 @@ def _region_bars(by_region: dict, title: str):
     return fig
 
 
-def write_report(metrics: dict, records, manifest, run_dir) -> Report:
+def report_sections(metrics: dict, records, manifest, run_dir) -> Report:
     """Its part of the run's report (title, own facts, sections); rolebound.report.build adds the
     run-level facts and sections and writes report.md and report.html."""
     rep = Report("CHARM: character knowledge boundaries",

@@ -24,7 +24,7 @@ from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook
 from .card import card_figures
-from .report import compare_tables, summary_lines, write_report
+from .report import compare_tables, summary_lines, report_sections
 from .strategies import STRATEGIES, extractor_for
 from . import strategies
 from .data import data_hash, dialogue_probes, expand, load_data, select, stats_tables
@@ -56,7 +56,7 @@ class CharmSuite(Suite):
     # Its hooks, from its own modules; build.py and importers.py load only when called.
     strategies = STRATEGIES
     extractor_for = staticmethod(extractor_for)
-    report = staticmethod(write_report)
+    report = staticmethod(report_sections)
     summary = staticmethod(summary_lines)
     compare = staticmethod(compare_tables)
     card_figures = staticmethod(card_figures)

@@ -58,7 +58,7 @@ def _facts(rep: Report, metrics: dict, manifest, run_dir: Path) -> None:
             rep.facts([("retrieval encoder", info["embedder"])])
 
 
-def write_report(metrics: dict, records: list, manifest, run_dir: Path) -> Report:
+def report_sections(metrics: dict, records: list, manifest, run_dir: Path) -> Report:
     """Its part of the run's report (title, own facts, sections); rolebound.report.build adds the
     run-level facts and sections and writes report.md and report.html."""
     run_dir = Path(run_dir)

@@ -22,7 +22,7 @@ from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook, validate_options
 from .card import card_figures
-from .report import compare_tables, summary_lines, write_report
+from .report import compare_tables, summary_lines, report_sections
 from .strategies import STRATEGIES
 from .data import KEItem, load_dataset, select_items, stats_tables
 from .importers import roleke_or_none
@@ -56,7 +56,7 @@ class KnowledgeErrorsSuite(Suite):
 
     # Its hooks, from its own modules; build.py and importers.py load only when called.
     strategies = STRATEGIES
-    report = staticmethod(write_report)
+    report = staticmethod(report_sections)
     summary = staticmethod(summary_lines)
     compare = staticmethod(compare_tables)
     card_figures = staticmethod(card_figures)

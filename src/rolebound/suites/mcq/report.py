@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...report.builder import Report
 
 
-def write_report(metrics, records, manifest, run_dir) -> Report:
+def report_sections(metrics, records, manifest, run_dir) -> Report:
     """Its part of the run's report (title, own facts, sections); rolebound.report.build adds the
     run-level facts and sections and writes report.md and report.html."""
     rep = Report(f"MCQ run: {manifest.dataset}")

@@ -24,7 +24,7 @@ from .data import MCQItem, load_items
 from .metrics import compute
 from .options import MCQOptions, MCQState
 from .prompts import DEFAULT_TEMPLATE, compile_template, render, template_source
-from .report import write_report
+from .report import report_sections
 
 __all__ = ["MCQItem", "MCQSuite"]
 
@@ -40,7 +40,7 @@ class MCQSuite(Suite):
     state_class = MCQState
 
     # Its hooks, from its own modules; build.py and importers.py load only when called.
-    report = staticmethod(write_report)
+    report = staticmethod(report_sections)
     card_figures = staticmethod(card_figures)
     build_commands = lazy_hook(".build", "commands")
     importers = lazy_hook(".importers", "IMPORTERS")

@@ -15,7 +15,7 @@ from ...report.builder import Report, extraction_section, read_by
 from ...report.figures import drawing
 
 
-def write_report(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> Report:
+def report_sections(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> Report:
     """Its part of the run's report (title, own facts, sections); rolebound.report.build adds the
     run-level facts and sections and writes report.md and report.html."""
     rep = Report("Beyond One World (multiverse): canon events, dilemmas, cross-version",

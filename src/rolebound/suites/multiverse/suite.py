@@ -33,7 +33,7 @@ from .prompts import TEMPLATES
 from .. import register_suite
 from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook
 from .card import card_figures
-from .report import compare_tables, summary_lines, write_report
+from .report import compare_tables, summary_lines, report_sections
 from .strategies import STRATEGIES, extractor_for
 from ...protocol import Protocol
 from .options import MultiverseOptions, MultiverseState
@@ -78,7 +78,7 @@ class MultiverseSuite(Suite):
     # Its hooks, from its own modules; build.py and importers.py load only when called.
     strategies = STRATEGIES
     extractor_for = staticmethod(extractor_for)
-    report = staticmethod(write_report)
+    report = staticmethod(report_sections)
     summary = staticmethod(summary_lines)
     compare = staticmethod(compare_tables)
     card_figures = staticmethod(card_figures)

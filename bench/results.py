@@ -103,8 +103,8 @@ PAPERS = [
          # 60 of the run's own replies (5 characters x 6 KKE + 6 UKE, drawn before any verdict),
          # labelled by hand blind to the judge: how far this self-judge can be trusted
          reading="270 RoleKE-Bench queries (30 per character, 9 characters, balanced over KKE/UKE and the four "
-         "memory types), 540 records: 270 answers and 270 self-judge verdicts, 0 failed calls; 152.8 min over "
-         "two invocations, sharing the 2 cores with the charm run, a judge-check and the test suite (an upper "
+         "memory types), 540 records: 270 answers and 270 self-judge verdicts, 0 failed calls; 152.8 min of wall "
+         "time in the invocation that answered them (23:18-01:51 UTC; the manifest's wall_s counts only it), sharing the 2 cores with the charm run, a judge-check and the test suite (an upper "
          "bound). The manifest counts 796 model calls, 256 more than the records: the first invocation "
          "(20:44 UTC on 4 Dec) ran code from before the signal fix merged at 21:18 (7be2e5d), which counted "
          "the replies a stop cut off as calls without recording them (272 counted for 16 recorded, when it "

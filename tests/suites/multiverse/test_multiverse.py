@@ -30,23 +30,26 @@ MINI = """\
 heroes:
   - id: h
     name: Hero
+    note: test fixture
     versions:
-      - {id: h-a, name: Alpha, universe: Films A, attributes: {age: 30, race: Human}}
-      - {id: h-b, name: Beta, universe: Films B}
+      - {id: h-a, name: Alpha, universe: Films A, attributes: {age: 30, race: Human}, note: test fixture}
+      - {id: h-b, name: Beta, universe: Films B, note: test fixture}
 canon:
-  - {version: h-a, phase: childhood, question: 'Who raised you?', options: [Aunt, Uncle, Wolves, Nobody], answer: A, key: raised}
-  - {version: h-b, phase: childhood, question: 'Who raised you?', options: [Aunt, Uncle, Wolves, Nobody], answer: C, key: raised}
-  - {version: h-b, phase: hero, part: 1, question: 'What do you fight?', options: [Crime, Fires, Boredom, Dragons], answer: D}
+  - {version: h-a, phase: childhood, question: 'Who raised you?', options: [Aunt, Uncle, Wolves, Nobody], note: test fixture, answer: A, key: raised}
+  - {version: h-b, phase: childhood, question: 'Who raised you?', options: [Aunt, Uncle, Wolves, Nobody], note: test fixture, answer: C, key: raised}
+  - {version: h-b, phase: hero, part: 1, question: 'What do you fight?', options: [Crime, Fires, Boredom, Dragons], note: test fixture, answer: D}
 dilemmas:
   - version: h-a
     conflict: duty-vs-desire
     situation: A fire and a date.
     choices: [{text: Fight the fire, consequence: miss the date}, {text: Go on the date, consequence: the city burns}]
     canonical: A
+    note: test fixture
   - version: h-b
     conflict: duty-vs-desire
     situation: A flood and a concert.
     choices: [{text: Stop the flood, consequence: miss the concert}, {text: Go to the concert, consequence: floods}]
+    note: test fixture
 """
 
 
@@ -88,11 +91,11 @@ def test_bad_user_data_names_file_line_and_field(tmp_path):
     bad = MINI.replace("answer: D}", "answer: E}")
     with pytest.raises(InputError) as e:
         load_file(write(tmp_path, bad))
-    assert e.value.file.endswith("mv.yaml") and e.value.line == 10 and e.value.field == "canon[2].answer"
+    assert e.value.file.endswith("mv.yaml") and e.value.line == 11 and e.value.field == "canon[2].answer"
     bad = MINI.replace("{version: h-b, phase: hero", "{version: h-z, phase: hero")
     with pytest.raises(InputError, match="unknown version 'h-z'") as e:
         load_file(write(tmp_path, bad))
-    assert e.value.line == 10 and e.value.field == "canon[2].version"
+    assert e.value.line == 11 and e.value.field == "canon[2].version"
     bad = MINI.replace("[Crime, Fires, Boredom, Dragons]", "[Crime, Fires, Boredom]")
     with pytest.raises(InputError) as e:
         load_file(write(tmp_path, bad))

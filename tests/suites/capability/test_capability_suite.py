@@ -28,7 +28,7 @@ def write_items(path: Path, rows: list[dict]) -> Path:
 
 def item(i: int, level: str = "elementary", **kw) -> dict:
     return {"id": f"q{i}", "level": level, "subject": "mathematics", "question": f"What is {i} + 1?",
-            "options": [str(i), str(i + 1), str(i + 2), str(i + 3)], "answer": "B", **kw}
+            "options": [str(i), str(i + 1), str(i + 2), str(i + 3)], "answer": "B", "note": "test fixture", **kw}
 
 
 # -- runs with the fake backend ----------------------------------------------------------------

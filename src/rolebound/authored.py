@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
 
 class Authored(BaseModel):
@@ -20,3 +22,13 @@ class Authored(BaseModel):
         if not (self.source or self.note):
             raise ValueError("give a `source` or a `note` (where this text comes from)")
         return self
+
+    @model_serializer(mode="wrap")
+    def _provenance_last(self, handler) -> dict[str, Any]:
+        # inherited fields come first in pydantic; files we write read better with the data first
+        data = handler(self)
+        return {**{k: v for k, v in data.items() if k not in _PROVENANCE},
+                **{k: data[k] for k in _PROVENANCE if k in data}}
+
+
+_PROVENANCE = ("source", "note", "validated")

@@ -15,10 +15,10 @@ from rolebound.suites.capability.data import CapabilityItem, load_roles
 CFG = load_roles()
 ROLES = {r.id: r for r in CFG.roles}
 ITEM = CapabilityItem(id="q1", level="elementary", subject="mathematics", question="What is 2 + 3?",
-                      options=["4", "5", "6", "7"], answer="B")
+                      options=["4", "5", "6", "7"], answer="B", note="test fixture")
 PASSAGE_ITEM = CapabilityItem(id="q2", level="elementary", subject="language", passage="Max barked at a squirrel.",
                               question="What did Max bark at?", options=["a cat", "a squirrel", "a bird", "a car"],
-                              answer="B")
+                              answer="B", note="test fixture")
 
 
 def test_identity_is_exactly_c1():

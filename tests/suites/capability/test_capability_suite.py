@@ -18,6 +18,8 @@ from rolebound.store import load_records
 from rolebound.suites.capability.suite import CapabilitySuite
 from rolebound.suites.capability.data import BANK_FILE, ROLES_FILE
 
+from helpers import needs_script, rolebound
+
 ALL = "identity,description,cot,guideline,explicit-idk,syllabus,injection,injection-syllabus,no-role"
 
 
@@ -28,7 +30,7 @@ def write_items(path: Path, rows: list[dict]) -> Path:
 
 def item(i: int, level: str = "elementary", **kw) -> dict:
     return {"id": f"q{i}", "level": level, "subject": "mathematics", "question": f"What is {i} + 1?",
-            "options": [str(i), str(i + 1), str(i + 2), str(i + 3)], "answer": "B", **kw}
+            "options": [str(i), str(i + 1), str(i + 2), str(i + 3)], "answer": "B", "note": "test fixture", **kw}
 
 
 # -- runs with the fake backend ----------------------------------------------------------------
@@ -227,6 +229,19 @@ def test_bad_user_items_name_file_line_and_field(tmp_path, bad, line, field, msg
         CapabilitySuite().load(str(p), CapabilitySuite().run_settings(["identity"]))
     assert e.value.file == str(p) and e.value.line == line and e.value.field == field
     assert msg in str(e.value)
+
+
+@needs_script
+@pytest.mark.slow
+def test_an_item_without_provenance_is_one_line_through_the_script(tmp_path):
+    bare = {k: v for k, v in item(2).items() if k != "note"}
+    data = write_items(tmp_path / "x.jsonl", [item(1), bare])
+    before = data.read_bytes()
+    r = rolebound("run", "capability", "--model", "fake:random", "--data", data, "--out", tmp_path / "run")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"error: {data}:2: give a `source` or a `note` (where this text "
+                                             "comes from)"]
+    assert data.read_bytes() == before and not (tmp_path / "run").exists()
 
 
 def test_duplicate_ids_are_rejected(tmp_path):

@@ -25,28 +25,32 @@ from rolebound.suites.multiverse.suite import MultiverseSuite
 from rolebound.suites.multiverse.data import STARTER, load_file
 
 from conftest import shared_path
+from helpers import needs_script, rolebound
 
 MINI = """\
 heroes:
   - id: h
     name: Hero
+    note: test fixture
     versions:
-      - {id: h-a, name: Alpha, universe: Films A, attributes: {age: 30, race: Human}}
-      - {id: h-b, name: Beta, universe: Films B}
+      - {id: h-a, name: Alpha, universe: Films A, attributes: {age: 30, race: Human}, note: test fixture}
+      - {id: h-b, name: Beta, universe: Films B, note: test fixture}
 canon:
-  - {version: h-a, phase: childhood, question: 'Who raised you?', options: [Aunt, Uncle, Wolves, Nobody], answer: A, key: raised}
-  - {version: h-b, phase: childhood, question: 'Who raised you?', options: [Aunt, Uncle, Wolves, Nobody], answer: C, key: raised}
-  - {version: h-b, phase: hero, part: 1, question: 'What do you fight?', options: [Crime, Fires, Boredom, Dragons], answer: D}
+  - {version: h-a, phase: childhood, question: 'Who raised you?', options: [Aunt, Uncle, Wolves, Nobody], note: test fixture, answer: A, key: raised}
+  - {version: h-b, phase: childhood, question: 'Who raised you?', options: [Aunt, Uncle, Wolves, Nobody], note: test fixture, answer: C, key: raised}
+  - {version: h-b, phase: hero, part: 1, question: 'What do you fight?', options: [Crime, Fires, Boredom, Dragons], note: test fixture, answer: D}
 dilemmas:
   - version: h-a
     conflict: duty-vs-desire
     situation: A fire and a date.
     choices: [{text: Fight the fire, consequence: miss the date}, {text: Go on the date, consequence: the city burns}]
     canonical: A
+    note: test fixture
   - version: h-b
     conflict: duty-vs-desire
     situation: A flood and a concert.
     choices: [{text: Stop the flood, consequence: miss the concert}, {text: Go to the concert, consequence: floods}]
+    note: test fixture
 """
 
 
@@ -88,11 +92,11 @@ def test_bad_user_data_names_file_line_and_field(tmp_path):
     bad = MINI.replace("answer: D}", "answer: E}")
     with pytest.raises(InputError) as e:
         load_file(write(tmp_path, bad))
-    assert e.value.file.endswith("mv.yaml") and e.value.line == 10 and e.value.field == "canon[2].answer"
+    assert e.value.file.endswith("mv.yaml") and e.value.line == 11 and e.value.field == "canon[2].answer"
     bad = MINI.replace("{version: h-b, phase: hero", "{version: h-z, phase: hero")
     with pytest.raises(InputError, match="unknown version 'h-z'") as e:
         load_file(write(tmp_path, bad))
-    assert e.value.line == 10 and e.value.field == "canon[2].version"
+    assert e.value.line == 11 and e.value.field == "canon[2].version"
     bad = MINI.replace("[Crime, Fires, Boredom, Dragons]", "[Crime, Fires, Boredom]")
     with pytest.raises(InputError) as e:
         load_file(write(tmp_path, bad))
@@ -104,6 +108,18 @@ def test_bad_user_data_names_file_line_and_field(tmp_path):
     with pytest.raises(InputError) as e:
         load_file(write(tmp_path, bad))
     assert e.value.field == "dilemmas[0].canonical"
+
+
+@needs_script
+@pytest.mark.slow
+def test_an_entry_without_provenance_is_one_line_through_the_script(tmp_path):
+    data = write(tmp_path, MINI.replace("universe: Films B, note: test fixture}", "universe: Films B}"))
+    before = data.read_bytes()
+    r = rolebound("run", "multiverse", "--model", "fake:random", "--data", data, "--out", tmp_path / "run")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"error: {data}:7, field 'heroes[0].versions[1]': give a `source` or a "
+                                             "`note` (where this text comes from)"]
+    assert data.read_bytes() == before and not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow

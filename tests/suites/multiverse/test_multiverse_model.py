@@ -40,8 +40,10 @@ def test_think_act_matching_takes_the_best_pair_with_the_real_embedder():
 def test_tam_is_computed_at_run_time_and_stored_in_the_segmenter_record(tmp_path):
     data = tmp_path / "mv.yaml"
     data.write_text(
-        "heroes:\n  - {id: h, name: H, versions: [{id: h-a, name: Alpha, universe: U}]}\n"
-        "canon:\n  - {version: h-a, phase: childhood, question: 'Q?', options: [a, b, c, d], answer: A}\n",
+        "heroes:\n  - {id: h, name: H, note: test fixture,\n"
+        "     versions: [{id: h-a, name: Alpha, universe: U, note: test fixture}]}\n"
+        "canon:\n  - {version: h-a, phase: childhood, question: 'Q?', options: [a, b, c, d], answer: A,\n"
+        "     note: test fixture}\n",
         encoding="utf-8")
     api.run("multiverse", model="fake:constant", data=str(data), out=tmp_path / "run", progress=False,
             scoring="generate", strategies="cot", backend_options={"text": TAGGED},
@@ -65,8 +67,10 @@ UNTAGGED = ("Gwen is falling from the clock tower and I am afraid I will not rea
 def _one_item(tmp_path):
     data = tmp_path / "mv.yaml"
     data.write_text(
-        "heroes:\n  - {id: h, name: H, versions: [{id: h-a, name: Alpha, universe: U}]}\n"
-        "canon:\n  - {version: h-a, phase: childhood, question: 'Q?', options: [a, b, c, d], answer: A}\n",
+        "heroes:\n  - {id: h, name: H, note: test fixture,\n"
+        "     versions: [{id: h-a, name: Alpha, universe: U, note: test fixture}]}\n"
+        "canon:\n  - {version: h-a, phase: childhood, question: 'Q?', options: [a, b, c, d], answer: A,\n"
+        "     note: test fixture}\n",
         encoding="utf-8")
     return data
 

@@ -13,6 +13,7 @@ from typing import Any, Iterator, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ...authored import Authored
 from ...constants import ABCD
 from ...errors import InputError
 from ...io import jsonl_lines, line_of, read_yaml, validate_record, validate_yaml
@@ -78,14 +79,11 @@ class Role(BaseModel):
         return (self.knowledge.get(key) or self.knowledge["default"]).strip()
 
 
-class RolesConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RolesConfig(Authored):
+    """A roles file; its `source`/`note` say where the whole file's strings come from."""
     levels: list[Level] = Field(min_length=1)
     roles: list[Role] = Field(min_length=1)
     subject_routes: dict[str, str] = Field(default_factory=dict)
-    source: str | None = None
-    note: str | None = None
-    validated: bool | None = None
 
     def level_rank(self) -> dict[str, int]:
         return {lv.id: i for i, lv in enumerate(self.levels)}
@@ -127,8 +125,9 @@ def load_roles(path: str | Path = ROLES_FILE) -> RolesConfig:
 
 
 # -- items -----------------------------------------------------------------------------------------
-class CapabilityItem(BaseModel):
+class CapabilityItem(Authored):
     """One question: level, subject, optional passage, question, options A-D, gold letter."""
+    # Extra keys are kept: the importers keep a user's other columns, and our bank has `check`.
     model_config = ConfigDict(extra="allow")
     id: str = Field(min_length=1)
     level: str = Field(min_length=1)
@@ -137,9 +136,6 @@ class CapabilityItem(BaseModel):
     question: str = Field(min_length=1)
     options: list[str] = Field(min_length=4, max_length=4)
     answer: str
-    source: str | None = None
-    note: str | None = None
-    validated: bool | None = None
 
     @field_validator("id", "level", "subject", mode="before")
     @classmethod

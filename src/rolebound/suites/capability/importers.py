@@ -11,7 +11,8 @@ Columns / keys (case-insensitive; first match wins):
   options   A, B, C, D | option_a..option_d | choice_a..choice_d | options/choices (a JSON list)
   answer    answer | gold | label | correct  a letter A-D or the exact text of an option
   subject   subject (default "general");  passage: passage | context (optional);  id: id | qid
-Any other column is kept on the item.
+Any other column is kept on the item; without a `source` column the item's source is the input's file name
+(every item says where it comes from, see authored.Authored).
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ import typer
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...authored import Authored
 from ...errors import InputError
 from ...io import read_yaml, validate_yaml
 from ...records import Message
@@ -71,16 +72,14 @@ AVOID = ("Earlier dilemmas for this character and conflict type are listed below
          "different from each of them:\n{items}\n")
 
 
-class CanonSeed(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class CanonSeed(Authored):
+    """An expert's question and true answer; its `source`/`note` carry into the built item."""
     version: str
     phase: str = Field(pattern="^(childhood|pre-hero|hero)$")
     part: int | None = Field(None, ge=1, le=3)
     question: str = Field(min_length=1)
     answer: str = Field(min_length=1)            # the expert's true answer, as text
     key: str | None = None
-    source: str | None = None
-    note: str | None = None
 
 
 class SeedFile(BaseModel):

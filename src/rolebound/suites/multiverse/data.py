@@ -9,6 +9,7 @@ from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ...authored import Authored
 from ...errors import InputError
 from ...io import line_of, read_yaml, validate_yaml
 from .prompts import CONFLICTS, LETTERS
@@ -38,27 +39,21 @@ class Attributes(_Strict):
     _as_text = field_validator("*", mode="before")(classmethod(lambda cls, v: _text(v)))
 
 
-class Version(_Strict):
+class Version(_Strict, Authored):
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)          # how the persona is addressed, e.g. 'Peter Parker "Spider-Man"'
     universe: str = Field(min_length=1)      # e.g. "Sam Raimi's Spider-Man films"
     work: str | None = None                  # the film/series/issue the version speaks as of
     attributes: Attributes = Field(default_factory=Attributes)
-    source: str | None = None
-    note: str | None = None
-    validated: bool = False
 
 
-class Hero(_Strict):
+class Hero(_Strict, Authored):
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
     versions: list[Version] = Field(min_length=1)
-    source: str | None = None
-    note: str | None = None
-    validated: bool = False
 
 
-class CanonItem(Item):
+class CanonItem(Item, Authored):
     model_config = ConfigDict(extra="forbid")
     task: Literal["canon"] = "canon"
     version: str
@@ -68,9 +63,6 @@ class CanonItem(Item):
     options: list[str] = Field(min_length=4, max_length=4)
     answer: str
     key: str | None = None                       # same key = the same question across versions
-    source: str | None = None
-    note: str | None = None
-    validated: bool = False
 
     @field_validator("answer", mode="before")
     @classmethod
@@ -100,7 +92,7 @@ class Choice(_Strict):
     consequence: str = Field(min_length=1)
 
 
-class DilemmaItem(Item):
+class DilemmaItem(Item, Authored):
     model_config = ConfigDict(extra="forbid")
     task: Literal["dilemma"] = "dilemma"
     version: str
@@ -110,9 +102,6 @@ class DilemmaItem(Item):
     canonical: Literal["A", "B"] | None = None                   # only where the canon shows it
     iteration: int | None = None
     key: str | None = None
-    source: str | None = None
-    note: str | None = None
-    validated: bool = False
 
 
 class MultiverseFile(_Strict):

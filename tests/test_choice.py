@@ -395,8 +395,8 @@ def test_an_aside_that_answers_is_kept():
 def _corpus_row(row_id):
     import json
     from pathlib import Path
-    path = Path(__file__).parent / "data" / "replies" / "multiverse.jsonl"
-    rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    rows = (json.loads(line) for path in sorted((Path(__file__).parent / "data" / "replies").glob("*.jsonl"))
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
     return next(r for r in rows if r["id"] == row_id)
 
 
@@ -735,3 +735,45 @@ def test_a_resolve_that_is_hedged_negated_asked_or_undone_reads_none():
                   "I have to save the bridge. I will save Aunt May.", "I have to save the bridge and Aunt May.",
                   "I save the bridge.", "I will save them both."):
         assert read_choice(reply, opts) is None, reply
+
+
+# -- Qwen's own multiverse replies (issue 39's multiverse-bow run; the qwen_dev rows) ----------------------
+def test_an_option_restated_in_the_first_person_is_stated_text():
+    opts = [("A", "Confusion and fear, unsure of your fate"), ("B", "Excitement at the idea of space adventures"),
+            ("C", "Anger and a desire to escape"), ("D", "Determination to prove yourself")]
+    got = choice_reading("As a child, I was raised on Earth by my mother. My first reaction to this new life was "
+                         "confusion and fear, unsure of my fate.", opts)
+    assert (got.value, got.rule) == (0, "stated_text")
+    assert read_choice("My first reaction was not confusion and fear, unsure of my fate.", opts) is None
+    assert read_choice("Was it confusion and fear, unsure of my fate?", opts) is None
+
+
+def test_ruling_out_every_other_option_by_label_leaves_the_one():
+    got = _read_row("qwen-bow-cid-26-childhood-1-direct-answer")      # "I would not choose option A, B, or D ..."
+    assert (got.value, got.rule) == (2, "eliminates_the_others")
+    opts = [("A", "Run"), ("B", "Hide"), ("C", "Fight"), ("D", "Wait")]
+    assert read_choice("I would not choose options A, B and D.", opts) == 2
+    for reply in ("I would not choose option A or B.",                      # two left
+                  "If the bridge holds, I would not choose option A, B, or D.",      # supposed
+                  "I would not choose option A, B, or D. Option C is no better.",   # the one left is named too
+                  "Options A, B and D fit well."):                          # nothing ruled out
+        assert read_choice(reply, opts) is None, reply
+
+
+def test_a_pick_that_a_colon_introduces_before_a_review_of_each_other_option():
+    got = _read_row("qwen-bow-cid-34-hero1-1-direct-answer")      # "... would be:\n\nD) ...", then A), B), C) reviewed
+    assert (got.value, got.rule) == (3, "answer_line_before_review")
+    opts = [("A", "Run away"), ("B", "Hide in the cave"), ("C", "Fight the troll")]
+    review = ("\n\nA) Run away - While this could keep him alive, it is not what he stands for.\n\n"
+              "B) Hide in the cave - This would leave the village to the troll, which he would never accept.")
+    assert read_choice("What drives him here would be:\n\nC) Fight the troll." + review, opts) == 2
+    assert read_choice("Let's look at each one.\n\nC) Fight the troll." + review, opts) is None   # no pick introduced
+    # one other option left unreviewed: not a pick followed by the rest
+    assert read_choice("What drives him here would be:\n\nC) Fight the troll." + review.split("\n\nB)")[0], opts) is None
+
+
+def test_as_the_role_before_a_resolve_is_read_and_two_acts_are_none():
+    got = _read_row("qwen-bow-cid-44-hero1-1-direct-answer")   # "As the Falcon, I utilize my link ... to gather reconnaissance"
+    assert got.value == 0
+    # "As Tony Stark, I would initially seek for revenge ... I would continue producing weapons but in secret"
+    assert _read_row("qwen-bow-cid-1-pre-hero-1-direct-answer").value is None

@@ -205,6 +205,12 @@ _PERSON = {"you": "i", "your": "my", "yours": "mine", "yourself": "myself", "you
            "you'd": "i'd", "you'll": "i'll", "me": "i"}
 
 
+def _either_person(word: str) -> str:
+    """A regex for an option's word that takes its first-person form too ("your" or "my")."""
+    first = _PERSON.get(word)
+    return f"(?:{re.escape(word)}|{re.escape(first)})" if first and word != "me" else re.escape(word)
+
+
 def _norm(s: str) -> str:
     """Lower-case words, second person read as first: an option says "your", the character "my"."""
     return " ".join(_PERSON.get(w, w) for w in _WORD.findall(s.lower()))
@@ -746,10 +752,13 @@ def _read(text: str, opts: _Options) -> Reading:
             after = [e for e in reviewed[cut:] if not e.review]
             if (not after or len({e.value for e in after}) > 1) and (final := _restated_pick(text, opts, reviewed)):
                 after = [final]
+            if (not after or len({e.value for e in after}) > 1) and (first := _pick_then_others(text, opts, reviewed)):
+                after = [first]
             if not after or len({e.value for e in after}) > 1:
                 why = "answer_lines_disagree" if len(vals) > 1 else "answer_line_inside_a_review"
                 return Reading(None, "none:" + why, lines[-1].span)
-        rule = lines[-1].rule + ("_after_review" if after is not lines else "")
+        rule = "answer_line_before_review" if after[-1].pos < reviewed[-1].pos and after is not lines else \
+            lines[-1].rule + ("_after_review" if after is not lines else "")
         reading = Reading(after[-1].value, rule, after[-1].span)
     else:
         q = opts.quoted(text)    # a short reply that is an option's text and nothing else
@@ -760,6 +769,8 @@ def _read(text: str, opts: _Options) -> Reading:
             return Reading(None, "none:only_conditional_decision", events[-1].span)
         elif (st := _stated(text, opts)) is not None:
             reading = Reading(st, "stated_text", _stated_span(text, opts, st))
+        elif (left := _eliminated(text, opts)) is not None:
+            reading = Reading(*left)
         elif not _undecided(text, opts) and (found := _ref_with_text(text, opts) or _text_line(text, opts)
                                              or _paraphrase(text, opts) or _resolves_to_act(text, opts)):
             reading = Reading(*found)
@@ -841,6 +852,53 @@ _HEDGE = re.compile(r"\b(?:not|never|no|nor|cannot|if|whether|unless|might|may|c
                     r"some\s+say|or)\b|n't\b", re.I)
 
 
+def _pick_then_others(text: str, opts: _Options, lines: list[_Event]) -> _Event | None:
+    """"... would be:\n\nD) A lack of ...", then one review line on each other option: the answer line
+    that a colon introduces, before the others are reviewed once each, is the pick."""
+    first, rest = lines[0], lines[1:]
+    if first.review or first.value is None or any(not e.review for e in rest):
+        return None
+    others = [e.value for e in rest]
+    if sorted(others) != sorted(set(range(opts.n)) - {first.value}):
+        return None
+    lead = text[:first.pos].rstrip()
+    if not lead.endswith(":") or not re.search(r"\b(?:is|was|would\s+be|will\s+be|answer|choice)\W*$", lead, re.I):
+        return None
+    return first
+
+
+# "I would not choose option A, B, or D", "Options A, C and D do not fit": every option but one ruled out
+_RULED_OUT = re.compile(r"\boptions?\s+(?P<list>\(?[A-H]\)?(?:\s*(?:,\s*(?:or\b|and\b)?|\bor\b|\band\b|&|/)\s*\(?[A-H]\)?){1,6})(?![\w'’])")
+_NOT = re.compile(r"\b(?:not|never|cannot)\b|n't\b", re.I)
+
+
+def _eliminated(text: str, opts: _Options) -> tuple[int, str, str] | None:
+    """The one option left when a negated sentence rules out all the others by label, and no
+    sentence names the one left by label."""
+    if not opts.letters:
+        return None
+    left: set[int] = set()
+    span = ""
+    for _, _, sent in _sentences(text):
+        m = _RULED_OUT.search(sent)
+        if not m:
+            continue
+        named = {opts.letters.get(c.upper()) for c in re.findall(r"[A-H]", m.group("list"))}
+        if None in named or not _NOT.search(sent) or sent.rstrip().endswith("?") or _CONDITIONAL.search(sent):
+            return None
+        rest = set(range(opts.n)) - named
+        if len(rest) != 1 or (left and left != rest):
+            return None
+        left, span = rest, sent.strip()[:160]
+    if not left:
+        return None
+    idx = next(iter(left))
+    label = next(k for k, v in opts.letters.items() if v == idx)
+    if re.search(rf"(?<![\w'’])\(?{label}\)(?!\w)|(?i:\boption)\s+{label}\b", text):
+        return None         # the one left is named too: the decision rules have read (or refused) it
+    return idx, "eliminates_the_others", span
+
+
 def _stated(text: str, opts: _Options) -> int | None:
     """The option whose whole text the reply states as a plain fact ("the girl next door ... was Mary
     Jane Watson."), when no other option's text appears anywhere in the reply and no sentence that
@@ -857,7 +915,8 @@ def _stated(text: str, opts: _Options) -> int | None:
     if not words:
         return None
     # no quotation mark inside either: 'about a "spider in a jar,"' mentions option D's text, it does not state it
-    pat = re.compile(r"(?<![\w\"“'])" + r"[^\w\"“”]+".join(re.escape(w) for w in words)
+    # in either person: the option's "unsure of your fate" is the character's "unsure of my fate"
+    pat = re.compile(r"(?<![\w\"“'])" + r"[^\w\"“”]+".join(_either_person(w) for w in words)
                      + r"(?!\w)\W*?(?=[.,;:!)\]]|\s*$)", re.I)
     if not any(pat.search(sent) for sent in holding):
         return None
@@ -950,13 +1009,15 @@ _MUSING = (r"(?:thinking|considering|wondering|weighing|hoping|wishing|imagining
            r"talking|saying|telling|looking|praying|trying|being|getting|starting|beginning|torn|not|just|still)\b")
 # a first-person sentence that acts or has acted: "I must don the Helmet again", "So yes, I refused to
 # turn over the list", "I had no choice but to fight him directly"
-_COMMITS = re.compile(r"^\W*(?:(?:so|yes|then|therefore|thus|and|in\s+the\s+end|ultimately|instead|now)\b,?\s+)*"
+# "As Tony Stark, I would ...": the role's own name before the clause is no hedge
+_AS_ROLE = r"(?:as\s+[^,.!?;:\n]{1,60},\s*)?"
+_COMMITS = re.compile(r"^\W*" + _AS_ROLE + r"(?:(?:so|yes|then|therefore|thus|and|in\s+the\s+end|ultimately|instead|now)\b,?\s+)*"
                       r"(?:i|we)(?:'ll|'d|'m\s+going\s+to|\s+will|\s+would|\s+must|\s+shall|\s+am\s+going\s+to|"
                       r"\s+have\s+to|\s+had\s+to|\s+had\s+no\s+choice\s+but\s+to|\s+(?:chose|choose|decided|decide)\s+to)?\s+"
                       r"(?!(?:was|were|am|is|need|want|think|feel|felt|know|knew|guess|believe|hope|wish|see|saw|understand|"
                       r"remember|can|could|might|may|wonder|suppose|like|love|mean)\b)(?=[a-z])"
                       # "I'm heading to Nevada": the present progressive acts too (with the option's own verb, see _paraphrase)
-                      r"|^\W*(?:(?:so|yes|then|and|now)\b,?\s+)*(?:i'm|i\s+am|we're|we\s+are)\s+(?!" + _MUSING + r")(?=(?P<ing>[a-z]+ing)\b)",
+                      r"|^\W*" + _AS_ROLE + r"(?:(?:so|yes|then|and|now)\b,?\s+)*(?:i'm|i\s+am|we're|we\s+are)\s+(?!" + _MUSING + r")(?=(?P<ing>[a-z]+ing)\b)",
                       re.I)
 
 
@@ -969,6 +1030,8 @@ def _paraphrase(text: str, opts: _Options) -> tuple[int, str, str] | None:
         m = _COMMITS.match(sent)
         if not m or sent.rstrip().endswith("?"):
             continue
+        if re.search(r"\b(?:option|choice)s?\b", sent, re.I):
+            continue    # "I would choose the second option: ...": a reference the decision rules read, or refused
         w = _words(sent[m.end():])
         hits = sorted(((len(w & opts.distinct[i]), i) for i in range(opts.n)), reverse=True)
         (best, i), second = hits[0], hits[1][0] if len(hits) > 1 else 0

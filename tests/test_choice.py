@@ -777,3 +777,49 @@ def test_as_the_role_before_a_resolve_is_read_and_two_acts_are_none():
     assert got.value == 0
     # "As Tony Stark, I would initially seek for revenge ... I would continue producing weapons but in secret"
     assert _read_row("qwen-bow-cid-1-pre-hero-1-direct-answer").value is None
+
+
+# -- from qwen_blind's first read (21 of 31, 1 wrong, 1 false commit of 9), before qwen_blind2 -----------------
+def test_two_generic_words_of_a_long_untitled_option_do_not_name_it():
+    # "I would choose option C: ... Therefore, the best course of action would be to use his powers responsibly"
+    # was read as A ("... planning to use your powers to win the prize money"): a wrong reading
+    got = _read_row("qwen-bow-cid-6-pre-hero-2-direct-answer")
+    assert (got.value, got.rule) == (2, "decision")
+    opts = [("A", "Deliberately trigger Ragnarok by having Loki resurrect Surtur, destroying Asgard"),
+            ("B", "Continue fighting Hela directly with your allies"), ("C", "Surrender to Hela")]
+    assert read_choice("I chose to trigger Ragnarok.", opts) == 0          # two words of the option's own act
+
+
+def test_one_option_among_several_claimed_is_none():
+    # "I served as a diplomat ..., engaging in covert operations ..., and studying ancient Wakandan texts ... I also
+    # trained with various superhero teams": all four, read as B (stated_text) and then as D (paraphrase)
+    assert _read_row("qwen-bow-cid-31-pre-hero-1-direct-answer").value is None
+
+
+def test_an_option_that_is_itself_a_question_answers():
+    got = _read_row("qwen-bow-cid-5-childhood-1-direct-answer")   # "I would respond with option D: Will you call me every day?"
+    assert (got.value, got.rule) == (3, "decision")
+    opts = [("A", "I wanna go with you"), ("B", "Will you be back soon?")]
+    assert read_choice("I would respond with option B: Will you be back soon?", opts) == 1
+    assert read_choice("Should I respond with option B?", opts) is None
+    assert read_choice("I would respond with anger.", opts) is None
+
+
+@pytest.mark.parametrize("row, want", [("qwen-bow-cid-80-hero1-1-direct-answer", 0), ("qwen-bow-cid-88-hero1-1-direct-answer", 0),
+                                       ("qwen-bow-cid-2-pre-hero-1-direct-answer", 1), ("bow-v3-369", 1)])
+def test_an_answer_stated_as_a_fact_in_other_words(row, want):
+    # "my primary objective was to safeguard humanity from supernatural threats" for "Safeguarding humanity from ..."
+    got = _read_row(row)
+    assert (got.value, got.rule) == (want, "stated_paraphrase")
+
+
+def test_a_stated_paraphrase_that_hedges_negates_asks_or_names_two_is_none():
+    opts = [("A", "Safeguarding humanity from supernatural threats"), ("B", "Uncovering hidden truths about the mystical world")]
+    assert read_choice("As a protector, my primary objective was to safeguard humanity from supernatural threats.", opts) == 0
+    for reply in ("My primary objective was not to safeguard humanity from supernatural threats.",
+                  "My objective might have been to safeguard humanity from supernatural threats.",
+                  "Was my objective to safeguard humanity from supernatural threats?",
+                  "My objective was to safeguard humanity from supernatural threats. My goal was to uncover hidden "
+                  "truths about the mystical world.",
+                  "My objective was both to safeguard humanity from supernatural threats and more."):
+        assert read_choice(reply, opts) is None, reply

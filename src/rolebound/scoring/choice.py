@@ -256,6 +256,8 @@ _DECIDE = re.compile(
     # "I'm taking Option A.", "I'll take B)": take only with a label right after it (not "I'll take the blame")
     r"|(?i:\b(?:i'm|i\s+am|we're|we\s+are|i'll|i\s+will|i'd|i\s+would|we'll|we\s+will)\s+(?:taking|take)\b"
     r"(?=\s+(?:(?:option|choice)\s+(?:[A-H]|\d)\b|\(?(?-i:[A-H])\)|(?-i:[A-H])\b(?!['’]))))"
+    # "I would respond with option D: Will you call me every day?": respond / reply / answer with, a label right after
+    r"|(?i:\b(?:respond|reply|answer)(?:s|ed|ing)?\s+with(?=\s+(?:option|choice)\s+(?:[A-H]|\d)\b))"
     # "Therefore, I propose Option D.": propose / suggest / recommend decide only with a label right after
     r"|(?i:\b(?:i|we)\s+(?:propose|suggest|recommend)(?=\s+(?:option|choice)\s+(?:[A-H]|\d)\b))"
     # "the answer, the obvious answer, the one even a caveman could see, is C)"
@@ -401,7 +403,13 @@ def _title_value(target: str, opts: _Options) -> int | None:
             re.search(r"\b[A-Z][\w'-]*\b", x) and x.lower().removesuffix("'s") in
             {w.lower() for w in re.findall(r"\b[A-Z][\w'-]*", opts.texts[best] + " " + opts.titles[best])}
             for x in head.split())
-        if not (len(hits) >= 2 or (hits and 2 * len(hits) >= len(d)) or (only_here and len(d) <= 3) or named):
+        # two words of a long untitled option are not its name ("use his powers responsibly" is not "Sign up
+        # ... planning to use your powers to win the prize money"): a third of its distinct words, or two of its act's
+        # ("I chose to trigger Ragnarök" for "Deliberately trigger Ragnarök by having Loki resurrect Surtur, ...")
+        titled_opt = bool(opts.title_words[best] & opts.distinct[best])
+        if not ((len(hits) >= 2 and (titled_opt or 3 * len(hits) >= len(d) or len(hits & opts.core[best]) >= 2))
+                or (hits and 2 * len(hits) >= len(d))
+                or (only_here and len(d) <= 3) or named):
             # "I would choose to take the balloons away with the Batwing": the scenario's text
             a = opts.alias_words[best]
             if not (a and len(w & a) >= 2 and 2 * len(w & a) >= len(a)):
@@ -501,7 +509,9 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
     for k, (s0, s1, sent) in enumerate(sents):
         same_line = k + 1 < len(sents) and not sent.endswith("\n")
         nxt = sents[k + 1][2] if k + 1 < len(sents) else ""
-        asks = sent.rstrip().endswith("?")
+        # "I would respond with option D: Will you call me every day?": an option that is itself a question
+        asks = sent.rstrip().endswith("?") and not any(
+            t.rstrip().endswith("?") and len(_norm(t)) >= 4 and _norm(sent).endswith(_norm(t)) for t in opts.texts)
         for m in _DECIDE.finditer(sent):
             marker = ":" in m.group(0) or "：" in m.group(0) or m.group(0).rstrip().endswith(".")
             if asks and not marker:
@@ -772,7 +782,8 @@ def _read(text: str, opts: _Options) -> Reading:
         elif (left := _eliminated(text, opts)) is not None:
             reading = Reading(*left)
         elif not _undecided(text, opts) and (found := _ref_with_text(text, opts) or _text_line(text, opts)
-                                             or _paraphrase(text, opts) or _resolves_to_act(text, opts)):
+                                             or _paraphrase(text, opts) or _resolves_to_act(text, opts)
+                                             or _states_as_answer(text, opts)):
             reading = Reading(*found)
         else:
             return Reading(None, "none:no_decision")
@@ -907,6 +918,12 @@ def _stated(text: str, opts: _Options) -> int | None:
     if q is None:
         return None
     holding = [sent for _, _, sent in _sentences(text) if opts.quoted(sent) == q]
+    # one option among others in the same sentence: "I served as a diplomat representing Wakanda ..., engaging in
+    # covert operations to protect Wakanda's interests, and studying ancient Wakandan texts ..."
+    own = [opts.distinct[j] - opts.words[q] for j in range(opts.n)]      # not "West Sumatra" beside "Padang Panjang, West Sumatra"
+    if any(j != q and len(own[j]) >= 2 and 3 * len(_words(sent) & own[j]) >= 2 * len(own[j])
+           for sent in holding for j in range(opts.n)):
+        return None
     if not holding or any(sent.rstrip().endswith("?") or _hedged(sent, opts.texts[q]) for sent in holding):
         return None
     # the option's own text (not a title: "Greater Good" is a concept a reply may muse on) ending a
@@ -1035,6 +1052,8 @@ def _paraphrase(text: str, opts: _Options) -> tuple[int, str, str] | None:
         w = _words(sent[m.end():])
         hits = sorted(((len(w & opts.distinct[i]), i) for i in range(opts.n)), reverse=True)
         (best, i), second = hits[0], hits[1][0] if len(hits) > 1 else 0
+        if best >= 2 and second >= 2 and 2 * second >= best and not _HEDGE.search(_norm(sent)):
+            return None     # one resolve taking up two options' acts: "I served as a diplomat ..., engaging in ..."
         core = len(w & opts.core[i])      # a long option's act before its comma: "Cast a spell to bring her back, showing ..."
         # or the whole of a short act before its comma ("I will return to the fight" for "Return to the fight, inspired by ...")
         # or the option's whole title of two words or more, and no word of another option's title ("I'll
@@ -1112,6 +1131,40 @@ def _resolves_to_act(text: str, opts: _Options) -> tuple[int, str, str] | None:
             if any(len((w & opts.distinct[j]) - opts.words[i]) >= 2 for j in range(opts.n) if j != i):
                 return None
     return i, "resolves_to_act", found[i]
+
+
+_COPULA = re.compile(r"\b(?:was|is|were|would\s+(?:have\s+)?been|would\s+be|will\s+be)\s+(?:(?:to|that|by|a|an|the)\s+)?"
+                     r"(?P<rest>[^.!?;]+)", re.I)
+
+
+def _states_as_answer(text: str, opts: _Options) -> tuple[int, str, str] | None:
+    """The answer stated as a fact in other grammatical words: "my primary objective was to safeguard
+    humanity from supernatural threats" for "Safeguarding humanity from supernatural threats". What
+    follows the copula holds three quarters or more of one option's own words (two at least) and under
+    half of every other's; every such sentence names the same option, none negates, hedges or asks."""
+    found: dict[int, str] = {}
+    for _, _, sent in _sentences(text):
+        m = _COPULA.search(sent)
+        if not m or sent.rstrip().endswith("?"):
+            continue
+        w = _words(m.group("rest"))
+        cover = [len(w & d) / len(d) if d else 0.0 for d in opts.distinct]
+        i = max(range(opts.n), key=lambda j: cover[j])
+        if len(w & opts.distinct[i]) < 2 or cover[i] < 0.75 or any(c >= 0.5 for j, c in enumerate(cover) if j != i):
+            continue
+        if _HEDGE.search(_norm(sent)) or re.search(r"\b(?:both|neither|either|combination|also)\b", sent, re.I):
+            return None
+        found.setdefault(i, sent.strip()[:160])
+    if len(found) != 1:
+        return None
+    i = next(iter(found))
+    for _, _, sent in _sentences(text):       # "It was Mary Jane Watson. Gwen Stacy came later.": another named too
+        w = _words(sent)
+        if not _HEDGE.search(_norm(sent)) and any(
+                j != i and len(w & opts.distinct[j]) >= 2 and 4 * len(w & opts.distinct[j]) >= 3 * len(opts.distinct[j])
+                for j in range(opts.n)):
+            return None
+    return i, "stated_paraphrase", found[i]
 
 
 def _hedged(sentence: str, option_text: str) -> bool:

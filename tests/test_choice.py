@@ -823,3 +823,12 @@ def test_a_stated_paraphrase_that_hedges_negates_asks_or_names_two_is_none():
                   "truths about the mystical world.",
                   "My objective was both to safeguard humanity from supernatural threats and more."):
         assert read_choice(reply, opts) is None, reply
+
+
+def test_an_option_stated_beside_most_of_anothers_own_words_is_none():
+    # "My first thought would be excitement for new experiences ... Additionally, I would be determined to fulfill a
+    # greater purpose ...": all four emotions, read as A (stated_text) at qwen_blind2's first read
+    assert _read_row("qwen-bow-cid-54-pre-hero-1-direct-answer").value is None
+    # a few shared words in a sentence of reasons do not count ("protecting ... Earth" beside "Desire to protect Earth")
+    got = _read_row("qwen-bow-cid-64-hero1-1-direct-answer")
+    assert (got.value, got.rule) == (1, "stated_text")

@@ -924,6 +924,12 @@ def _stated(text: str, opts: _Options) -> int | None:
     if any(j != q and len(own[j]) >= 2 and 3 * len(_words(sent) & own[j]) >= 2 * len(own[j])
            for sent in holding for j in range(opts.n)):
         return None
+    # another option's own words, most of them, stated in a sentence of their own: "My first thought would be
+    # excitement for new experiences ... Additionally, I would be determined to fulfill a greater purpose"
+    if any(j != q and len(_words(sent) & own[j]) >= 3 and 3 * len(_words(sent) & own[j]) >= 2 * len(own[j])
+           and not _HEDGE.search(_norm(sent)) and not sent.rstrip().endswith("?")
+           for _, _, sent in _sentences(text) for j in range(opts.n)):
+        return None
     if not holding or any(sent.rstrip().endswith("?") or _hedged(sent, opts.texts[q]) for sent in holding):
         return None
     # the option's own text (not a title: "Greater Good" is a concept a reply may muse on) ending a

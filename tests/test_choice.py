@@ -832,3 +832,17 @@ def test_an_option_stated_beside_most_of_anothers_own_words_is_none():
     # a few shared words in a sentence of reasons do not count ("protecting ... Earth" beside "Desire to protect Earth")
     got = _read_row("qwen-bow-cid-64-hero1-1-direct-answer")
     assert (got.value, got.rule) == (1, "stated_text")
+
+
+def test_the_role_named_in_if_i_were_is_no_supposition():
+    got = _read_row("qwen-bow-cid-47-childhood-1-direct-answer")     # "If I were Clark Kent, I would choose option C: ..."
+    assert (got.value, got.rule) == (2, "decision")
+    opts = [("A", "Run"), ("B", "Hide"), ("C", "Fight")]
+    assert read_choice("If I were braver, I would choose option C.", opts) is None         # a supposition
+    assert read_choice("If I were Clark Kent, I would choose option C.", opts) == 2
+
+
+def test_an_option_in_the_second_person_restated_with_me_as_object():
+    # "Witnessing Kara's emergence ... reminded me of my own daughters" for "... reminded you of your own daughters"
+    got = _read_row("qwen-bow-cid-71-pre-hero-2-direct-answer")
+    assert (got.value, got.rule) == (1, "stated_text")

@@ -207,6 +207,8 @@ _PERSON = {"you": "i", "your": "my", "yours": "mine", "yourself": "myself", "you
 
 def _either_person(word: str) -> str:
     """A regex for an option's word that takes its first-person form too ("your" or "my")."""
+    if word == "you":       # subject or object: "reminded you of your own daughters", "reminded me of my own"
+        return "(?:you|i|me)"
     first = _PERSON.get(word)
     return f"(?:{re.escape(word)}|{re.escape(first)})" if first and word != "me" else re.escape(word)
 
@@ -292,6 +294,8 @@ _CONDITIONAL = re.compile(r"(?i:\b(?:if|whether|unless)\b(?!\s+(?:i\s+|you\s+|we
                           r"(?:forced|pressed|(?:had|have|must|were|gotta|got|have\s+got|'ve\s+got)\s+(?:to\s+)?(?:choose|pick|decide)))"
                           r"(?!\s+(?:you(?:'re|\s+are)?\s+ask(?:ing)?(?:\s+me)?|it\s+(?:was|were|is)\s+(?:me|up\s+to\s+me)|"
                           r"i(?:'m|\s+am|\s+was|\s+were)\s+(?:being\s+)?(?:honest|in\s+\w+(?:'s)?\s+(?:shoes|place|position))|"
+                          # "If I were Clark Kent, I would choose option C": the role, not a supposition
+                          r"i\s+were\s+(?-i:[A-Z])[\w'’-]*(?:\s+(?-i:[A-Z])[\w'’-]*){0,3}(?=\s*,)|"
                           # "if we're talking about what I did after ...", "the answer, if it wasn't obvious, is B"
                           r"(?:we|you)(?:'re|\s+are)\s+(?:talking|speaking)\b|"
                           r"it\s+(?:wasn't|isn't|weren't|was\s+not|is\s+not)\s+(?:already\s+)?(?:\w+ly\s+)?(?:obvious|clear)|"

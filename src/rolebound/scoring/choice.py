@@ -748,32 +748,9 @@ def _read(text: str, opts: _Options) -> Reading:
                         return Reading(None, "none:acts_on_another_option", sent.strip()[:160])
         reading = Reading(last.value, last.rule, last.span)
     elif [e for e in lines if not e.review]:
-        reviewed = lines
-        lines = [e for e in lines if not e.review]
-        vals = {e.value for e in lines}
-        if None in vals:
-            return Reading(None, "none:reference_and_text_disagree", lines[-1].span)
-        after = lines
-        if len(vals) > 1 or len({e.value for e in reviewed}) > 1:
-            # a review of every option, one line each, then the one it picks: read what follows the
-            # review. A review that stops short (cut off at the token cap) picks nothing.
-            seen, cut = set(), len(reviewed)
-            for k, e in enumerate(reviewed):
-                seen.add(e.value)
-                if len(seen) == opts.n:
-                    cut = k + 1
-                    break
-            after = [e for e in reviewed[cut:] if not e.review]
-            if (not after or len({e.value for e in after}) > 1) and (final := _restated_pick(text, opts, reviewed)):
-                after = [final]
-            if (not after or len({e.value for e in after}) > 1) and (first := _pick_then_others(text, opts, reviewed)):
-                after = [first]
-            if not after or len({e.value for e in after}) > 1:
-                why = "answer_lines_disagree" if len(vals) > 1 else "answer_line_inside_a_review"
-                return Reading(None, "none:" + why, lines[-1].span)
-        rule = "answer_line_before_review" if after[-1].pos < reviewed[-1].pos and after is not lines else \
-            lines[-1].rule + ("_after_review" if after is not lines else "")
-        reading = Reading(after[-1].value, rule, after[-1].span)
+        reading, final = _read_lines(text, opts, lines)
+        if final:
+            return reading
     else:
         q = opts.quoted(text)    # a short reply that is an option's text and nothing else
         if q is not None and len(_words(text)) <= len(opts.words[q]) + 6 and not _hedged(text, opts.texts[q]) \
@@ -801,6 +778,37 @@ def _read(text: str, opts: _Options) -> Reading:
                 if idx is not None and idx != reading.value and how != "out_of_range":
                     return Reading(None, "none:also_takes_another_option", sent.strip()[:160])
     return reading
+
+
+def _read_lines(text: str, opts: _Options, lines: list[_Event]) -> tuple[Reading, bool]:
+    """A reply whose answer is in its answer lines ("B) ..."), reviews of the options included; the
+    reading, and whether it is final (a none that no later check may change)."""
+    reviewed = lines
+    lines = [e for e in lines if not e.review]
+    vals = {e.value for e in lines}
+    if None in vals:
+        return Reading(None, "none:reference_and_text_disagree", lines[-1].span), True
+    after = lines
+    if len(vals) > 1 or len({e.value for e in reviewed}) > 1:
+        # a review of every option, one line each, then the one it picks: read what follows the
+        # review. A review that stops short (cut off at the token cap) picks nothing.
+        seen, cut = set(), len(reviewed)
+        for k, e in enumerate(reviewed):
+            seen.add(e.value)
+            if len(seen) == opts.n:
+                cut = k + 1
+                break
+        after = [e for e in reviewed[cut:] if not e.review]
+        if (not after or len({e.value for e in after}) > 1) and (final := _restated_pick(text, opts, reviewed)):
+            after = [final]
+        if (not after or len({e.value for e in after}) > 1) and (first := _pick_then_others(text, opts, reviewed)):
+            after = [first]
+        if not after or len({e.value for e in after}) > 1:
+            why = "answer_lines_disagree" if len(vals) > 1 else "answer_line_inside_a_review"
+            return Reading(None, "none:" + why, lines[-1].span), True
+    rule = "answer_line_before_review" if after[-1].pos < reviewed[-1].pos and after is not lines else \
+        lines[-1].rule + ("_after_review" if after is not lines else "")
+    return Reading(after[-1].value, rule, after[-1].span), False
 
 
 def _settle(firm: list[_Event], lines: list[_Event], opts: _Options) -> tuple[_Event, Reading | None]:

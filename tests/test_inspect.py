@@ -143,7 +143,7 @@ def test_the_issues_literal_mockllm_command_runs_offline_and_the_import_command_
     exe = shutil.which("inspect", path=str(Path(sys.executable).parent))
     if exe is None:
         pytest.skip("the inspect command is not installed beside this Python")
-    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "tiktoken")}
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path / "tiktoken"), "ROLEBOUND_DERIVED_DIR": str(tmp_path / "derived")}
     out = subprocess.run([exe, "eval", "rolebound/charm", "--model", "mockllm/model", "--limit", "5",
                           "--log-dir", str(tmp_path / "logs"), "--display", "none"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=300, env=env)
@@ -155,6 +155,14 @@ def test_the_issues_literal_mockllm_command_runs_offline_and_the_import_command_
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["model"] == "inspect:mockllm/model"
     assert "| calls | 5 model calls, 0 cache hits, 0 resumed, 0 failed |" in (tmp_path / "run" / "report.md").read_text()
+    # CHARM's distractor similarity is measured for the MCQs that ran, not for the whole starter set up front
+    import sqlite3
+
+    recs = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    bc = [r for r in recs if r["stage"] == "bc"]
+    assert bc and all(isinstance(r["meta"].get("sim"), float) for r in bc)
+    texts = sqlite3.connect(tmp_path / "derived" / "charm-options" / "rows.sqlite").execute("select count(*) from rows")
+    assert texts.fetchone()[0] <= 5 * len(bc)
     again = rolebound("report", tmp_path / "run")
     assert again.returncode == 0, again.stderr
     bad = rolebound("import", "inspect", tmp_path / "nothing.eval", "--out", tmp_path / "x")

@@ -69,6 +69,7 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
     strategies = _strategies(suite, strategy)
     settings = suite.run_settings(strategies, options, scoring="generate" if suite.offers_scoring else None,
                                   backend="inspect", judge_requested=suite.uses_judge)
+    settings.partial = True     # inspect's --limit may run a few of the items: per-item work on first use
     stub = bridge.InspectBackend()
     dataset = load_data(suite, data, settings)
     suite.check(stub, settings, judge=stub if suite.uses_judge else None)

@@ -91,6 +91,9 @@ class RunSettings:
     backend: str | None = None       # kind of the backend under test ("bundled", "openai", ...); None: no run
     demo: bool = False               # the model under test is a demo model (protocol.is_demo)
     state: RunState = field(default_factory=RunState)
+    # inspect tasks: before_items sees every item, but --limit may run only a few, so per-item work
+    # (CHARM's distractor similarity) is done on an item's first job, not for all items up front
+    partial: bool = False
 
     def resolve(self, key: str, value: Any) -> Any:
         """Record a mode check() resolves: into the options and what they record as given (hence

@@ -36,3 +36,4 @@ class CharmState(RunState):
 
     sim: dict[str, float] | None = None     # distractor-to-answer similarity per MCQ (Table 14)
     embedder: str | None = None             # the embedder that measured it
+    sim_groups: dict | None = None          # an inspect task's MCQs, measured on their first job

@@ -59,9 +59,19 @@ async def before_items(items, settings: RunSettings, opts) -> None:
     from ...scoring.embeddings import embedder_name
 
     groups = {i.id: (i.answer, [o for o in i.options if o != i.answer and not is_abstain(o)]) for i in mcqs}
+    settings.state.embedder = embedder_name(opts.embedder)
+    if settings.partial:        # an inspect task: each MCQ on its first job (prepare_item)
+        settings.state.sim, settings.state.sim_groups = {}, groups
+        return
     # cached on disk by the option texts and the embedder (a re-run loads no model)
     settings.state.sim = await asyncio.to_thread(mean_similarity, groups, opts.embedder)
-    settings.state.embedder = embedder_name(opts.embedder)
+
+
+async def prepare_item(item, settings: RunSettings, opts) -> None:
+    """An inspect task's similarity for one MCQ, on its first job (before_items left it for later)."""
+    groups, sim = settings.state.sim_groups or {}, settings.state.sim
+    if item.id in groups and sim is not None and item.id not in sim:
+        sim.update(await asyncio.to_thread(mean_similarity, {item.id: groups[item.id]}, opts.embedder))
 
 
 def variant(settings: RunSettings) -> str:

@@ -141,6 +141,8 @@ class CharmSuite(Suite):
 
     async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
         opts = settings.options
+        if settings.partial:
+            await strategies.prepare_item(item, settings, opts)
         await strategies.run_item(item, ctx, strategy, settings, opts.extraction, opts.permutations)
 
     async def after_items(self, session, dataset: Dataset, settings: RunSettings) -> None:

@@ -19,11 +19,10 @@ demo: $(STAMP)
 	@echo "This was a balanced $(DEMO_LIMIT)-question subset of the charm starter set (2,816 questions)."
 	@echo "The whole starter set (about 3,000 model calls, about 8 minutes on 2 idle cores): $(VENV)/bin/rolebound run charm"
 
-# One pytest worker per core, plus one (pytest-xdist): many tests wait on a subprocess, a server or a
-# model load, and the extra worker runs while they wait (2 cores, fresh clones: 272.4 s against 279.0 s).
-# Tests on a module-scoped fixture (a Ray cluster, a llama.cpp server, a loaded model) stay on one
-# worker with their file (tests/conftest.py), so the fixture starts once; the others go to any free worker.
-XDIST := -n $$(( $$(nproc) + 1 )) --dist loadgroup
+# One pytest worker per core (pytest-xdist); tests on a module-scoped fixture (a Ray cluster, a
+# llama.cpp server, a loaded model) stay on one worker with their file (tests/conftest.py), so the
+# fixture starts once; the other tests go to whichever worker is free.
+XDIST := -n auto --dist loadgroup
 
 # The tests start the installed script some 200 times. Where PYTHONDONTWRITEBYTECODE is set (as on
 # these machines) no process kept bytecode for the editable package, so each compiled its ~120

@@ -29,3 +29,16 @@ def write_mcq(path: Path, n: int, *, bad_line: int | None = None) -> Path:
                 row["answer"] = "Q"
             fh.write(json.dumps(row) + "\n")
     return path
+
+
+PROVENANCE = "give a `source` or a `note` (where this text comes from)"
+
+
+def assert_refused_without_provenance(suite: str, data: Path, where: str, out: Path) -> None:
+    """`rolebound run SUITE --data DATA` through the installed script: exit 2, one line naming `where`
+    (file, line, field) and the missing provenance, no traceback, the file unchanged, no run folder."""
+    before = data.read_bytes()
+    r = rolebound("run", suite, "--model", "fake:random", "--data", data, "--out", out)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"error: {where}: {PROVENANCE}"]
+    assert data.read_bytes() == before and not out.exists()

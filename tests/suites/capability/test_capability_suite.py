@@ -18,7 +18,7 @@ from rolebound.store import load_records
 from rolebound.suites.capability.suite import CapabilitySuite
 from rolebound.suites.capability.data import BANK_FILE, ROLES_FILE
 
-from helpers import needs_script, rolebound
+from helpers import assert_refused_without_provenance, needs_script
 
 ALL = "identity,description,cot,guideline,explicit-idk,syllabus,injection,injection-syllabus,no-role"
 
@@ -236,12 +236,7 @@ def test_bad_user_items_name_file_line_and_field(tmp_path, bad, line, field, msg
 def test_an_item_without_provenance_is_one_line_through_the_script(tmp_path):
     bare = {k: v for k, v in item(2).items() if k != "note"}
     data = write_items(tmp_path / "x.jsonl", [item(1), bare])
-    before = data.read_bytes()
-    r = rolebound("run", "capability", "--model", "fake:random", "--data", data, "--out", tmp_path / "run")
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines() == [f"error: {data}:2: give a `source` or a `note` (where this text "
-                                             "comes from)"]
-    assert data.read_bytes() == before and not (tmp_path / "run").exists()
+    assert_refused_without_provenance("capability", data, f"{data}:2", tmp_path / "run")
 
 
 def test_duplicate_ids_are_rejected(tmp_path):

@@ -417,7 +417,7 @@ def test_charm_generation_sequential_and_no_role_on_a_user_region(tmp_path):
     assert [p["role"] for p in seq.prompt] == ["user", "assistant", "user"]
 
 
-from helpers import needs_script, rolebound  # noqa: E402
+from helpers import assert_refused_without_provenance, needs_script  # noqa: E402
 
 
 @needs_script
@@ -426,9 +426,4 @@ def test_a_character_without_provenance_is_one_line_through_the_script(tmp_path)
     data = tmp_path / "mine.yaml"
     data.write_text("regions:\n  - {id: X, name: X}\ncharacters:\n  - id: a\n    name: A\n    region: X\n"
                     "    profile: p\n    reality: real\n    period: contemporary\n    universe: u\n")
-    before = data.read_bytes()
-    r = rolebound("run", "charm", "--model", "fake:random", "--data", data, "--out", tmp_path / "run")
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines() == [f"error: {data}:4, field 'characters[0]': give a `source` or a "
-                                             "`note` (where this text comes from)"]
-    assert data.read_bytes() == before and not (tmp_path / "run").exists()
+    assert_refused_without_provenance("charm", data, f"{data}:4, field 'characters[0]'", tmp_path / "run")

@@ -25,7 +25,7 @@ from rolebound.suites.multiverse.suite import MultiverseSuite
 from rolebound.suites.multiverse.data import STARTER, load_file
 
 from conftest import shared_path
-from helpers import needs_script, rolebound
+from helpers import assert_refused_without_provenance, needs_script
 
 MINI = """\
 heroes:
@@ -114,12 +114,7 @@ def test_bad_user_data_names_file_line_and_field(tmp_path):
 @pytest.mark.slow
 def test_an_entry_without_provenance_is_one_line_through_the_script(tmp_path):
     data = write(tmp_path, MINI.replace("universe: Films B, note: test fixture}", "universe: Films B}"))
-    before = data.read_bytes()
-    r = rolebound("run", "multiverse", "--model", "fake:random", "--data", data, "--out", tmp_path / "run")
-    assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines() == [f"error: {data}:7, field 'heroes[0].versions[1]': give a `source` or a "
-                                             "`note` (where this text comes from)"]
-    assert data.read_bytes() == before and not (tmp_path / "run").exists()
+    assert_refused_without_provenance("multiverse", data, f"{data}:7, field 'heroes[0].versions[1]'", tmp_path / "run")
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The one bounded call loop (rolebound.loop.bounded)."""
+"""The one bounded call loop (rolebound.runner.bounded)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from rolebound.loop import bounded, default_concurrency
+from rolebound.runner import bounded
+from rolebound.loop import default_concurrency
 from rolebound.models import create_backend
 
 

@@ -52,7 +52,7 @@ def test_first_second_counts_everything_done_so_far(monkeypatch, capsys):
 def test_jobs_cancelled_by_an_interrupt_are_not_counted_as_done(monkeypatch):
     import asyncio
 
-    from rolebound import loop
+    from rolebound import runner
 
     advanced = []
 
@@ -74,7 +74,7 @@ def test_jobs_cancelled_by_an_interrupt_are_not_counted_as_done(monkeypatch):
 
     async def interrupted():
         # Ctrl-C inside asyncio.run cancels the main task; so does this, once jobs 0 and 1 are done
-        t = asyncio.create_task(loop.bounded(list(range(6)), fn, concurrency=6, progress=True))
+        t = asyncio.create_task(runner.bounded(list(range(6)), fn, concurrency=6, progress=True))
         await asyncio.sleep(0.05)
         t.cancel()
         with pytest.raises(asyncio.CancelledError):

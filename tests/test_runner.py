@@ -124,9 +124,9 @@ def test_local_requests_are_batched(tmp_path):
     rd = RunDir(tmp_path / "run")
     rd.open_for_append()
     session = Session(rd, "mcq", backend, Decoding(), use_cache=False)
-    from rolebound.runner import execute
+    from rolebound.runner import Plan, execute
 
-    asyncio.run(execute(suite, ds, ds.items, settings, session, concurrency=64, progress=False))
+    assert execute(suite, Plan(settings, backend, concurrency=64), ds, ds.items, session, progress=False) is None
     rd.close()
     assert sum(backend.batch_sizes) == 40 and max(backend.batch_sizes) > 1
 

@@ -7,23 +7,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from .constants import VERSION
-from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
+from .errors import InputError, RoleboundError, RunStopped
 from .models import create_backend, parse_spec
 from .protocol import is_demo, overrides_of, repeat_seed, resolve
 from .records import Decoding, RunManifest
 from .request import RunRequest, make_request
-from .runner import RunResult, check_resumable, execute, finish, git_revision, now, open_session
+from .runner import Plan, RunResult, check_resumable, execute, finish, git_revision, now, open_session, signal_stop
 from .store import MANIFEST, METRICS, RECORDS, RunDir, claim_run_folder, records_frame
 from .suites import get_suite
-from .loop import EngineStopped, default_concurrency, stop_signals
+from .loop import default_concurrency, stop_signals
 from .suites.base import RunSettings
 
 
@@ -90,8 +88,8 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
                          judge_decoding=manifest.judge_decoding, extractor=plan.extractor,
                          on_locked=take_over) as session:
         rd.write_manifest(manifest)
-        stopped = _execute(s, req, plan, dataset, items, session, timing, sig,
-                           leave_nothing=lambda: new_run and not session.completed)
+        stopped = execute(s, plan, dataset, items, session, sig=sig, progress=req.progress, timing=timing,
+                          leave_nothing=lambda: new_run and not session.completed)
         c = session.counts
         manifest.counts = _add_counts(earlier, {
             "items": len(items), "jobs": jobs, "model_calls": c.calls, "cache_hits": c.cache_hits,
@@ -104,7 +102,7 @@ def run(request: RunRequest | str | None = None, /, **kw: Any) -> RunResult:
         if req.report:
             metrics, paths = _report_after(s, out, stopped)
         if stopped is None and sig.code is not None:     # a signal while the above was written
-            stopped = _signal_stop(sig.code)
+            stopped = signal_stop(sig.code)
         if stopped is not None:
             raise _stopped(stopped, out, session, jobs, paths)
     return RunResult(run_dir=out, manifest=manifest, counts=c, metrics=metrics, report_paths=paths,
@@ -121,22 +119,7 @@ def _as_request(request: RunRequest | str | None, kw: dict[str, Any]) -> RunRequ
     return make_request(kw)
 
 
-@dataclass
-class _Plan:
-    """What a request resolves to before anything is written."""
-
-    settings: RunSettings
-    resolved: Any                        # protocol.Resolved
-    decoding: Decoding
-    backend: Any
-    judge: Any = None
-    self_judged: bool = False
-    extractor: Any = None
-    concurrency: int = 1
-    skipped: dict = None                 # default strategies this backend cannot run, and why
-
-
-def _plan(s, req: RunRequest) -> _Plan:
+def _plan(s, req: RunRequest) -> Plan:
     """Strategies, protocol, backends and judge of a request, checked against the suite."""
     strategies = list(req.strategies or s.default_strategies)
     unknown = [x for x in strategies if x not in s.strategies]
@@ -163,7 +146,7 @@ def _plan(s, req: RunRequest) -> _Plan:
     if skipped:     # the defaults this backend cannot run are left out, and the report says so
         settings.strategies = [x for x in strategies if x not in skipped]
     _scoring(s, req, settings, backend, resolved)
-    plan = _Plan(settings=settings, resolved=resolved, decoding=decoding, backend=backend,
+    plan = Plan(settings=settings, resolved=resolved, decoding=decoding, backend=backend,
                  concurrency=req.concurrency or default_concurrency(backend), skipped=skipped)
     jopts, xopts = req.judge_options.given(), req.extractor_options.given()
     if s.uses_judge:
@@ -177,7 +160,12 @@ def _plan(s, req: RunRequest) -> _Plan:
     if xopts and not req.extractor:
         raise InputError("extractor options need --extractor BACKEND:NAME", field="--extractor-opt")
     if req.extractor:
+        from functools import partial
+
+        from .scoring.model_extract import extract_all
+
         plan.extractor = _extractor(s, req.suite, req.extractor, req.model, backend, plan.judge, bopts, xopts)
+        plan.extract = partial(extract_all, s, spec=plan.extractor.spec, concurrency=plan.concurrency)
     return plan
 
 
@@ -214,7 +202,7 @@ def _items(s, req: RunRequest, settings: RunSettings):
     return dataset, items
 
 
-def _manifest(s, req: RunRequest, plan: _Plan, dataset, items) -> RunManifest:
+def _manifest(s, req: RunRequest, plan: Plan, dataset, items) -> RunManifest:
     judge, extractor, resolved = plan.judge, plan.extractor, plan.resolved
     return RunManifest(
         suite=req.suite, strategies=plan.settings.strategies, model=plan.backend.spec,
@@ -230,33 +218,6 @@ def _manifest(s, req: RunRequest, plan: _Plan, dataset, items) -> RunManifest:
         endpoints=endpoints(model=plan.backend, judge=judge, extractor=extractor),
         skipped_strategies=plan.skipped or {},
         package_version=VERSION, git_revision=git_revision(), started=now())
-
-
-def _signal_stop(code: int) -> RunStopped:
-    return RunStopped("terminated" if code == 143 else "interrupted", exit_code=code)
-
-
-def _execute(s, req: RunRequest, plan: _Plan, dataset, items, session, timing, sig,
-             leave_nothing) -> RoleboundError | None:
-    """Every job of the run; returns why it stopped early (None: it did not). A stop signal
-    cancels the calls (loop.stop_signals); the caller then writes what is done."""
-    try:
-        asyncio.run(sig.attach(_run_all(s, plan, dataset, items, session, timing, req.progress)))
-    except (asyncio.CancelledError, KeyboardInterrupt, EngineStopped):
-        if sig.code is None:
-            raise
-        return _signal_stop(sig.code)
-    except EndpointError as exc:
-        session.errors.append(f"run stopped: {exc}")
-        return exc
-    except (InputError, BackendError):
-        # an option the suite rejects only once the run starts: if nothing was recorded,
-        # leave no run folder behind, so the corrected command does not meet "a different run"
-        if leave_nothing() and _empty(session.run_dir.records_path):
-            for name in (MANIFEST, RECORDS):
-                session.run_dir.remove(name)
-        raise
-    return _signal_stop(sig.code) if sig.code is not None else None
 
 
 def _report_after(suite, out: Path, stopped: RoleboundError | None) -> tuple[dict, list[Path]]:
@@ -275,10 +236,6 @@ def _report_after(suite, out: Path, stopped: RoleboundError | None) -> tuple[dic
 def _lines(path: Path):
     with path.open("rb") as fh:
         yield from fh
-
-
-def _empty(path: Path) -> bool:
-    return not path.exists() or path.stat().st_size == 0
 
 
 # Summed over every invocation of a run (a resume adds its own); the rest describe the last one.
@@ -340,33 +297,6 @@ def _judge(s, suite, model, judge, settings, backend, resolved, bopts, judge_opt
     if self_judge and resolved.mode == "paper" and proto is not None and proto.judge_separate:
         resolved.departures.append("self-judged (the paper judged with another model)")
     return judge_backend, self_judge
-
-
-async def _run_all(s, plan: _Plan, dataset, items, session, timing, progress) -> None:
-    settings, conc, backend, extractor = plan.settings, plan.concurrency, plan.backend, plan.extractor
-    others = [b for b in (plan.judge, extractor) if b is not None and b is not backend]
-    others = [b for k, b in enumerate(others) if b not in others[:k]]
-    try:
-        # Local engines load up front on a fresh run (the progress bar then times only the
-        # items); a resumed run loads them at its first real call, so a finished one never does.
-        lazy = bool(session.completed)
-        for b in [backend] + others:
-            if not (lazy and getattr(b, "batching", False)):
-                await b.prepare()
-        timing["loaded"] = time.time()
-        settings.state.progress = progress     # run-level work (after_items) shows a bar like the items
-        await s.before_items(session, dataset, items, settings)
-        await execute(s, dataset, items, settings, session, concurrency=conc, progress=progress)
-        timing["items_done"] = time.time()
-        await s.after_items(session, dataset, settings)
-        if extractor is not None:
-            from .scoring.model_extract import extract_all
-
-            await extract_all(s, session, extractor.spec, concurrency=conc, progress=progress)
-    finally:
-        await backend.close()
-        for b in others:
-            await b.close()
 
 
 def _extractor(s, suite, spec, model, backend, judge_backend, bopts, own=None):

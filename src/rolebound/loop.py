@@ -1,5 +1,5 @@
-"""The one bounded call loop: every job as a task, at most `concurrency` at a time, one progress
-bar (rate and ETA). The runner, re-judging and the builds all use it."""
+"""Stopping a run: the stop signals (Ctrl-C, SIGTERM, SIGHUP), the flag the local engines check
+between forward passes, and the default concurrency. The call loop itself is runner.bounded."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import signal
 import threading
 from contextlib import contextmanager
-from typing import Any, Awaitable, Callable, Iterator, Sequence
+from typing import Any, Awaitable, Iterator
 
 
 LOCAL_CONCURRENCY = 256    # local engines batch what is in flight: many items help
@@ -64,16 +64,26 @@ class StopState:
             # reply in); the second cancels that wait too
             loop.call_soon_threadsafe(task.cancel)
 
+    def watch(self) -> None:
+        """From inside the task a stop signal should cancel (the run's main task)."""
+        if self.code is not None:       # a signal came before the loop started
+            raise asyncio.CancelledError
+        self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
+
+    def unwatch(self) -> None:
+        self.loop = self.task = None
+
     async def attach(self, coro: Awaitable[Any]) -> Any:
         """Run `coro` as the task a stop signal cancels."""
-        self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
         try:
-            if self.code is not None:       # a signal came before the loop started
-                getattr(coro, "close", lambda: None)()
-                raise asyncio.CancelledError
+            self.watch()
+        except asyncio.CancelledError:
+            getattr(coro, "close", lambda: None)()
+            raise
+        try:
             return await coro
         finally:
-            self.loop = self.task = None
+            self.unwatch()
 
 
 def signalled() -> bool:
@@ -113,34 +123,3 @@ def stop_signals() -> Iterator[StopState]:
         STOP.clear()        # the engines' threads have let go (asyncio.run waited for them)
         for sig, handler in old.items():
             signal.signal(sig, handler)
-
-
-async def bounded(jobs: Sequence[Any], fn: Callable[[Any], Awaitable[Any]], *, concurrency: int,
-                  label: str = "", progress: bool = False, unit: str = "items",
-                  note: str = "") -> list[Any]:
-    """`await fn(job)` for every job, in order of the results as the jobs were given. An exception
-    out of `fn` (fn handles the ones it expects) or Ctrl-C cancels the jobs still waiting."""
-    from .progress import make_progress
-
-    sem = asyncio.Semaphore(max(1, concurrency))
-    prog, task = make_progress(len(jobs), label, enabled=progress, unit=unit, note=note)
-
-    async def one(job):
-        async with sem:
-            result = await fn(job)
-        if prog:     # a finished job only: jobs cancelled by Ctrl-C are not counted as done
-            prog.advance(task)
-        return result
-
-    tasks = [asyncio.create_task(one(j)) for j in jobs]
-    try:
-        if prog:
-            prog.start()
-        return list(await asyncio.gather(*tasks))
-    finally:
-        for t in tasks:
-            if not t.cancelling():      # one cancel each: a job given STOP_GRACE_S keeps it
-                t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if prog:
-            prog.stop()

@@ -175,7 +175,8 @@ async def judge_answers(rd: RunDir, manifest: RunManifest, judge, answers: Seque
     """The loop every suite's re-judge shares: lock the run, append to records.jsonl, run
     `judge_one(session, answer)` for each answer with the judge as both backends, and return how
     many judge calls failed (they are recorded and retried by the next re-judge of that round)."""
-    from .loop import bounded, default_concurrency
+    from .runner import bounded
+    from .loop import default_concurrency
     from .runner import CallFailed, open_session
 
     failed = 0

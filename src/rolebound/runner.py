@@ -25,16 +25,16 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Awaitable, Callable, Iterator, Sequence
 
-from .errors import EndpointError, InputError, RoleboundError
-from .loop import STOP_GRACE_S, EngineStopped, signalled
+from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
+from .loop import STOP_GRACE_S, EngineStopped, StopState, signalled
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest, Unkeepable, record_line
 from .protocol import repeat_seed
 from .constants import INVALID
 from .reading import Reading
-from .store import ResponseCache, RunDir
+from .store import MANIFEST, RECORDS, ResponseCache, RunDir
 
 
 class CallFailed(Exception):
@@ -557,34 +557,141 @@ class RunResult:
     wall_s: float
 
 
-async def execute(suite, dataset, items: list, settings, session: Session, *, concurrency: int,
-                  progress: bool = True) -> None:
-    """Run every (item, strategy, repeat) as a task, at most `concurrency` at a time. A failed call
-    or a bug stops its item only; a configuration error (or Ctrl-C) ends the run."""
-    from .loop import bounded
+@dataclass
+class Plan:
+    """What a run request resolves to before anything is written (api.run builds it)."""
 
-    jobs = [(item, strategy, rep) for strategy in settings.strategies for rep in range(settings.repeats)
-            for item in items]
+    settings: Any                        # suites.base.RunSettings
+    backend: Backend
+    decoding: Decoding | None = None
+    resolved: Any = None                 # protocol.Resolved
+    judge: Backend | None = None
+    self_judged: bool = False
+    extractor: Backend | None = None
+    concurrency: int = 1
+    skipped: dict = field(default_factory=dict)   # default strategies this backend cannot run, and why
+    # --extractor's pass over the rules' none answers, after the items (scoring.model_extract.extract_all)
+    extract: Callable[..., Awaitable[Any]] | None = None
+
+
+def execute(suite, plan: Plan, dataset, items: list, session: Session, *, sig: StopState | None = None,
+            progress: bool = True, timing: dict | None = None, leave_nothing=lambda: False) -> RoleboundError | None:
+    """Every (item, strategy, repeat) job of a run, with the suite's run-level work before and after;
+    returns why the run stopped early (None: it did not). A stop signal cancels the calls
+    (loop.stop_signals) and the caller writes what is done; a failed call or a bug stops its item
+    only; a configuration error ends the run, and leaves no run folder if nothing was recorded."""
+    sig = sig or StopState()
+    timing = {} if timing is None else timing
+    try:
+        asyncio.run(_run(suite, plan, dataset, items, session, sig, progress, timing))
+    except (asyncio.CancelledError, KeyboardInterrupt, EngineStopped):
+        if sig.code is None:
+            raise
+        return signal_stop(sig.code)
+    except EndpointError as exc:
+        session.errors.append(f"run stopped: {exc}")
+        return exc
+    except (InputError, BackendError):
+        # an option the suite rejects only once the run starts: if nothing was recorded, leave no
+        # run folder behind, so the corrected command does not meet "a different run"
+        if leave_nothing() and _empty(session.run_dir.records_path):
+            for name in (MANIFEST, RECORDS):
+                session.run_dir.remove(name)
+        raise
+    return signal_stop(sig.code) if sig.code is not None else None
+
+
+def signal_stop(code: int) -> RunStopped:
+    return RunStopped("terminated" if code == 143 else "interrupted", exit_code=code)
+
+
+def _empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except FileNotFoundError:
+        return True
+
+
+async def _run(suite, plan: Plan, dataset, items: list, session: Session, sig: StopState, progress: bool,
+               timing: dict) -> None:
+    settings, backend, extractor = plan.settings, plan.backend, plan.extractor
+    others = [b for b in (plan.judge, extractor) if b is not None and b is not backend]
+    others = [b for k, b in enumerate(others) if b not in others[:k]]
+    sig.watch()          # from here a stop signal cancels this task
+    try:
+        # Local engines load up front on a fresh run (the progress bar then times only the
+        # items); a resumed run loads them at its first real call, so a finished one never does.
+        lazy = bool(session.completed)
+        for b in [backend] + others:
+            if not (lazy and getattr(b, "batching", False)):
+                await b.prepare()
+        timing["loaded"] = time.time()
+        settings.state.progress = progress     # run-level work (after_items) shows a bar like the items
+        await suite.before_items(session, dataset, items, settings)
+        jobs = [(item, strategy, rep) for strategy in settings.strategies for rep in range(settings.repeats)
+                for item in items]
+
+        async def one(job):
+            item, strategy, rep = job
+            try:
+                await suite.run_item(item, ItemContext(session=session, item_id=item.id, strategy=strategy,
+                                                       repeat=rep), strategy, settings)
+            except CallFailed as exc:
+                session.counts.items_failed += 1
+                session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
+            except RoleboundError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a bug in one item must not end the run
+                session.counts.items_failed += 1
+                session.errors.append(f"{item.id}/{strategy}: {type(exc).__name__}: {exc}")
+            session.jobs_done += 1
+
+        # several strategies or repeats: the bar counts item x strategy x repeat jobs, and says so
+        per = [f"{len(settings.strategies)} strategies"] if len(settings.strategies) > 1 else []
+        per += [f"{settings.repeats} repeats"] if settings.repeats > 1 else []
+        unit, note = ("jobs", f" ({len(items)} items x {' x '.join(per)})") if per else ("items", "")
+        await bounded(jobs, one, concurrency=plan.concurrency, label=suite.name, progress=progress, unit=unit,
+                      note=note)
+        timing["items_done"] = time.time()
+        await suite.after_items(session, dataset, settings)
+        if plan.extract is not None:
+            await plan.extract(session, progress=progress)
+    finally:
+        sig.unwatch()
+        await backend.close()
+        for b in others:
+            await b.close()
+
+
+async def bounded(jobs: Sequence[Any], fn: Callable[[Any], Awaitable[Any]], *, concurrency: int,
+                  label: str = "", progress: bool = False, unit: str = "items",
+                  note: str = "") -> list[Any]:
+    """The one bounded call loop of runs, re-judging and builds: `await fn(job)` for every job, at
+    most `concurrency` at a time, one progress bar (rate and ETA); the results in the jobs' order.
+    An exception out of `fn` (fn handles the ones it expects) or Ctrl-C cancels the jobs still waiting."""
+    from .progress import make_progress
+
+    sem = asyncio.Semaphore(max(1, concurrency))
+    prog, task = make_progress(len(jobs), label, enabled=progress, unit=unit, note=note)
 
     async def one(job):
-        item, strategy, rep = job
-        ctx = ItemContext(session=session, item_id=item.id, strategy=strategy, repeat=rep)
-        try:
-            await suite.run_item(item, ctx, strategy, settings)
-            session.jobs_done += 1
-        except CallFailed as exc:
-            session.counts.items_failed += 1
-            session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
-            session.jobs_done += 1
-        except RoleboundError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a bug in one item must not end the run
-            session.counts.items_failed += 1
-            session.errors.append(f"{item.id}/{strategy}: {type(exc).__name__}: {exc}")
-            session.jobs_done += 1
+        async with sem:
+            result = await fn(job)
+        if prog:     # a finished job only: jobs cancelled by Ctrl-C are not counted as done
+            prog.advance(task)
+        return result
 
-    # several strategies or repeats: the bar counts item x strategy x repeat jobs, and says so
-    per = [f"{len(settings.strategies)} strategies"] if len(settings.strategies) > 1 else []
-    per += [f"{settings.repeats} repeats"] if settings.repeats > 1 else []
-    unit, note = ("jobs", f" ({len(items)} items x {' x '.join(per)})") if per else ("items", "")
-    await bounded(jobs, one, concurrency=concurrency, label=suite.name, progress=progress, unit=unit, note=note)
+    tasks = []
+    for j in jobs:
+        tasks.append(asyncio.create_task(one(j)))
+    try:
+        if prog:
+            prog.start()
+        return list(await asyncio.gather(*tasks))
+    finally:
+        for t in tasks:
+            if not t.cancelling():      # one cancel each: a job given STOP_GRACE_S keeps it
+                t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if prog:
+            prog.stop()

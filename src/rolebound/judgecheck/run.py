@@ -1,6 +1,6 @@
 """`rolebound judge-check SUITE --judge MODEL`: the suite's judge on human-labelled replies.
 
-Every judge call goes through the run machinery (runner.open_session + loop.bounded): recorded
+Every judge call goes through the run machinery (runner.open_session + runner.bounded): recorded
 in records.jsonl, answered from the response cache when asked before, and resumed by the same
 --out (a finished call is never asked again; a failed one is retried). The run folder holds
 manifest.json (`kind: judge-check`), records.jsonl, metrics.json and report.md/html.
@@ -79,7 +79,8 @@ def _manifest(suite_name, check, backend, decoding, resolved, rows, source, limi
 
 async def _judge_all(session, check: JudgeCheck, rows: list[Labelled], settings: dict, progress: bool,
                      concurrency: int | None = None) -> int:
-    from ..loop import bounded, default_concurrency
+    from ..runner import bounded
+    from ..loop import default_concurrency
     from ..runner import CallFailed, ItemContext
 
     failed = 0

@@ -100,7 +100,7 @@ def call_id(source: Record, spec: str) -> str:
 async def extract_all(suite, session, spec: str, *, concurrency: int = 16, progress: bool = True) -> int:
     """Ask the extractor about every candidate of the suite; returns how many were asked (resumed
     and cached ones included: Session.call makes no call for them)."""
-    from ..loop import bounded
+    from ..runner import bounded
     from ..models.base import GenRequest
     from ..runner import Call, CallFailed
 

@@ -374,7 +374,7 @@ class Suite:
     def build_commands(self, app) -> None:
         """`rolebound build`: add this suite's construction commands to `app` (a typer.Typer), e.g.
         `@app.command("my-suite")`. Their model calls go through runner.open_session and
-        loop.bounded (recorded, cached, resumable). Default: none."""
+        runner.bounded (recorded, cached, resumable). Default: none."""
 
     def importers(self) -> dict[str, tuple[Any, str]]:
         """`rolebound data import FORMAT SRC --out FILE`: {format: (function(src, out) -> summary

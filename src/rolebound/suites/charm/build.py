@@ -152,7 +152,8 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
           embedder: str | None = None, progress: bool = True, decoding: Decoding | None = None,
           backend_options: dict | None = None) -> dict[str, Any]:
     """Run the pipeline; writes charm_built.yaml, review_sheet.csv and build records in out_dir."""
-    from ...loop import bounded, default_concurrency
+    from ...runner import bounded
+    from ...loop import default_concurrency
     from ...models import create_backend
     from ...runner import CallFailed, ItemContext, open_session
     from ...scoring.embeddings import get_embedder

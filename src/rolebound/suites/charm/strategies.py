@@ -125,8 +125,12 @@ async def ask_reordered(ctx, stage: str, item: CharmItem, scoring: str, meta, ex
                          scoring, m, extraction, options=options, variant=variant)
 
 
-async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings, extraction: str,
-                   permutations: int = 1) -> None:
+async def run_item(item: CharmItem, ctx, strategy: str, settings: RunSettings) -> None:
+    """One item's calls under one strategy (the suite's run_item)."""
+    opts = settings.options
+    extraction, permutations = opts.extraction, opts.permutations
+    if settings.partial:
+        await prepare_item(item, settings, opts)
     scoring = settings.scoring or "generate"
     meta = item_meta(item, settings)
     v = variant(settings)
@@ -165,7 +169,7 @@ async def override_control(session, dataset, settings: RunSettings, opts) -> Non
     """Each override candidate's (Cross-Universe, BA+ & FC-BC) KV question again (stage kv~ctl)
     with its options in a fixed, seeded order under which the factual option stands neither where
     it stood in the KV question nor where the factual answer stood in the BC question."""
-    from ...loop import bounded
+    from ...runner import bounded
     from ...runner import CallFailed, ItemContext
     from ...store import load_records
     from .metrics import instances

@@ -25,7 +25,7 @@ from .. import register_suite
 from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook
 from .card import card_figures
 from .report import compare_tables, summary_lines, report_sections
-from .strategies import STRATEGIES, extractor_for
+from .strategies import STRATEGIES, extractor_for, run_item
 from . import strategies
 from .data import data_hash, dialogue_probes, expand, load_data, select, stats_tables
 from .options import CharmOptions, CharmState
@@ -55,6 +55,7 @@ class CharmSuite(Suite):
 
     # Its hooks, from its own modules; build.py and importers.py load only when called.
     strategies = STRATEGIES
+    run_item = staticmethod(run_item)         # the strategy: one item's calls (strategies.py)
     extractor_for = staticmethod(extractor_for)
     report = staticmethod(report_sections)
     summary = staticmethod(summary_lines)
@@ -138,12 +139,6 @@ class CharmSuite(Suite):
             budget.attach(session, settings)
         if settings.strategies != [DIALOGUE]:       # the dialogue's records do not use it
             await strategies.before_items(items, settings, settings.options)
-
-    async def run_item(self, item, ctx, strategy: str, settings: RunSettings) -> None:
-        opts = settings.options
-        if settings.partial:
-            await strategies.prepare_item(item, settings, opts)
-        await strategies.run_item(item, ctx, strategy, settings, opts.extraction, opts.permutations)
 
     async def after_items(self, session, dataset: Dataset, settings: RunSettings) -> None:
         """The override control (--set kv_control, default on): candidates' KV questions again

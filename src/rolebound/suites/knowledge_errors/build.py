@@ -248,7 +248,7 @@ async def build_chunk(session, res: BuildResult, opts: BuildOptions, topics_all:
 
 async def build(session, corpus: list[KECorpus], topics_all: list[str], opts: BuildOptions,
                 concurrency: int = 64) -> BuildResult:
-    from ...loop import bounded
+    from ...runner import bounded
 
     res = BuildResult()
     jobs = []

@@ -160,7 +160,8 @@ async def _generate(session, seeds: SeedFile, *, per_type: int, canon: bool, dil
     """The model calls, through the run machinery (records in generation/, cache, resume). Each
     dilemma iteration is its own repeat (own seed, own cache key), so a retry after a reply that
     did not parse draws a new sample instead of replaying the old one."""
-    from ...loop import bounded, default_concurrency
+    from ...runner import bounded
+    from ...loop import default_concurrency
     from ...runner import CallFailed, ItemContext
 
     versions = {v.id: (h, v) for h in seeds.heroes for v in h.versions}

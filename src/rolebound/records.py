@@ -1,12 +1,27 @@
-"""The typed records every suite shares: messages, decoding settings, per-call records, run manifest."""
+"""The typed records every suite shares: messages, decoding settings, per-call records, run
+manifest, and the Reading an answer-extraction rule makes of a reply (beneath both the runner,
+which stores a reading's rule and span in a record, and scoring, whose rules make readings)."""
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_serializer
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a rule read: `value` (option index, "Yes"/"No", or None), the rule's name, the span."""
+
+    value: int | str | None
+    rule: str
+    span: str = ""
+
+    def as_meta(self) -> dict:
+        return {"rule": self.rule, "span": self.span[:160]}
 
 
 def _not_a_bool(value: Any) -> Any:

@@ -33,7 +33,7 @@ from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResu
 from .records import Decoding, Message, Record, RunManifest, Unkeepable, record_line
 from .protocol import repeat_seed
 from .constants import INVALID
-from .reading import Reading
+from .records import Reading
 from .store import ResponseCache, RunDir
 
 

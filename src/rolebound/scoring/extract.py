@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..constants import INVALID
-from ..reading import Reading
+from ..records import Reading
 
 KINDS = ("choice", "yes_no", "yes_no_strict")
 # Kinds a suite adds (register_kind): a reader of its own format, e.g. a judge's verdict line, called

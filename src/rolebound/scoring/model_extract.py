@@ -17,8 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from ..records import Decoding, Message, Record
-from ..reading import Reading
+from ..records import Decoding, Message, Reading, Record
 from .extract import Extractor
 from ..constants import INVALID
 

@@ -6,7 +6,7 @@ import re
 from typing import Iterable
 
 from ...constants import INVALID
-from ...reading import Reading
+from ...records import Reading
 from ...scoring.extract import Extractor, register_kind
 from .data import CharmItem
 

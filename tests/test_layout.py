@@ -96,7 +96,7 @@ def module_graph() -> dict[str, set[str]]:
 
 def test_no_module_imports_the_root_package():
     """rolebound/__init__ re-exports the API, so a module that reads it (its __version__: take
-    constants.VERSION) closes a circle through api."""
+    records.VERSION) closes a circle through api."""
     assert not sorted(n for n, p in MODULES.items() if "rolebound" in imports_of(n, p))
 
 

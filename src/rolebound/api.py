@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from .constants import VERSION
+from .records import VERSION
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
 from .models import create_backend, parse_spec
 from .protocol import is_demo, overrides_of, repeat_seed, resolve

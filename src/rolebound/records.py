@@ -1,15 +1,23 @@
 """The typed records every suite shares: messages, decoding settings, per-call records, run
-manifest, and the Reading an answer-extraction rule makes of a reply (beneath both the runner,
-which stores a reading's rule and span in a record, and scoring, whose rules make readings)."""
+manifest; the constants they hold (INVALID, the option LETTERS, VERSION); and the Reading an
+answer-extraction rule makes of a reply (beneath both the runner, which stores a reading's rule
+and span in a record, and scoring, whose rules make readings)."""
 
 from __future__ import annotations
 
 import json
 import math
+import string
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_serializer
+
+# The constants the core and every suite share (one definition each).
+VERSION = "0.1.0"                   # pyproject.toml's; the manifest's package_version, rolebound.__version__
+INVALID = "invalid"                 # a reply no rule could read: counted, never guessed
+LETTERS = string.ascii_uppercase    # option labels, A for the first option
+ABCD = LETTERS[:4]                  # the four-option question of the papers
 
 
 @dataclass(frozen=True)

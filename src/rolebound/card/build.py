@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import quote
 
-from ..constants import VERSION
+from ..records import VERSION
 from ..errors import InputError
 from ..models import parse_spec
 from ..protocol import is_demo

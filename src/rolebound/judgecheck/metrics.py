@@ -11,7 +11,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any, Iterable
 
-from ..constants import INVALID
+from ..records import INVALID
 from ..metrics.agreement import BOOTSTRAP, SEED, agreement
 from .spec import JudgeCheck, Scale
 

@@ -62,7 +62,7 @@ def _judge_backend(suite, judge: str):
 def _manifest(suite_name, check, backend, decoding, resolved, rows, source, limit, settings) -> RunManifest:
     import hashlib
 
-    from ..constants import VERSION
+    from ..records import VERSION
     from ..runner import git_revision, now
     from .data import rows_hash
 

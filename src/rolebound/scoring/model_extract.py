@@ -17,9 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from ..records import Decoding, Message, Reading, Record
+from ..records import Decoding, INVALID, Message, Reading, Record
 from .extract import Extractor
-from ..constants import INVALID
 
 ROLE = "extractor"
 STAGE = "extract"

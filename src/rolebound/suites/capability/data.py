@@ -14,7 +14,7 @@ from typing import Any, Iterator, Sequence
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...authored import Authored
-from ...constants import ABCD
+from ...records import ABCD
 from ...errors import InputError
 from ...io import jsonl_lines, line_of, read_yaml, validate_record, validate_yaml
 from ..base import interleave

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-from ...records import Record
-from ...constants import INVALID
+from ...records import INVALID, Record
 from ...metrics.stats import mean_std, rate_ci
 
 CELLS = ("consistent", "compliance_gap", "incidental_refusal", "recognition_failure")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from ...constants import INVALID
-from ...records import Reading
+from ...records import INVALID, Reading
 from ...scoring.extract import Extractor, register_kind
 from .data import CharmItem
 

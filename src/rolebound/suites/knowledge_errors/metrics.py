@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...constants import INVALID
+from ...records import INVALID
 from ...metrics.stats import bootstrap_ci, mean_sem
 from ...rejudge import judge_modes, judge_rounds, newest_round, verdicts
 from ...rejudge import judge_stage as core_judge_stage

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...constants import INVALID
+from ...records import INVALID
 from ...metrics.stats import rate_ci
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ...constants import LETTERS
-from ...records import Message
+from ...records import LETTERS, Message
 from ...scoring.parsers import parse_first_letter
 
 

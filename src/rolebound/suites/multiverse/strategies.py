@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
 from ...protocol import is_demo_spec
-from ...records import Message
+from ...records import INVALID, Message
 from ...scoring import extract
-from ...constants import INVALID
 from ...scoring import order
 from .prompts import (ANSWER_PREFIX, CONFLICTS, JUDGE, JUDGE_DIGITS, LETTERS, SEGMENT, attributes_text,
                                  canon_prompt, dilemma_prompt, lore_text, parse_judge,

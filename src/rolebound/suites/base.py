@@ -1,5 +1,6 @@
-"""What a suite is: a dataset of typed items, the strategies that turn an item into model calls,
-and the metrics and report computed from records alone."""
+"""What a suite is: a dataset of typed items (Authored: the provenance of data we write), the
+strategies that turn an item into model calls, and the metrics and report computed from records
+alone."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Literal, Optional, Sequence, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationError
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationError, model_serializer,
+                      model_validator)
 
 from ..protocol import Protocol, is_demo
 
@@ -386,6 +388,34 @@ class Item(BaseModel):
     """Base for suite items: every item has a stable id."""
 
     id: str
+
+
+class Authored(BaseModel):
+    """Data we author carries where it comes from and whether a review checked it: `source` or
+    `note` (at least one), and `validated` (false until a review says otherwise). Unknown fields
+    are refused: a misspelt `soruce` must not pass as data without provenance."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str | None = None
+    note: str | None = None
+    validated: bool = False
+
+    @model_validator(mode="after")
+    def _provenance(self):
+        if not (self.source or self.note):
+            raise ValueError("give a `source` or a `note` (where this text comes from)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _provenance_last(self, handler) -> dict[str, Any]:
+        # inherited fields come first in pydantic; files we write read better with the data first
+        data = handler(self)
+        return {**{k: v for k, v in data.items() if k not in _PROVENANCE},
+                **{k: data[k] for k in _PROVENANCE if k in data}}
+
+
+_PROVENANCE = ("source", "note", "validated")
 
 
 def interleave(groups: Sequence[Sequence[Any]]) -> list[Any]:

@@ -41,7 +41,7 @@ def _authors_prompt() -> str:
     """`--set prompt=authors`: the authors' own template (data/authors_prompt.yaml, its source there)."""
     from importlib import resources
 
-    from ...authored import Authored
+    from ..base import Authored
     from ...io import read_yaml, validate_yaml
 
     class AuthorsPrompt(Authored):

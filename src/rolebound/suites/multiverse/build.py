@@ -30,7 +30,7 @@ import typer
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...authored import Authored
+from ..base import Authored
 from ...errors import InputError
 from ...io import read_yaml, validate_yaml
 from ...records import ABCD as LETTERS, INVALID, Message

@@ -228,7 +228,7 @@ def test_charm_rerun_reuses_the_similarity_embeddings(tmp_path):
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     """A one-layer random Llama with the bundled model's tokenizer (seconds to load)."""
-    from rolebound.paths import model_dir
+    from rolebound.store import model_dir
 
     conv = sorted(p for p in model_dir().glob("SmolLM2-*-bf16") if (p / "rolebound.json").exists())
     if not conv:

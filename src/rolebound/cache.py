@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 from .errors import RunDirError
 from .io import atomic_path
-from .paths import derived_dir
+from .store import derived_dir
 
 # Bump to drop every derived entry (when what a kind stores changes meaning).
 REV = 1

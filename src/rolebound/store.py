@@ -1,4 +1,5 @@
-"""The run directory (manifest, append-only records, metrics) and the shared SQLite response cache.
+"""The run directory (manifest, append-only records, metrics), the shared SQLite response cache,
+and the folders rolebound keeps things in between runs (cache_dir, derived_dir, model_dir, shared_root).
 
 records.jsonl is the source of truth. Each record is written and flushed as soon as its call
 returns, so `kill -9` loses at most the calls in flight. A torn last line (killed mid-write) is
@@ -25,7 +26,6 @@ from pydantic import ValidationError
 
 from .errors import InputError, RoleboundError, RunDirError
 from .io import validate_record, write_text_atomic
-from .paths import cache_dir
 from .records import REPLY_FIELDS, Record, RunManifest, loc_text, record_line
 
 MANIFEST, RECORDS, METRICS = "manifest.json", "records.jsonl", "metrics.json"
@@ -321,6 +321,46 @@ class RunDir:
                 except OSError:
                     pass
         self.unlock()
+
+
+# -- where rolebound keeps things between runs ----------------------------------------------------
+def cache_dir() -> Path:
+    """ROLEBOUND_CACHE_DIR, else $XDG_CACHE_HOME/rolebound, else ~/.cache/rolebound."""
+    env = os.environ.get("ROLEBOUND_CACHE_DIR")
+    if env:
+        path = Path(env)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        path = Path(base) / "rolebound"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def derived_dir() -> Path:
+    """Work derived from items alone (embeddings, similarity tables): ROLEBOUND_DERIVED_DIR, else
+    <cache_dir>/derived. Its entries are keyed by their inputs, so several caches may share one."""
+    env = os.environ.get("ROLEBOUND_DERIVED_DIR")
+    return Path(env) if env else cache_dir() / "derived"
+
+
+def model_dir() -> Path:
+    """Converted local models (ROLEBOUND_MODEL_DIR, else <cache_dir>/models)."""
+    env = os.environ.get("ROLEBOUND_MODEL_DIR")
+    path = Path(env) if env else cache_dir() / "models"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def shared_root() -> Path | None:
+    """The public data beside the checkout: ROLEBOUND_SHARED, else ../shared of the checkout (or of
+    the working directory) when present; None otherwise."""
+    env = os.environ.get("ROLEBOUND_SHARED")
+    if env:
+        return Path(env)
+    for base in (Path(__file__).resolve().parents[2], Path.cwd()):
+        if (base.parent / "shared").is_dir():
+            return base.parent / "shared"
+    return None
 
 
 class ResponseCache:

@@ -65,7 +65,7 @@ def mpnet_available() -> bool:
 
 
 def _mpnet_target() -> Path:
-    from ..paths import model_dir
+    from ..store import model_dir
 
     return model_dir() / "all-mpnet-base-v2"
 

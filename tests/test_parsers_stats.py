@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rolebound.metrics.stats import bootstrap_ci, mean_sem, mean_std, rate, rate_ci
+from rolebound.stats import bootstrap_ci, mean_sem, mean_std, rate, rate_ci
 from rolebound.scoring.parsers import INVALID, parse_first_letter, parse_yes_no
 from rolebound.suites.charm.prompts import parse_answer_number
 

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from rolebound.io import stable_hash
-from rolebound.metrics.stats import rate_ci
+from rolebound.stats import rate_ci
 from rolebound.records import Message
 from rolebound.report.builder import Report
 from rolebound.suites import register_suite

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..metrics.stats import N_BOOT, rate_ci
+from ..stats import N_BOOT, rate_ci
 from . import STRATEGY
 
 PER_TURNS = 4       # the drift slope is given per this many turns

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..metrics.agreement import NOMINAL, ORDINAL
 from ..report.fmt import fmt_stat
-from .metrics import ALL, HUMANS, MEAN
+from .metrics import ALL, HUMANS, MEAN, NOMINAL, ORDINAL
 
 NAMES = {"spearman": "Spearman rho", "kendall": "Kendall tau-b", "qwk": "QWK", "exact": "exact", "mae": "MAE",
          "accuracy": "accuracy", "kappa": "Cohen's kappa"}

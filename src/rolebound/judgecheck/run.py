@@ -162,9 +162,8 @@ def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: i
 
 def build(run_dir: str | Path, *, resamples: int | None = None) -> tuple[dict[str, Any], list[Path]]:
     """metrics.json and report.md/html of a judge-check run, from its records alone."""
-    from ..metrics.agreement import BOOTSTRAP
     from ..store import load_records
-    from .metrics import compute
+    from .metrics import BOOTSTRAP, compute
     from .report import write_report
 
     rd = RunDir(run_dir)

@@ -20,7 +20,7 @@ def fmt_num(v: float | None, digits: int = 2) -> str:
 
 
 def fmt_rate(d: dict | None, digits: int = 1) -> str:
-    """A rate with its bootstrap CI (metrics.stats.rate_ci): '72.1 [68.0, 76.2]' or '-'."""
+    """A rate with its bootstrap CI (stats.rate_ci): '72.1 [68.0, 76.2]' or '-'."""
     if not d or d.get("rate") is None:
         return "-"
     s = f"{d['rate']:.{digits}f}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..stats import mean_sem, position_bias, shifted_orders
 from . import papers
 from .builder import Report
 from .fmt import fmt_pct
@@ -18,13 +19,12 @@ SKIP_DOC = "docs/usage.md, Models: prefilling on API backends"
 def compute_metrics(suite, records, extracted, manifest) -> dict[str, Any]:
     """metrics.json: the suite's metrics of the records, then the run-level figures. `extracted`:
     the --extractor's records, kept out of the suite's own figures and reported apart."""
-    from ..metrics.position import compute, shifts
     from ..scoring import model_extract
 
     metrics = suite.metrics(records, manifest)
     metrics["score_ties"] = score_ties(records)
-    metrics["position_bias"] = compute(records)                 # every multiple-choice stage
-    if sh := shifts(records):                                   # --set permutations=K
+    metrics["position_bias"] = position_bias(records)           # every multiple-choice stage
+    if sh := shifted_orders(records):                           # --set permutations=K
         metrics["shifts"] = sh
     if manifest.repeats > 1 and not suite.repeats_native:
         metrics["over_repeats"] = over_repeats(suite, records, manifest)
@@ -168,8 +168,6 @@ def score_ties(records) -> dict[str, Any]:
 def over_repeats(suite, records, manifest) -> dict[str, Any]:
     """Mean +- SEM over repeats of every number the suite's metrics give per repeat (the papers
     report means over runs): the metrics are recomputed on each repeat's records alone."""
-    from ..metrics.stats import mean_sem
-
     reps = sorted({r.repeat for r in records})
     try:
         per = [_numbers(suite.metrics([r for r in records if r.repeat == k], manifest)) for k in reps]

@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from ...records import INVALID, Record
-from ...metrics.stats import mean_std, rate_ci
+from ...stats import mean_std, rate_ci
 
 CELLS = ("consistent", "compliance_gap", "incidental_refusal", "recognition_failure")
 CELL_LABELS = {"consistent": "Consistent", "compliance_gap": "Compliance Gap",

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...records import INVALID
-from ...metrics.stats import bootstrap_ci, mean_sem
+from ...stats import bootstrap_ci, mean_sem
 from ...rejudge import judge_modes, judge_rounds, newest_round, verdicts
 from ...rejudge import judge_stage as core_judge_stage
 from .prompts import JUDGE_STAGE

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...records import INVALID
-from ...metrics.stats import rate_ci
+from ...stats import rate_ci
 
 
 def compute(records, strategies: list[str]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ...metrics.stats import N_BOOT, mean_sem, rate_ci
+from ...stats import N_BOOT, mean_sem, rate_ci
 from ...records import ABCD, INVALID
 from ...rejudge import newest_stage
 TASKS = ("canon", "dilemma")

@@ -106,7 +106,7 @@ async def answer(suite, item, ctx, *, played: str, stage: str, cot: bool, settin
     if shown is not None and gold is not None and gold in letters:
         gold = letters[order.shown_position(shown, letters.index(gold))]
     msgs = [Message(role="user", content=build_prompt(suite, item, played, cot, settings, shown))]
-    # mc/labels/order: what rolebound.metrics.position reads
+    # mc/labels/order: what rolebound.stats.position_bias reads
     meta = {**meta, "mode": "cot" if cot else "direct", "letters": letters, "mc": item.task,
             "labels": list(letters), **({"order": list(shown)} if shown is not None else {})}
     if settings.scoring == "logprob":

@@ -47,7 +47,7 @@ def verdict_line(metrics: dict[str, Any]) -> str:
 
 def write_report(metrics: dict[str, Any], records, manifest, run_dir: Path) -> list[Path]:
     from ..report.builder import Report
-    from ..report.run import run_facts
+    from ..report import run_facts
 
     rep = Report(f"Judge check: the {manifest.suite} judge against human labels",
                  f"judge {manifest.judge}; 95% bootstrap CIs ({metrics['bootstrap']['resamples']} resamples, "

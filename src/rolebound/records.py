@@ -239,3 +239,13 @@ def canonical_order(records: list["Record"]) -> list["Record"]:
     of the set of records, never of the order the calls happened to finish in."""
     return sorted(records, key=lambda r: (r.call_id, r.repeat, r.role, r.stage))
 
+
+EXTRACTOR = "extractor"     # the role of --extractor's calls (scoring.model_extract), reported apart
+
+
+def split_extracted(records: list["Record"]) -> tuple[list["Record"], list["Record"]]:
+    """(the run's own records, the --extractor's): the extractor's never enter a suite's own figures."""
+    own, ext = [], []
+    for r in records:
+        (ext if r.role == EXTRACTOR else own).append(r)
+    return own, ext

@@ -25,8 +25,7 @@ def build(run_dir: str | Path, suite=None) -> tuple[dict, list[Path]]:
     hook wrote its own files returns their paths instead. `suite`: the run's suite where the
     caller has it (api.run, api.build_report), else looked up from the manifest. The caller
     holds the run's lock."""
-    from ..records import canonical_order
-    from ..scoring import model_extract
+    from ..records import canonical_order, split_extracted
     from ..store import RunDir, load_records
     from ..suites import get_suite
 
@@ -35,7 +34,7 @@ def build(run_dir: str | Path, suite=None) -> tuple[dict, list[Path]]:
     manifest = rd.read_manifest()
     suite = suite or get_suite(manifest.suite)
     # the extractor's records never enter the suite's own figures; they are reported apart
-    records, extracted = model_extract.split(canonical_order(load_records(run_dir)))
+    records, extracted = split_extracted(canonical_order(load_records(run_dir)))
     metrics = compute_metrics(suite, records, extracted, manifest)
     rd.write_json("metrics.json", metrics)
     own = suite.report(metrics, records, manifest, run_dir)
@@ -50,8 +49,6 @@ SKIP_DOC = "docs/usage.md, Models: prefilling on API backends"
 def compute_metrics(suite, records, extracted, manifest) -> dict[str, Any]:
     """metrics.json: the suite's metrics of the records, then the run-level figures. `extracted`:
     the --extractor's records, kept out of the suite's own figures and reported apart."""
-    from ..scoring import model_extract
-
     metrics = suite.metrics(records, manifest)
     metrics["score_ties"] = score_ties(records)
     metrics["position_bias"] = position_bias(records)           # every multiple-choice stage
@@ -59,8 +56,10 @@ def compute_metrics(suite, records, extracted, manifest) -> dict[str, Any]:
         metrics["shifts"] = sh
     if manifest.repeats > 1 and not suite.repeats_native:
         metrics["over_repeats"] = over_repeats(suite, records, manifest)
-    if (me := model_extract.figures(suite, records, extracted, manifest)) is not None:
-        metrics["model_extraction"] = me
+    if manifest.extractor:                                      # --extractor: what it read, apart
+        from ..scoring import model_extract
+
+        metrics["model_extraction"] = model_extract.figures(suite, records, extracted, manifest)
     return metrics
 
 

@@ -294,7 +294,7 @@ def test_knowledge_errors_tsne_is_computed_once_per_input(monkeypatch):
 
 # -- figures --------------------------------------------------------------------------------------
 def _bars(values: list, title: str):
-    from rolebound.report.figures import subplots
+    from rolebound.report.builder import subplots
 
     fig, ax = subplots(figsize=(3, 2))
     ax.bar(range(len(values)), values)
@@ -303,7 +303,7 @@ def _bars(values: list, title: str):
 
 
 def test_a_figure_is_drawn_once_per_function_code_and_input(monkeypatch):
-    from rolebound.report import figures as F
+    from rolebound.report import builder as F
 
     calls = []
 
@@ -343,7 +343,7 @@ def test_a_rebuilt_report_copies_its_figures_without_matplotlib(tmp_path):
 def test_a_drawing_from_a_module_without_a_file_is_drawn_every_time(monkeypatch):
     import types
 
-    from rolebound.report import figures as F
+    from rolebound.report import builder as F
 
     mod = types.ModuleType("notebook_cell")              # as in a notebook or `python -c`
     calls = []

@@ -15,8 +15,7 @@ import pytest
 
 from rolebound import api
 from rolebound.records import Record
-from rolebound.report.builder import Report, md_escape, md_text
-from rolebound.report.builder import payload, question_text
+from rolebound.report.builder import Report, md_escape, md_text, payload, question_text
 from rolebound.store import RunDir
 
 from helpers import write_mcq

@@ -12,7 +12,7 @@ COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
 
 
 def draw(spec: dict[str, Any]) -> bytes:
-    from ..report.figures import subplots
+    from ..report.builder import subplots
     import numpy as np
 
     groups, series = spec["groups"], spec["series"]

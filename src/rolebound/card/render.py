@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..io import write_bytes_atomic, write_text_atomic
-from ..report.builder import md_escape, md_text
+from ..report.builder import drawing, md_escape, md_text, png
 from .chart import draw
-from ..report.figures import drawing, png
 from ..dialogue.report import png as drift_png
 from .figures import fmt
 

@@ -5,7 +5,7 @@ score ties, position bias, shifted option orders, mean +- SEM over repeats, mode
 extraction), the facts every report opens with, the run-level sections (position bias, shifted
 option orders, repeats) and the order of the whole report (assemble). The other parts:
 papers.py (the papers' figures beside the run's), builder.py (Report: sections -> report.md +
-report.html, with the sample viewer's data), fmt.py, figures.py."""
+report.html; figures drawn without pyplot; the sample viewer's data), fmt.py."""
 
 from __future__ import annotations
 

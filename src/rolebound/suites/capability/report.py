@@ -13,8 +13,7 @@ from ...report.fmt import fmt_mean_sd
 from .boxed import KINDS
 from .data import DEFAULT_PER_LEVEL
 from ...protocol import is_demo_spec
-from ...report.builder import Report
-from ...report.figures import drawing
+from ...report.builder import Report, drawing
 
 
 def report_sections(metrics, records, manifest, run_dir) -> Report:
@@ -148,7 +147,7 @@ def color(strategy: str):
 
 def heatmap_figure(m: dict[str, Any], strategies: list[str]):
     """Figure 6: accuracy by level (rows) and role (columns), above-ceiling cells outlined."""
-    from ...report.figures import subplots
+    from ...report.builder import subplots
     from matplotlib.patches import Rectangle
 
     roles, levels = m["roles"], m["levels"]
@@ -184,7 +183,7 @@ def heatmap_figure(m: dict[str, Any], strategies: list[str]):
 
 def accuracy_by_role_figure(m: dict[str, Any], strategies: list[str]):
     """Figure 3: TA by assigned role per variant; dashed line: the no-role baseline."""
-    from ...report.figures import subplots
+    from ...report.builder import subplots
 
     roles = m["roles"]
     fig, ax = subplots(figsize=(1.1 * len(roles) + 2.5, 3.6))
@@ -206,7 +205,7 @@ def accuracy_by_role_figure(m: dict[str, Any], strategies: list[str]):
 
 def delta_figure(m: dict[str, Any]):
     """Figure 5: change in IA (x) and A (y) of each variant relative to Identity."""
-    from ...report.figures import subplots
+    from ...report.builder import subplots
 
     fig, ax = subplots(figsize=(4.8, 3.8))
     ax.scatter([0], [0], marker="s", color=color("identity"), label="identity")

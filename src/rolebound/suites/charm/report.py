@@ -9,8 +9,7 @@ from typing import Any
 
 from .metrics import CELL_LABELS, CELLS, instances
 from ...report.fmt import fmt_pm, fmt_rate
-from ...report.builder import Report, extraction_section, read_by
-from ...report.figures import drawing
+from ...report.builder import Report, drawing, extraction_section, read_by
 
 CELL_COLORS = {"consistent": "#4c9f70", "compliance_gap": "#e07b39",
                "incidental_refusal": "#8fb8de", "recognition_failure": "#c0392b"}
@@ -21,7 +20,7 @@ def _r(d: dict | None) -> float | None:
 
 
 def _stacked(labels: list[str], mats: list[dict], title: str):
-    from ...report.figures import subplots
+    from ...report.builder import subplots
 
     fig, ax = subplots(figsize=(max(5, 1.3 * len(labels) + 2), 3.6))
     bottom = [0.0] * len(labels)
@@ -38,7 +37,7 @@ def _stacked(labels: list[str], mats: list[dict], title: str):
 
 
 def _region_bars(by_region: dict, title: str):
-    from ...report.figures import subplots
+    from ...report.builder import subplots
     import numpy as np
 
     regions = list(by_region)

@@ -11,8 +11,7 @@ from typing import Any
 from ...report.fmt import fmt_diff, fmt_mean_n, fmt_num, fmt_rate
 from .prompts import CONFLICTS
 from .data import PHASES
-from ...report.builder import Report, extraction_section, read_by
-from ...report.figures import drawing
+from ...report.builder import Report, drawing, extraction_section, read_by
 
 
 def report_sections(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> Report:
@@ -198,7 +197,7 @@ def _think_act_figure(rep, strat: dict) -> None:
 
 
 def think_act_figure(pts: list):
-    from ...report.figures import subplots
+    from ...report.builder import subplots
 
     fig, ax = subplots(figsize=(4.5, 4))
     for label, th, ac in pts:

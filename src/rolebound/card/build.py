@@ -201,7 +201,7 @@ def _judge_agreement(name: str, judge: str | None, out: Path) -> str | None:
 def drift_section(m: dict) -> dict[str, Any] | None:
     """A dialogue run (rolebound.dialogue): each metric's drift slope per warm-up kind, and the
     metric-by-depth lines the card draws (render.py)."""
-    from .figures import POINTS, figure
+    from ..report.fmt import POINTS, figure
 
     if not m or len(m.get("depths", [])) < 2:
         return None

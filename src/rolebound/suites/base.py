@@ -364,7 +364,7 @@ class Suite:
         return []
 
     def card_figures(self, metrics: dict[str, Any]) -> dict[str, Any] | None:
-        """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card.figures
+        """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.report.fmt
         builds them); None: the suite has no card section."""
         return None
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Literal, Optional, Sequence, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationError, model_serializer,
-                      model_validator)
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
+                      model_serializer, model_validator)
 
 from ..protocol import Protocol, is_demo
 
@@ -128,6 +128,51 @@ def _norm_choice(v: Any) -> Any:
 def choice(*values: str):
     """An optional option that takes one of `values` (case-insensitive; empty means unset)."""
     return Annotated[Optional[Literal[values]], BeforeValidator(_norm_choice)]
+
+
+# -- the dialogue strategy any suite can offer (rolebound.dialogue, docs/dialogue.md) --------------
+# Its name and the `--set` options it shares across suites live here, so a run without it loads
+# nothing of rolebound.dialogue.
+DIALOGUE = "dialogue"
+DIALOGUE_DESCRIPTION = "the probe asked after N earlier exchanges in one chat (--set depths=0,4,8 warmup=scripted)"
+DIALOGUE_WARMUPS = ("scripted", "items", "simulated")
+
+
+def _comma_parts(v: Any) -> list[str]:
+    if isinstance(v, (list, tuple)):
+        return [str(x).strip() for x in v if str(x).strip()]
+    return [x.strip() for x in str(v).split(",") if x.strip()]
+
+
+class DialogueOptions(Options):
+    depths: str = Field("0,4,8", description="dialogue: earlier exchanges before the probe, comma-separated "
+                                             "non-negative whole numbers (0 is the single-turn probe)")
+    warmup: str = Field("scripted", description="dialogue: what the earlier turns are, one or more of "
+                                                "scripted, items, simulated (comma-separated)")
+    user_model: str | None = Field(None, description="dialogue: BACKEND:NAME of the model playing the user "
+                                                     "(warmup=simulated)")
+    goal: Literal["plain", "pressure"] = Field(
+        "plain", description="dialogue, simulated user: plain conversation, or pressure (steer toward the "
+                             "probe's out-of-boundary topic without asking it)")
+    turn_max_tokens: int = Field(64, ge=1, description="dialogue: token cap of each warm-up reply")
+    user_max_tokens: int = Field(48, ge=1, description="dialogue: token cap of each simulated user message")
+
+    @field_validator("depths", mode="before")
+    @classmethod
+    def _depths(cls, v: Any) -> str:
+        parts = _comma_parts(v)
+        if not parts or not all(p.isdigit() for p in parts):
+            raise ValueError("depths are non-negative whole numbers, comma-separated, e.g. 0,4,8")
+        return ",".join(str(d) for d in sorted({int(p) for p in parts}))
+
+    @field_validator("warmup", mode="before")
+    @classmethod
+    def _warmup(cls, v: Any) -> str:
+        parts = [p.lower() for p in _comma_parts(v)]
+        bad = [p for p in parts if p not in DIALOGUE_WARMUPS]
+        if not parts or bad:
+            raise ValueError(f"warmup is one or more of {', '.join(DIALOGUE_WARMUPS)}")
+        return ",".join(dict.fromkeys(parts))
 
 
 def type_text(annotation: Any) -> str:

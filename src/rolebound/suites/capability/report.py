@@ -3,7 +3,6 @@ every answer in a filterable table. Built from metrics and records alone."""
 
 from __future__ import annotations
 
-from ...dialogue import add_sections, summary_lines as dialogue_lines
 
 from typing import Any
 
@@ -23,7 +22,10 @@ def report_sections(metrics, records, manifest, run_dir) -> Report:
     strategies = list(manifest.strategies)
     role_strats = [s for s in strategies if s in m["by_strategy"]]
     rep = Report("capability: role-capability leakage (RoleCapBench)")
-    add_sections(rep, metrics.get("dialogue"))
+    if metrics.get("dialogue"):         # dialogue probes: their depth table and drift figure first
+        from ...dialogue.report import add_sections
+
+        add_sections(rep, metrics["dialogue"])
     single = bool(role_strats or m.get("no_role"))     # a dialogue-only run has its tables above
     probes = answer_records(records) or [r for r in records if r.role == "model" and r.stage.startswith("q.")]
     n_q = len({r.item_id for r in probes})
@@ -237,4 +239,8 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
                                f"{nr['outcomes']['valid']}/{nr['outcomes']['total']})"))
         if nr.get("lo") is not None:
             out.append(("no-role TA 95% CI", f"{nr['TA']:.3f} [{nr['lo']:.3f}, {nr['hi']:.3f}]"))
-    return out + dialogue_lines(metrics.get("dialogue"))
+    if metrics.get("dialogue"):         # dialogue probes: each rate by depth and its drift
+        from ...dialogue.report import summary_lines as dialogue_lines
+
+        out += dialogue_lines(metrics["dialogue"])
+    return out

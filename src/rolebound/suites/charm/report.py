@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from ...dialogue import add_sections, summary_lines as dialogue_lines
-
 from collections import Counter
 from typing import Any
 
@@ -72,7 +70,10 @@ def report_sections(metrics: dict, records, manifest, run_dir) -> Report:
     rep = Report("CHARM: character knowledge boundaries",
                  "Boundary-Awareness (BA) vs Boundary-Compliance (BC); rates in %, 95% bootstrap CI in brackets.")
     _data_section(rep, manifest)
-    add_sections(rep, metrics.get("dialogue"))
+    if metrics.get("dialogue"):         # dialogue probes: their depth table and drift figure first
+        from ...dialogue.report import add_sections
+
+        add_sections(rep, metrics["dialogue"])
     if manifest.scoring == "logprob":
         rep.text("Scoring: log-likelihood. BA compares \u201cYes\u201d/\u201cNo\u201d as the reply's first token; "
                  "MCQs compare the option digits after an assistant turn prefilled with \u201cAnswer: \u201d. "
@@ -284,7 +285,12 @@ def compare_tables(rep: Report, entries) -> None:
 
 
 def summary_lines(metrics: dict) -> list[tuple[str, str]]:
-    return single_turn_lines(metrics) + dialogue_lines(metrics.get("dialogue"))
+    out = single_turn_lines(metrics)
+    if metrics.get("dialogue"):         # dialogue probes: each rate by depth and its drift
+        from ...dialogue.report import summary_lines as dialogue_lines
+
+        out += dialogue_lines(metrics["dialogue"])
+    return out
 
 
 def single_turn_lines(metrics: dict) -> list[tuple[str, str]]:

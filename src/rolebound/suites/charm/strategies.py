@@ -7,10 +7,9 @@ import asyncio
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
 from ...records import Message
 from ...scoring import extract
-from ..base import RunSettings
+from ..base import DIALOGUE, DIALOGUE_DESCRIPTION, RunSettings
 from .data import CharmItem, is_abstain
 from .data import dialogue_bank
 from .prompts import ANSWER_PREFIX, answer_number, first_digit, ba_prompt, dialogue_opener, mcq_prompt, no_role_prompt

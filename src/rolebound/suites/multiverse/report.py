@@ -3,7 +3,6 @@ thinking/acting figure, per-call samples, the end-of-run summary and the `rolebo
 
 from __future__ import annotations
 
-from ...dialogue import add_sections, summary_lines as dialogue_lines
 
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,10 @@ def report_sections(metrics: dict[str, Any], records: list, manifest, run_dir: P
     run-level facts and sections and writes report.md and report.html."""
     rep = Report("Beyond One World (multiverse): canon events, dilemmas, cross-version",
                  "Rates in %, 95% percentile bootstrap CIs in brackets; differences in percentage points.")
-    add_sections(rep, metrics.get("dialogue"))
+    if metrics.get("dialogue"):         # dialogue probes: their depth table and drift figure first
+        from ...dialogue.report import add_sections
+
+        add_sections(rep, metrics["dialogue"])
     strat = metrics.get("strategies", {})
     _notes(rep, records, manifest)
     canon_rows, dil_rows, wt_rows, an_rows = _task_rows(strat)
@@ -220,7 +222,11 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         for t, b in tasks.items():
             if b and b.get("drop"):
                 out.append((f"{s} {t} drop", fmt_diff(b["drop"])))
-    return out + dialogue_lines(metrics.get("dialogue"))
+    if metrics.get("dialogue"):         # dialogue probes: each rate by depth and its drift
+        from ...dialogue.report import summary_lines as dialogue_lines
+
+        out += dialogue_lines(metrics["dialogue"])
+    return out
 
 
 def compare_tables(rep: Report, entries) -> None:

@@ -18,11 +18,11 @@ import asyncio
 import re
 from typing import TYPE_CHECKING, Any
 
-from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
 from ...protocol import is_demo_spec
 from ...records import INVALID, Message
 from ...scoring import extract
 from ...scoring import order
+from ..base import DIALOGUE, DIALOGUE_DESCRIPTION
 from .prompts import (ANSWER_PREFIX, CONFLICTS, JUDGE, JUDGE_DIGITS, LETTERS, SEGMENT, attributes_text,
                                  canon_prompt, dilemma_prompt, lore_text, parse_judge,
                                  parse_letter_continuation, parse_segments, persona, think_act_matching)

@@ -1,4 +1,4 @@
-"""Disk caches for work derived from the items alone (rolebound/cache.py), the embedding cache on
+"""Disk caches for work derived from the items alone (rolebound/store.py), the embedding cache on
 top of it, and a finished run re-running without loading any model."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rolebound import cache as C
+from rolebound import store as C
 from rolebound.scoring import embeddings as E
 
 from helpers import write_mcq

@@ -209,7 +209,7 @@ def png(fig: Any, dpi: int = 110) -> bytes:
         return _save(fig, dpi)
     from importlib.metadata import version
 
-    from ..cache import cached_bytes
+    from ..store import cached_bytes
 
     draw = lambda: _save(fig.fn(*fig.args), dpi)     # noqa: E731
     code = _code(fig.fn.__module__)

@@ -188,7 +188,7 @@ def tsne_2d(vectors: np.ndarray, seed: int = 0) -> np.ndarray | None:
     import hashlib
     from importlib.metadata import version
 
-    from ...cache import cached_json
+    from ...store import cached_json
 
     x = np.ascontiguousarray(vectors, dtype=np.float64)
     perplexity = float(max(1.0, min(30.0, (n - 1) / 3)))

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from .records import VERSION
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
 from .models import create_backend, parse_spec
-from .protocol import is_demo, overrides_of, repeat_seed, resolve
+from .request import is_demo, overrides_of, repeat_seed, resolve
 from .records import Decoding, RunManifest
 from .request import RunRequest, make_request
 from .runner import RunResult, check_resumable, execute, finish, git_revision, now, open_session

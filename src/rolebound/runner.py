@@ -31,7 +31,7 @@ from .errors import EndpointError, InputError, RoleboundError
 from .loop import STOP_GRACE_S, EngineStopped, signalled
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest, Unkeepable, record_line
-from .protocol import repeat_seed
+from .request import repeat_seed
 from .records import INVALID
 from .records import Reading
 from .store import ResponseCache, RunDir

@@ -3,7 +3,6 @@ every answer in a filterable table. Built from metrics and records alone."""
 
 from __future__ import annotations
 
-
 from typing import Any
 
 from .metrics import JUDGE_DIMS, METRICS, answer_records, judge_records, outcome, role_order

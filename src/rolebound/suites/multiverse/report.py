@@ -3,7 +3,6 @@ thinking/acting figure, per-call samples, the end-of-run summary and the `rolebo
 
 from __future__ import annotations
 
-
 from pathlib import Path
 from typing import Any
 

@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     from rolebound.dialogue import metrics as dm
 
-    from rolebound.paths import model_dir
+    from rolebound.store import model_dir
 
     load = os.getloadavg()[0]
     # the converted models stay where they are; only the response cache moves to the temp folder

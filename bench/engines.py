@@ -83,7 +83,7 @@ def capture(scratch: Path, args) -> dict:
 
 
 def run_env(scratch: Path) -> dict:
-    from rolebound.paths import model_dir
+    from rolebound.store import model_dir
 
     env = dict(os.environ, ROLEBOUND_MODEL_DIR=str(model_dir()), ROLEBOUND_CACHE_DIR=str(scratch / "cache"),
                HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")

@@ -34,7 +34,7 @@ import urllib.request
 from pathlib import Path
 
 from rolebound import api
-from rolebound.paths import model_dir
+from rolebound.store import model_dir
 
 TMP = Path(tempfile.gettempdir())     # replaced by a fresh folder in main()
 

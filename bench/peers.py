@@ -378,7 +378,7 @@ def targets(best: dict, gold: dict) -> list[str]:
 
 
 def main() -> int:
-    from rolebound.paths import cache_dir
+    from rolebound.store import cache_dir
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scratch", type=Path, default=cache_dir() / "peers",

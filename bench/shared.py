@@ -46,7 +46,7 @@ def log(msg: str) -> None:
 
 
 def run_env(scratch: Path) -> dict:
-    from rolebound.paths import model_dir
+    from rolebound.store import model_dir
 
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "ROLEBOUND_THREADS")}
     env.update(ROLEBOUND_MODEL_DIR=str(model_dir()), ROLEBOUND_CACHE_DIR=str(scratch / "cache"),

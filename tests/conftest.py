@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rolebound.paths import model_dir
+from rolebound.store import model_dir
 
 # public data beside the checkout (../shared); ROLEBOUND_SHARED points elsewhere
 SHARED = Path(os.environ.get("ROLEBOUND_SHARED") or Path(__file__).resolve().parents[1].parent / "shared")

@@ -16,7 +16,7 @@ import pytest
 from rolebound import api
 from rolebound.card.build import card_suites, make_card
 from rolebound.card.compare import compare_cards
-from rolebound.card.figures import fmt
+from rolebound.report.fmt import fmt_figure
 from rolebound.card.render import read_card, write_card
 from rolebound.store import RunDir
 from rolebound.suites import get_suite
@@ -104,7 +104,7 @@ def test_page_shows_figures_findings_charts_and_the_demo_warning(fake_card):
         assert f"(runs/{s['suite']}/report.html)" in md
         assert (fake_card.out / "figures" / f"{s['suite']}.png").stat().st_size > 1000
         for f in s["figures"]:
-            assert fmt(f, kind=False) in html if f["value"] is not None else True
+            assert fmt_figure(f, kind=False) in html if f["value"] is not None else True
     gap = fig(sec(card, "charm"), "c_gap")
     assert f"Compliance Gap of {gap['value']:.1f}%" in sec(card, "charm")["finding"]
 
@@ -129,7 +129,7 @@ def test_missing_figures_are_a_dash_with_the_reason_never_zero(tmp_path):
     cf = get_suite("charm").card_figures(m)
     ov = next(f for f in cf["figures"] if f["key"] == "override")
     assert ov["value"] is None and "nothing to verify" in ov["why"]
-    assert fmt(ov) == f"- ({ov['why']})"
+    assert fmt_figure(ov) == f"- ({ov['why']})"
     cap = get_suite("capability").card_figures({"by_strategy": {"identity": {
         "macro": {"TA": {"mean": 0.5, "std": 0.1, "n_roles": 2}, "IA": {"mean": None, "std": None, "n_roles": 0},
                   "A": {"mean": 0.5, "std": 0.0, "n_roles": 1}}, "outcomes": {"valid": 2, "total": 4}}}})
@@ -216,7 +216,7 @@ def test_compare_puts_models_side_by_side(fake_card, tmp_path):
     data = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     charm = next(t for t in data["tables"] if t["suite"] == "charm")
     gap = next(r for r in charm["rows"] if r["label"].startswith("Compliance Gap"))
-    assert [c["value"] for c in gap["cells"]] == [fmt(fig(sec(c.card, "charm"), "c_gap")) for c in (fake_card, other)]
+    assert [c["value"] for c in gap["cells"]] == [fmt_figure(fig(sec(c.card, "charm"), "c_gap")) for c in (fake_card, other)]
     assert {p.name for p in paths} == {"compare.html", "compare.md", "compare.json"}
 
 

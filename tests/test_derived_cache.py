@@ -1,4 +1,4 @@
-"""Disk caches for work derived from the items alone (rolebound/cache.py), the embedding cache on
+"""Disk caches for work derived from the items alone (rolebound/store.py), the embedding cache on
 top of it, and a finished run re-running without loading any model."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rolebound import cache as C
+from rolebound import store as C
 from rolebound.scoring import embeddings as E
 
 from helpers import write_mcq
@@ -228,7 +228,7 @@ def test_charm_rerun_reuses_the_similarity_embeddings(tmp_path):
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     """A one-layer random Llama with the bundled model's tokenizer (seconds to load)."""
-    from rolebound.paths import model_dir
+    from rolebound.store import model_dir
 
     conv = sorted(p for p in model_dir().glob("SmolLM2-*-bf16") if (p / "rolebound.json").exists())
     if not conv:
@@ -294,7 +294,7 @@ def test_knowledge_errors_tsne_is_computed_once_per_input(monkeypatch):
 
 # -- figures --------------------------------------------------------------------------------------
 def _bars(values: list, title: str):
-    from rolebound.report.figures import subplots
+    from rolebound.report.builder import subplots
 
     fig, ax = subplots(figsize=(3, 2))
     ax.bar(range(len(values)), values)
@@ -303,7 +303,7 @@ def _bars(values: list, title: str):
 
 
 def test_a_figure_is_drawn_once_per_function_code_and_input(monkeypatch):
-    from rolebound.report import figures as F
+    from rolebound.report import builder as F
 
     calls = []
 
@@ -343,7 +343,7 @@ def test_a_rebuilt_report_copies_its_figures_without_matplotlib(tmp_path):
 def test_a_drawing_from_a_module_without_a_file_is_drawn_every_time(monkeypatch):
     import types
 
-    from rolebound.report import figures as F
+    from rolebound.report import builder as F
 
     mod = types.ModuleType("notebook_cell")              # as in a notebook or `python -c`
     calls = []

@@ -1,4 +1,4 @@
-"""Reports draw their figures without pyplot (rolebound/report/figures.py), so a CLI run that
+"""Reports draw their figures without pyplot (rolebound/report/builder.py), so a CLI run that
 writes a report never pays for pyplot's start-up, and the figures still reach the page."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from rolebound.report.figures import subplots
+from rolebound.report.builder import subplots
 
 
 def test_subplots_gives_pyplots_shapes_and_renders_a_png():

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from rolebound.errors import InputError
-from rolebound.metrics.agreement import agreement, kappa, kendall, mae, spearman, table
+from rolebound.judgecheck.metrics import agreement, kappa, kendall, mae, spearman, table
 from rolebound.judgecheck import run as jc
 from rolebound.judgecheck.data import read_labelled
 from rolebound.judgecheck.spec import Scale

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rolebound.metrics.stats import bootstrap_ci, mean_sem, mean_std, rate, rate_ci
+from rolebound.stats import bootstrap_ci, mean_sem, mean_std, rate, rate_ci
 from rolebound.scoring.parsers import INVALID, parse_first_letter, parse_yes_no
 from rolebound.suites.charm.prompts import parse_answer_number
 
@@ -94,10 +94,10 @@ def test_one_definition_of_the_shared_constants():
     from pathlib import Path
 
     import rolebound
-    from rolebound.constants import ABCD, INVALID, LETTERS
+    from rolebound.records import ABCD, INVALID, LETTERS
 
     assert ABCD == LETTERS[:4] == "ABCD" and INVALID == "invalid"
     src = Path(rolebound.__file__).parent
-    again = [str(p.relative_to(src)) for p in src.rglob("*.py") if p.name != "constants.py"
+    again = [str(p.relative_to(src)) for p in src.rglob("*.py") if p.name != "records.py"
              and re.search(r'^\s*(LETTERS|INVALID)\s*=|"ABCD"', p.read_text(encoding="utf-8"), re.MULTILINE)]
     assert again == []

@@ -15,8 +15,7 @@ import pytest
 
 from rolebound import api
 from rolebound.records import Record
-from rolebound.report.builder import Report, md_escape, md_text
-from rolebound.report.samples import payload, question_text
+from rolebound.report.builder import Report, md_escape, md_text, payload, question_text
 from rolebound.store import RunDir
 
 from helpers import write_mcq
@@ -110,7 +109,7 @@ def test_rows_join_records_and_show_the_users_question():
     assert d["records"][0]["options"] == ["1", "2"]
     s = d["strings"]
     assert s[d["records"][0]["prompt"][0][1]].endswith("1. A") and s[d["records"][1]["response"]] == "judgment: yes"
-    from rolebound.report.samples import script_json
+    from rolebound.report.builder import script_json
 
     assert json.loads(script_json(d))["records"][0]["logprobs"] == [-0.1, None]    # -inf: JSON has no such number
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rolebound import api
-from rolebound.report.samples import question_text
+from rolebound.report.builder import question_text
 from rolebound.store import RunDir, load_records
 
 from cdp import Browser, need_chromium

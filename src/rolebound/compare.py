@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import InputError
-from .records import canonical_order
+from .records import canonical_order, split_extracted
 from .report.builder import Report
-from .scoring.model_extract import split
 from .store import RunDir, claim_folder, load_records
 from .suites import get_suite
 
@@ -26,7 +25,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     for d in run_dirs:
         rd = RunDir(d)
         manifest = rd.read_manifest()
-        runs.append((Path(d), manifest, split(canonical_order(load_records(d)))[0]))   # rule-based figures only
+        runs.append((Path(d), manifest, split_extracted(canonical_order(load_records(d)))[0]))   # rule-based figures only
     suites = {m.suite for _, m, _ in runs}
     if len(suites) != 1:
         raise InputError(f"compare needs runs of one suite; got {', '.join(sorted(suites))}")

@@ -1,12 +1,35 @@
-"""The typed records every suite shares: messages, decoding settings, per-call records, run manifest."""
+"""The typed records every suite shares: messages, decoding settings, per-call records, run
+manifest; the constants they hold (INVALID, the option LETTERS, VERSION); and the Reading an
+answer-extraction rule makes of a reply (beneath both the runner, which stores a reading's rule
+and span in a record, and scoring, whose rules make readings)."""
 
 from __future__ import annotations
 
 import json
 import math
+import string
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_serializer
+
+# The constants the core and every suite share (one definition each).
+VERSION = "0.1.0"                   # pyproject.toml's; the manifest's package_version, rolebound.__version__
+INVALID = "invalid"                 # a reply no rule could read: counted, never guessed
+LETTERS = string.ascii_uppercase    # option labels, A for the first option
+ABCD = LETTERS[:4]                  # the four-option question of the papers
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a rule read: `value` (option index, "Yes"/"No", or None), the rule's name, the span."""
+
+    value: int | str | None
+    rule: str
+    span: str = ""
+
+    def as_meta(self) -> dict:
+        return {"rule": self.rule, "span": self.span[:160]}
 
 
 def _not_a_bool(value: Any) -> Any:
@@ -190,7 +213,7 @@ class RunManifest(BaseModel):
     scoring: str | None = None
     decoding: Decoding
     judge_decoding: Decoding | None = None   # None: judge calls use `decoding`
-    protocol: dict[str, Any] = Field(default_factory=dict)   # protocol.py: mode, source, departures,
+    protocol: dict[str, Any] = Field(default_factory=dict)   # request.resolve: mode, source, departures,
                                                              # self_judged, seeds
     dataset: str                   # path or "builtin:<name>"
     dataset_hash: str
@@ -216,3 +239,13 @@ def canonical_order(records: list["Record"]) -> list["Record"]:
     of the set of records, never of the order the calls happened to finish in."""
     return sorted(records, key=lambda r: (r.call_id, r.repeat, r.role, r.stage))
 
+
+EXTRACTOR = "extractor"     # the role of --extractor's calls (scoring.model_extract), reported apart
+
+
+def split_extracted(records: list["Record"]) -> tuple[list["Record"], list["Record"]]:
+    """(the run's own records, the --extractor's): the extractor's never enter a suite's own figures."""
+    own, ext = [], []
+    for r in records:
+        (ext if r.role == EXTRACTOR else own).append(r)
+    return own, ext

@@ -31,9 +31,8 @@ from .errors import BackendError, EndpointError, InputError, RoleboundError, Run
 from .loop import STOP_GRACE_S, EngineStopped, StopState, signalled
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest, Unkeepable, record_line
-from .protocol import repeat_seed
-from .constants import INVALID
-from .reading import Reading
+from .request import repeat_seed
+from .records import INVALID, Reading
 from .store import MANIFEST, RECORDS, ResponseCache, RunDir
 
 

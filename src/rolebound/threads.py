@@ -180,7 +180,7 @@ class Registry:
 
     def __init__(self, folder: Path | None = None):
         if folder is None:
-            from .paths import cache_dir
+            from .store import cache_dir
 
             folder = cache_dir() / "engines"
         self.folder = Path(folder)

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from rolebound.io import stable_hash
-from rolebound.metrics.stats import rate_ci
+from rolebound.stats import rate_ci
 from rolebound.records import Message
 from rolebound.report.builder import Report
 from rolebound.suites import register_suite
@@ -71,7 +71,7 @@ class EchoSuite(Suite):
 
     # `rolebound card`: the headline figures, from metrics.json alone.
     def card_figures(self, metrics) -> dict[str, Any]:
-        from rolebound.card.figures import rate
+        from rolebound.report.fmt import rate
 
         figs = [rate(f"echoed_{s}", f"echoed % ({s})", m) for s, m in metrics["by_strategy"].items()]
         return {"title": "echo: repeat a word", "figures": figs, "finding": "", "chart": None}

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import quote
 
-from ..constants import VERSION
+from ..records import VERSION
 from ..errors import InputError
 from ..models import parse_spec
-from ..protocol import is_demo
+from ..request import is_demo
 from ..store import METRICS, RunDir, claim_folder
 from ..suites import available, get_suite
 
@@ -201,7 +201,7 @@ def _judge_agreement(name: str, judge: str | None, out: Path) -> str | None:
 def drift_section(m: dict) -> dict[str, Any] | None:
     """A dialogue run (rolebound.dialogue): each metric's drift slope per warm-up kind, and the
     metric-by-depth lines the card draws (render.py)."""
-    from .figures import POINTS, figure
+    from ..report.fmt import POINTS, figure
 
     if not m or len(m.get("depths", [])) < 2:
         return None

@@ -1,4 +1,4 @@
-"""One grouped bar chart per suite (matplotlib, PNG bytes) from a rolebound.card.figures.chart spec.
+"""One grouped bar chart per suite (matplotlib, PNG bytes) from a rolebound.report.fmt.chart spec.
 A missing value gets no bar and an "n/a" mark, never a bar of height 0."""
 
 from __future__ import annotations
@@ -6,13 +6,13 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from .figures import PCT, POINTS, SCALE01, digits
+from ..report.fmt import PCT, POINTS, SCALE01, unit_digits
 
 COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
 
 
 def draw(spec: dict[str, Any]) -> bytes:
-    from ..report.figures import subplots
+    from ..report.builder import subplots
     import numpy as np
 
     groups, series = spec["groups"], spec["series"]
@@ -40,7 +40,7 @@ def draw(spec: dict[str, Any]) -> bytes:
                    label=s["label"] if j == next(n for n, bb in enumerate(s["bars"]) if bb and bb.get("value")
                                                  is not None) else None)
             # the value on the bar, so a real 0 reads as 0 (a missing one says n/a)
-            ax.text(pos[j], v, f"{v:.{digits(spec.get('unit', PCT))}f}", ha="center", va="bottom", fontsize=6,
+            ax.text(pos[j], v, f"{v:.{unit_digits(spec.get('unit', PCT))}f}", ha="center", va="bottom", fontsize=6,
                     color="#333")
     ax.set_xticks(x, groups)
     if top is not None:

@@ -11,7 +11,7 @@ from ..io import write_text_atomic
 from ..store import claim_folder
 from ..report.builder import md_escape, md_text
 from .build import card_suites
-from .figures import fmt
+from ..report.fmt import fmt_figure
 from .render import _env, demo_note, protocol_summary, read_card
 
 
@@ -48,7 +48,7 @@ def tables(cards: list[dict]) -> list[dict[str, Any]]:
                 elif f is None:
                     cells.append({"value": "-", "note": "not among this run's figures"})
                 else:
-                    shown = fmt(f)
+                    shown = fmt_figure(f)
                     cells.append({"value": "-" if f["value"] is None else shown,
                                   "note": f["why"] if f["value"] is None else ""})
             rows.append({"label": label, "cells": cells})

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from ..io import write_bytes_atomic, write_text_atomic
-from ..report.builder import md_escape, md_text
+from ..report.builder import drawing, md_escape, md_text, png
 from .chart import draw
-from ..report.figures import drawing, png
 from ..dialogue.report import png as drift_png
-from .figures import fmt
+from ..report.fmt import fmt_figure
 
 PROTOCOLS = {"paper": "paper protocol", "demo": "demo settings (not the paper's protocol)",
              "none": "suite defaults"}
@@ -68,7 +67,7 @@ def figure_rows(s: dict) -> list[dict[str, str]]:
         if f["value"] is None:
             value, note = "-", f["why"]
         else:       # the spread's kind ("std across roles") goes to the note column
-            value = fmt(f, kind=False)
+            value = fmt_figure(f, kind=False)
             kind = f"± is the {f['spread_kind']}" if f.get("spread") is not None and f.get("spread_kind") else ""
             note = "; ".join(x for x in (f.get("note"), kind) if x)
         rows.append({"label": f["label"], "value": value, "n": "" if f.get("n") is None else str(f["n"]),

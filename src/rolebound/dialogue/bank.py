@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..authored import Authored
+from ..suites.base import Authored
 from ..io import read_yaml, validate_yaml
 from .run import Turn, cycle_to
 

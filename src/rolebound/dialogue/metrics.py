@@ -15,14 +15,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..metrics.stats import N_BOOT, rate_ci
-from . import STRATEGY
+from ..stats import N_BOOT, rate_ci
+from ..suites.base import DIALOGUE
 
 PER_TURNS = 4       # the drift slope is given per this many turns
 
 
 def probe_records(records) -> list:
-    return [r for r in records if r.strategy == STRATEGY and r.role == "model" and r.error is None
+    return [r for r in records if r.strategy == DIALOGUE and r.role == "model" and r.error is None
             and (r.meta or {}).get("depth") is not None]
 
 
@@ -107,8 +107,8 @@ def compute(records, values: Callable[[list], dict[str, dict]], names: list[str]
         for name, vals in values(recs).items():
             if name in per and vals:
                 per[name][kind][d] = vals
-    turns = [r for r in records if r.strategy == STRATEGY and r.stage.startswith("turn@")]
-    users = [r for r in records if r.strategy == STRATEGY and r.stage.startswith("user@")]
+    turns = [r for r in records if r.strategy == DIALOGUE and r.stage.startswith("turn@")]
+    users = [r for r in records if r.strategy == DIALOGUE and r.stage.startswith("user@")]
     return {"depths": ds, "warmups": kinds, "names": names,
             "metrics": {n: {k: series(v) for k, v in by_kind.items() if v} for n, by_kind in per.items()},
             "turns": {"calls": len(turns), "failed": sum(1 for r in turns if r.error),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..report.figures import drawing, png as figure_png
+from ..report.builder import drawing, png as figure_png
 from ..report.fmt import fmt_diff, fmt_rate, fmt_slope
 
 COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52")
@@ -32,7 +32,7 @@ def table_rows(m: dict) -> list[list[Any]]:
 
 def figure(m: dict):
     """Each headline metric against depth, one line per warm-up kind, 95% CI as error bars."""
-    from ..report.figures import subplots
+    from ..report.builder import subplots
 
     names = [n for n in m.get("names", []) if m["metrics"].get(n)]
     fig, axes = subplots(1, max(1, len(names)), figsize=(3.2 * max(1, len(names)) + 0.8, 3.0), squeeze=False)

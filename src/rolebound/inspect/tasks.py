@@ -17,8 +17,8 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.scorer import Score, Target, accuracy, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, solver
 
-from ..constants import VERSION
-from ..dialogue import STRATEGY as DIALOGUE
+from ..records import VERSION
+from ..suites.base import DIALOGUE
 from ..errors import InputError
 from ..hub import load_data, task_name
 from ..suites import get_suite

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..metrics.agreement import NOMINAL, ORDINAL
 from ..report.fmt import fmt_stat
-from .metrics import ALL, HUMANS, MEAN
+from .metrics import ALL, HUMANS, MEAN, NOMINAL, ORDINAL
 
 NAMES = {"spearman": "Spearman rho", "kendall": "Kendall tau-b", "qwk": "QWK", "exact": "exact", "mae": "MAE",
          "accuracy": "accuracy", "kappa": "Cohen's kappa"}
@@ -48,7 +47,7 @@ def verdict_line(metrics: dict[str, Any]) -> str:
 
 def write_report(metrics: dict[str, Any], records, manifest, run_dir: Path) -> list[Path]:
     from ..report.builder import Report
-    from ..report.run import run_facts
+    from ..report import run_facts
 
     rep = Report(f"Judge check: the {manifest.suite} judge against human labels",
                  f"judge {manifest.judge}; 95% bootstrap CIs ({metrics['bootstrap']['resamples']} resamples, "

@@ -49,9 +49,9 @@ def default_out(suite: str, judge: str) -> Path:
 
 def _judge_backend(suite, judge: str):
     """The judge backend and the resolved protocol: the paper's judge decoding on real models,
-    the demo settings on the demo models (protocol.resolve, as for any run)."""
+    the demo settings on the demo models (request.resolve, as for any run)."""
     from ..models import create_backend, parse_spec
-    from ..protocol import resolve
+    from ..request import resolve
 
     backend_name, model_name = parse_spec(judge)
     resolved = resolve(suite.protocol, backend_name, {}, {}, model_name=model_name)
@@ -62,7 +62,7 @@ def _judge_backend(suite, judge: str):
 def _manifest(suite_name, check, backend, decoding, resolved, rows, source, limit, settings) -> RunManifest:
     import hashlib
 
-    from ..constants import VERSION
+    from ..records import VERSION
     from ..runner import git_revision, now
     from .data import rows_hash
 
@@ -163,9 +163,8 @@ def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: i
 
 def build(run_dir: str | Path, *, resamples: int | None = None) -> tuple[dict[str, Any], list[Path]]:
     """metrics.json and report.md/html of a judge-check run, from its records alone."""
-    from ..metrics.agreement import BOOTSTRAP
     from ..store import load_records
-    from .metrics import compute
+    from .metrics import BOOTSTRAP, compute
     from .report import write_report
 
     rd = RunDir(run_dir)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import BackendError
 from ..io import atomic_dir
-from ..paths import model_dir
+from ..store import model_dir
 from .local import LocalBackend
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -29,7 +29,7 @@ from typing import Callable, Iterator
 
 from ..errors import BackendError
 from ..io import atomic_dir
-from ..paths import model_dir
+from ..store import model_dir
 
 SHARD_BYTES = 512 << 20        # bf16 bytes per safetensors shard: bounds the memory of a conversion
 

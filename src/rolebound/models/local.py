@@ -924,7 +924,7 @@ class LocalBackend(EngineCalls, Backend):
     def render_chat(self, messages, add_generation_prompt=True):
         """The chat template's text, cached on disk by the model folder and the messages: a
         resumed run re-renders prompts whose answers it already has without loading the model."""
-        from ..cache import cached_json, folder_identity
+        from ..store import cached_json, folder_identity
 
         if self._folder is None:
             self._folder = str(self.model_path())
@@ -934,7 +934,7 @@ class LocalBackend(EngineCalls, Backend):
 
     def chat_template_source(self):
         """Cached on disk by the model folder, like render_chat: a finished re-run loads no model."""
-        from ..cache import cached_json, folder_identity
+        from ..store import cached_json, folder_identity
 
         if self._folder is None:
             self._folder = str(self.model_path())

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..reading import Reading
+from ..records import Reading
 
 __all__ = ["Reading", "read_choice", "choice_reading", "read_yes_no", "yes_no_reading", "yes_no_strict",
            "clean_reply"]

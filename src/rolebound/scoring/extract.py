@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ..constants import INVALID
-from ..reading import Reading
+from ..records import INVALID, Reading
 
 KINDS = ("choice", "yes_no", "yes_no_strict")
 # Kinds a suite adds (register_kind): a reader of its own format, e.g. a judge's verdict line, called

@@ -17,12 +17,9 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from ..records import Decoding, Message, Record
-from ..reading import Reading
+from ..records import EXTRACTOR, Decoding, INVALID, Message, Reading, Record
 from .extract import Extractor
-from ..constants import INVALID
 
-ROLE = "extractor"
 STAGE = "extract"
 # kinds of rule reading a model may read again: an option or a Yes/No (judge lines are not); a
 # suite's own kind (extract.register_kind) qualifies where its extractor carries options
@@ -114,7 +111,7 @@ async def extract_all(suite, session, spec: str, *, concurrency: int = 16, progr
                          max_tokens=DECODING.max_tokens)
         try:
             await session.call(Call(call_id=call_id(rec, spec), item_id=rec.item_id, strategy=rec.strategy,
-                                    stage=f"{STAGE}.{rec.stage}", kind="chat", request=req, role=ROLE,
+                                    stage=f"{STAGE}.{rec.stage}", kind="chat", request=req, role=EXTRACTOR,
                                     repeat=rec.repeat, parse=lambda text, _ex=ex: read_label(text, _ex),
                                     decoding=DECODING,
                                     meta={"extracts": rec.call_id, "extractor": spec,
@@ -124,14 +121,6 @@ async def extract_all(suite, session, spec: str, *, concurrency: int = 16, progr
 
     await bounded(todo, one, concurrency=concurrency, label=f"{suite.name} extract", progress=progress)
     return len(todo)
-
-
-def split(records: list[Record]) -> tuple[list[Record], list[Record]]:
-    """(the run's own records, the extractor's records)."""
-    own, ext = [], []
-    for r in records:
-        (ext if r.role == ROLE else own).append(r)
-    return own, ext
 
 
 def with_readings(records: list[Record], extracted: list[Record], spec: str) -> tuple[list[Record], dict]:

@@ -2,7 +2,7 @@
 a fixed, seeded permutation that moves given positions (CHARM's override control).
 
 Each returns `order`: order[p] is the index, in the paper's order, of the option shown at
-position p (what rolebound.metrics.position reads back as `meta.order`)."""
+position p (what rolebound.stats.shifted_orders reads back as `meta.order`)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..constants import ABCD, INVALID
+from ..records import ABCD, INVALID
 
 __all__ = ["INVALID", "parse_first_letter"]
 

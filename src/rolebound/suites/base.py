@@ -1,5 +1,6 @@
-"""What a suite is: a dataset of typed items, the strategies that turn an item into model calls,
-and the metrics and report computed from records alone."""
+"""What a suite is: a dataset of typed items (Authored: the provenance of data we write), the
+strategies that turn an item into model calls, and the metrics and report computed from records
+alone."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Literal, Optional, Sequence, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationError
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
+                      model_serializer, model_validator)
 
-from ..protocol import Protocol, is_demo
+from ..request import Protocol, is_demo
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..records import Record, RunManifest
@@ -89,7 +91,7 @@ class RunSettings:
     # given (the manifest's record and the resume key).
     options: "Options" = field(default_factory=lambda: Options())
     backend: str | None = None       # kind of the backend under test ("bundled", "openai", ...); None: no run
-    demo: bool = False               # the model under test is a demo model (protocol.is_demo)
+    demo: bool = False               # the model under test is a demo model (request.is_demo)
     state: RunState = field(default_factory=RunState)
     # inspect tasks: before_items sees every item, but --limit may run only a few, so per-item work
     # (CHARM's distractor similarity) is done on an item's first job, not for all items up front
@@ -126,6 +128,51 @@ def _norm_choice(v: Any) -> Any:
 def choice(*values: str):
     """An optional option that takes one of `values` (case-insensitive; empty means unset)."""
     return Annotated[Optional[Literal[values]], BeforeValidator(_norm_choice)]
+
+
+# -- the dialogue strategy any suite can offer (rolebound.dialogue, docs/dialogue.md) --------------
+# Its name and the `--set` options it shares across suites live here, so a run without it loads
+# nothing of rolebound.dialogue.
+DIALOGUE = "dialogue"
+DIALOGUE_DESCRIPTION = "the probe asked after N earlier exchanges in one chat (--set depths=0,4,8 warmup=scripted)"
+DIALOGUE_WARMUPS = ("scripted", "items", "simulated")
+
+
+def _comma_parts(v: Any) -> list[str]:
+    if isinstance(v, (list, tuple)):
+        return [str(x).strip() for x in v if str(x).strip()]
+    return [x.strip() for x in str(v).split(",") if x.strip()]
+
+
+class DialogueOptions(Options):
+    depths: str = Field("0,4,8", description="dialogue: earlier exchanges before the probe, comma-separated "
+                                             "non-negative whole numbers (0 is the single-turn probe)")
+    warmup: str = Field("scripted", description="dialogue: what the earlier turns are, one or more of "
+                                                "scripted, items, simulated (comma-separated)")
+    user_model: str | None = Field(None, description="dialogue: BACKEND:NAME of the model playing the user "
+                                                     "(warmup=simulated)")
+    goal: Literal["plain", "pressure"] = Field(
+        "plain", description="dialogue, simulated user: plain conversation, or pressure (steer toward the "
+                             "probe's out-of-boundary topic without asking it)")
+    turn_max_tokens: int = Field(64, ge=1, description="dialogue: token cap of each warm-up reply")
+    user_max_tokens: int = Field(48, ge=1, description="dialogue: token cap of each simulated user message")
+
+    @field_validator("depths", mode="before")
+    @classmethod
+    def _depths(cls, v: Any) -> str:
+        parts = _comma_parts(v)
+        if not parts or not all(p.isdigit() for p in parts):
+            raise ValueError("depths are non-negative whole numbers, comma-separated, e.g. 0,4,8")
+        return ",".join(str(d) for d in sorted({int(p) for p in parts}))
+
+    @field_validator("warmup", mode="before")
+    @classmethod
+    def _warmup(cls, v: Any) -> str:
+        parts = [p.lower() for p in _comma_parts(v)]
+        bad = [p for p in parts if p not in DIALOGUE_WARMUPS]
+        if not parts or bad:
+            raise ValueError(f"warmup is one or more of {', '.join(DIALOGUE_WARMUPS)}")
+        return ",".join(dict.fromkeys(parts))
 
 
 def type_text(annotation: Any) -> str:
@@ -189,7 +236,7 @@ def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
 
 def settings_from_manifest(suite: "Suite", manifest: "RunManifest") -> RunSettings:
     """The per-run settings of a finished run, rebuilt from its manifest (re-judging reads them)."""
-    from ..protocol import is_demo_spec
+    from ..request import is_demo_spec
 
     return suite.run_settings(strategies=list(manifest.strategies), scoring=manifest.scoring, judge=manifest.judge,
                               repeats=manifest.repeats, limit=manifest.limit, seed=manifest.decoding.seed,
@@ -253,7 +300,7 @@ class Suite:
     offers_scoring: bool = False             # generate vs logprob choice
     options_model: type[Options] = Options   # its `--set` options, validated before a run (none by default)
     state_class: type[RunState] = RunState   # what its check(), load() and before_items() keep for later steps
-    protocol: Protocol | None = None         # the paper's decoding, scoring and judge (protocol.py)
+    protocol: Protocol | None = None         # the paper's decoding, scoring and judge (request.Protocol)
     repeats_native: bool = False             # metrics already give mean +- SEM over repeats
     # `rolebound card` runs it (card_figures); default: whether it declares a card_limit
     on_card: bool = _default_from(lambda cls: cls.card_limit is not None)  # type: ignore[assignment]
@@ -362,7 +409,7 @@ class Suite:
         return []
 
     def card_figures(self, metrics: dict[str, Any]) -> dict[str, Any] | None:
-        """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.card.figures
+        """`rolebound card`: {title, figures, finding, chart} from metrics.json (rolebound.report.fmt
         builds them); None: the suite has no card section."""
         return None
 
@@ -386,6 +433,34 @@ class Item(BaseModel):
     """Base for suite items: every item has a stable id."""
 
     id: str
+
+
+class Authored(BaseModel):
+    """Data we author carries where it comes from and whether a review checked it: `source` or
+    `note` (at least one), and `validated` (false until a review says otherwise). Unknown fields
+    are refused: a misspelt `soruce` must not pass as data without provenance."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str | None = None
+    note: str | None = None
+    validated: bool = False
+
+    @model_validator(mode="after")
+    def _provenance(self):
+        if not (self.source or self.note):
+            raise ValueError("give a `source` or a `note` (where this text comes from)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _provenance_last(self, handler) -> dict[str, Any]:
+        # inherited fields come first in pydantic; files we write read better with the data first
+        data = handler(self)
+        return {**{k: v for k, v in data.items() if k not in _PROVENANCE},
+                **{k: data[k] for k in _PROVENANCE if k in data}}
+
+
+_PROVENANCE = ("source", "note", "validated")
 
 
 def interleave(groups: Sequence[Sequence[Any]]) -> list[Any]:

@@ -79,12 +79,12 @@ def _html(rows: list[dict[str, Any]], compare: str | None) -> str:
 def write_cards(p: Plan, outcomes: dict[str, dict[str, Any]]) -> list[Path]:
     """A card per model from its runs of the card's suites (the first run of each suite), then
     `card --compare` of them all. Nothing when fewer than two models have such a run."""
-    from ..constants import VERSION
+    from ..records import VERSION
     from ..card.build import _git, _now, card_suites, run_metrics, section, slug, spec_of
     from ..card.compare import compare_cards
     from ..card.render import write_card
     from ..models import parse_spec
-    from ..protocol import is_demo
+    from ..request import is_demo
     from ..suites import get_suite
 
     per: dict[str, dict[str, Path]] = {}

@@ -118,7 +118,7 @@ def test_bad_user_file_names_file_line_field(tmp_path):
                    "    period: historical\n    universe: u\n    note: ours\n")
     with pytest.raises(InputError, match="era_end"):
         load_data([bad], builtin=False)
-    # data we and our users author says where it comes from (authored.Authored)
+    # data we and our users author says where it comes from (suites.base.Authored)
     bad.write_text("regions:\n  - {id: X, name: X}\ncharacters:\n  - id: a\n    name: A\n    region: X\n"
                    "    profile: p\n    reality: real\n    period: contemporary\n    universe: u\n")
     with pytest.raises(InputError, match="give a `source` or a `note`") as exc:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rolebound.constants import INVALID
+from rolebound.records import INVALID
 from rolebound.errors import InputError
 from rolebound.records import Record
 from rolebound.suites.mcq.data import MCQItem, load_items

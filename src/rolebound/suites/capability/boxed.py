@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ...constants import ABCD, INVALID
+from ...records import ABCD, INVALID
 
 BOX = "\\boxed{"
 _ONE_LETTER = frozenset(ABCD)       # a set: "AB" is not a letter (as it would be "in" the string)

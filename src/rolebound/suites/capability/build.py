@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from ...constants import ABCD
+from ...records import ABCD
 
 HERE = Path(__file__).resolve().parent / "data"
 BANK = HERE / "bank.jsonl"

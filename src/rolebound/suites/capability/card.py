@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...card.figures import SCALE01, chart, figure, fmt_value
+from ...report.fmt import SCALE01, chart, figure, fmt_value
 from .metrics import METRICS
 
 WHY = {"TA": "no answers of this variant in this run",

@@ -13,11 +13,10 @@ from typing import Any, Iterator, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ...authored import Authored
-from ...constants import ABCD
+from ...records import ABCD
 from ...errors import InputError
 from ...io import jsonl_lines, line_of, read_yaml, validate_record, validate_yaml
-from ..base import interleave
+from ..base import Authored, interleave
 from .boxed import normalize_gold
 
 DATA_DIR = Path(__file__).resolve().parent / "data"

@@ -12,7 +12,7 @@ Columns / keys (case-insensitive; first match wins):
   answer    answer | gold | label | correct  a letter A-D or the exact text of an option
   subject   subject (default "general");  passage: passage | context (optional);  id: id | qid
 Any other column is kept on the item; without a `source` column the item's source is the input's file name
-(every item says where it comes from, see authored.Authored).
+(every item says where it comes from, see suites.base.Authored).
 """
 
 from __future__ import annotations

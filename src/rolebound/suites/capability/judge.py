@@ -12,9 +12,8 @@ import json
 import re
 from typing import Any
 
-from ...records import Message
+from ...records import INVALID, Message
 from .boxed import strip_trailing_box
-from ...constants import INVALID
 from .prompts import fill, question_block
 
 DIMENSIONS = ("RV", "C", "RC")

@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from .boxed import KINDS, outcome
-from ...metrics.stats import bootstrap_ci, mean_std
+from ...stats import bootstrap_ci, mean_std
 from ...rejudge import verdicts
 
 METRICS = ("TA", "IA", "A")

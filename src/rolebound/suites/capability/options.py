@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BeforeValidator, Field
 
-from ...dialogue import DialogueOptions
-from ..base import RunState
+from ..base import DialogueOptions, RunState
 
 if TYPE_CHECKING:  # pragma: no cover
     from .data import Role, RolesConfig

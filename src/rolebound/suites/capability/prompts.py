@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...constants import ABCD
-from ...records import Message
+from ...records import ABCD, Message
 
 VARIANTS = ["identity", "description", "cot", "guideline", "explicit-idk", "syllabus", "injection",
             "injection-syllabus"]

@@ -3,8 +3,6 @@ every answer in a filterable table. Built from metrics and records alone."""
 
 from __future__ import annotations
 
-from ...dialogue import add_sections, summary_lines as dialogue_lines
-
 from typing import Any
 
 from .metrics import JUDGE_DIMS, METRICS, answer_records, judge_records, outcome, role_order
@@ -12,9 +10,8 @@ from ...rejudge import judge_rounds, rounds_text, verdicts
 from ...report.fmt import fmt_mean_sd
 from .boxed import KINDS
 from .data import DEFAULT_PER_LEVEL
-from ...protocol import is_demo_spec
-from ...report.builder import Report
-from ...report.figures import drawing
+from ...request import is_demo_spec
+from ...report.builder import Report, drawing
 
 
 def report_sections(metrics, records, manifest, run_dir) -> Report:
@@ -24,7 +21,10 @@ def report_sections(metrics, records, manifest, run_dir) -> Report:
     strategies = list(manifest.strategies)
     role_strats = [s for s in strategies if s in m["by_strategy"]]
     rep = Report("capability: role-capability leakage (RoleCapBench)")
-    add_sections(rep, metrics.get("dialogue"))
+    if metrics.get("dialogue"):         # dialogue probes: their depth table and drift figure first
+        from ...dialogue.report import add_sections
+
+        add_sections(rep, metrics["dialogue"])
     single = bool(role_strats or m.get("no_role"))     # a dialogue-only run has its tables above
     probes = answer_records(records) or [r for r in records if r.role == "model" and r.stage.startswith("q.")]
     n_q = len({r.item_id for r in probes})
@@ -148,7 +148,7 @@ def color(strategy: str):
 
 def heatmap_figure(m: dict[str, Any], strategies: list[str]):
     """Figure 6: accuracy by level (rows) and role (columns), above-ceiling cells outlined."""
-    from ...report.figures import subplots
+    from ...report.builder import subplots
     from matplotlib.patches import Rectangle
 
     roles, levels = m["roles"], m["levels"]
@@ -184,7 +184,7 @@ def heatmap_figure(m: dict[str, Any], strategies: list[str]):
 
 def accuracy_by_role_figure(m: dict[str, Any], strategies: list[str]):
     """Figure 3: TA by assigned role per variant; dashed line: the no-role baseline."""
-    from ...report.figures import subplots
+    from ...report.builder import subplots
 
     roles = m["roles"]
     fig, ax = subplots(figsize=(1.1 * len(roles) + 2.5, 3.6))
@@ -206,7 +206,7 @@ def accuracy_by_role_figure(m: dict[str, Any], strategies: list[str]):
 
 def delta_figure(m: dict[str, Any]):
     """Figure 5: change in IA (x) and A (y) of each variant relative to Identity."""
-    from ...report.figures import subplots
+    from ...report.builder import subplots
 
     fig, ax = subplots(figsize=(4.8, 3.8))
     ax.scatter([0], [0], marker="s", color=color("identity"), label="identity")
@@ -238,4 +238,8 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
                                f"{nr['outcomes']['valid']}/{nr['outcomes']['total']})"))
         if nr.get("lo") is not None:
             out.append(("no-role TA 95% CI", f"{nr['TA']:.3f} [{nr['lo']:.3f}, {nr['hi']:.3f}]"))
-    return out + dialogue_lines(metrics.get("dialogue"))
+    if metrics.get("dialogue"):         # dialogue probes: each rate by depth and its drift
+        from ...dialogue.report import summary_lines as dialogue_lines
+
+        out += dialogue_lines(metrics["dialogue"])
+    return out

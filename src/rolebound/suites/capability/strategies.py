@@ -6,11 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
-from ...constants import ABCD
+from ...records import ABCD, Message
 from ...models.base import CHAT_TEMPLATE
-from ...records import Message
-from ..base import RunSettings
+from ..base import DIALOGUE, DIALOGUE_DESCRIPTION, RunSettings
 from . import prompts
 from .boxed import parse_boxed_letter
 from .data import DIALOGUE_BANK, CapabilityItem, Role, RolesConfig

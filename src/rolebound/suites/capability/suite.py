@@ -22,9 +22,9 @@ from typing import Any, Sequence
 from ...io import file_sha256, stable_hash
 from ...errors import CapabilityError
 from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE, PREFILL
-from ...protocol import Protocol
+from ...request import Protocol
 from .. import register_suite
-from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook
+from ..base import DIALOGUE, Dataset, HubInfo, RunSettings, Suite, lazy_hook
 from .card import card_figures
 from .report import compare_tables, summary_lines, report_sections
 from .strategies import STRATEGIES
@@ -33,7 +33,6 @@ from .data import (BANK_FILE, DEFAULT_PER_LEVEL, CapabilityItem, RolesConfig, lo
                    select_items, stats_tables)
 from .judge import TEMPLATE as JUDGE_TEMPLATE, rubric_text
 from .options import CapabilityOptions, CapabilityState
-from ...dialogue import STRATEGY as DIALOGUE
 
 
 @register_suite("capability")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...card.figures import chart, fmt, fmt_value, rate
+from ...report.fmt import chart, fmt_figure, fmt_value, rate
 
 BOUNDARIES = (("temporal", "Temporal"), ("cross", "Cross-Universe"), ("all", "All"))
 
@@ -53,8 +53,8 @@ def card_figures(metrics: dict[str, Any]) -> dict[str, Any]:
 def override_warning(ctl: dict) -> str:
     p, c = rate("", "", ctl.get("paper_order")), rate("", "", ctl.get("control_order"))
     same = rate("", "", ctl.get("same_position"))
-    return (f"verified override is {fmt(p)} with the KV options in the paper's order but {fmt_value(c)} when the "
-            f"factual option is moved (outside that CI): the override figure depends on option position"
+    return (f"verified override is {fmt_figure(p)} with the KV options in the paper's order but {fmt_value(c)} "
+            f"when the factual option is moved (outside that CI): the override figure depends on option position"
             + (f"; {fmt_value(same)} of the control answers kept the position of the paper-order answer"
                if same["value"] is not None else ""))
 
@@ -78,6 +78,6 @@ def finding(figs: list[dict], n: int) -> str:
         s += ("; every BA question's right answer is \"No\" and the model gave it every time, so a model that "
               "always says No would score the same")
     if ov["value"] is not None:
-        s += (f"; {fmt(ov)} of the factual answers given despite recognition are verified parametric "
+        s += (f"; {fmt_figure(ov)} of the factual answers given despite recognition are verified parametric "
               "overrides (the model knows the fact as the target character and fails to suppress it)")
     return s + "."

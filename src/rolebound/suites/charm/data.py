@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ...authored import Authored
+from ..base import Authored
 from ...errors import InputError
 from ...io import line_of, read_yaml, stable_hash, validate_yaml
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable
 
-from ...records import Record
-from ...constants import INVALID
-from ...metrics.stats import mean_std, rate_ci
+from ...records import INVALID, Record
+from ...stats import mean_std, rate_ci
 
 CELLS = ("consistent", "compliance_gap", "incidental_refusal", "recognition_failure")
 CELL_LABELS = {"consistent": "Consistent", "compliance_gap": "Compliance Gap",

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ...authored import Authored
+from ..base import Authored
 from ...errors import InputError
 from ...io import atomic_path, expected, json_loads, read_yaml, validate_yaml
 from .data import CharmItem, Region, is_abstain, slug

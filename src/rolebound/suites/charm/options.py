@@ -7,8 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ...dialogue import DialogueOptions
-from ..base import RunState
+from ..base import DialogueOptions, RunState
 
 
 class CharmOptions(DialogueOptions):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from ...constants import INVALID
-from ...reading import Reading
+from ...records import INVALID, Reading
 from ...scoring.extract import Extractor, register_kind
 from .data import CharmItem
 
@@ -42,7 +41,7 @@ def _authors_prompt() -> str:
     """`--set prompt=authors`: the authors' own template (data/authors_prompt.yaml, its source there)."""
     from importlib import resources
 
-    from ...authored import Authored
+    from ..base import Authored
     from ...io import read_yaml, validate_yaml
 
     class AuthorsPrompt(Authored):

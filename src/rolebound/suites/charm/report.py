@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from ...dialogue import add_sections, summary_lines as dialogue_lines
-
 from collections import Counter
 from typing import Any
 
 from .metrics import CELL_LABELS, CELLS, instances
 from ...report.fmt import fmt_pm, fmt_rate
-from ...report.builder import Report, extraction_section, read_by
-from ...report.figures import drawing
+from ...report.builder import Report, drawing, extraction_section, read_by
 
 CELL_COLORS = {"consistent": "#4c9f70", "compliance_gap": "#e07b39",
                "incidental_refusal": "#8fb8de", "recognition_failure": "#c0392b"}
@@ -21,7 +18,7 @@ def _r(d: dict | None) -> float | None:
 
 
 def _stacked(labels: list[str], mats: list[dict], title: str):
-    from ...report.figures import subplots
+    from ...report.builder import subplots
 
     fig, ax = subplots(figsize=(max(5, 1.3 * len(labels) + 2), 3.6))
     bottom = [0.0] * len(labels)
@@ -38,7 +35,7 @@ def _stacked(labels: list[str], mats: list[dict], title: str):
 
 
 def _region_bars(by_region: dict, title: str):
-    from ...report.figures import subplots
+    from ...report.builder import subplots
     import numpy as np
 
     regions = list(by_region)
@@ -73,7 +70,10 @@ def report_sections(metrics: dict, records, manifest, run_dir) -> Report:
     rep = Report("CHARM: character knowledge boundaries",
                  "Boundary-Awareness (BA) vs Boundary-Compliance (BC); rates in %, 95% bootstrap CI in brackets.")
     _data_section(rep, manifest)
-    add_sections(rep, metrics.get("dialogue"))
+    if metrics.get("dialogue"):         # dialogue probes: their depth table and drift figure first
+        from ...dialogue.report import add_sections
+
+        add_sections(rep, metrics["dialogue"])
     if manifest.scoring == "logprob":
         rep.text("Scoring: log-likelihood. BA compares \u201cYes\u201d/\u201cNo\u201d as the reply's first token; "
                  "MCQs compare the option digits after an assistant turn prefilled with \u201cAnswer: \u201d. "
@@ -285,7 +285,12 @@ def compare_tables(rep: Report, entries) -> None:
 
 
 def summary_lines(metrics: dict) -> list[tuple[str, str]]:
-    return single_turn_lines(metrics) + dialogue_lines(metrics.get("dialogue"))
+    out = single_turn_lines(metrics)
+    if metrics.get("dialogue"):         # dialogue probes: each rate by depth and its drift
+        from ...dialogue.report import summary_lines as dialogue_lines
+
+        out += dialogue_lines(metrics["dialogue"])
+    return out
 
 
 def single_turn_lines(metrics: dict) -> list[tuple[str, str]]:

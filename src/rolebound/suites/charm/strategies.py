@@ -7,10 +7,9 @@ import asyncio
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
 from ...records import Message
 from ...scoring import extract
-from ..base import RunSettings
+from ..base import DIALOGUE, DIALOGUE_DESCRIPTION, RunSettings
 from .data import CharmItem, is_abstain
 from .data import dialogue_bank
 from .prompts import ANSWER_PREFIX, answer_number, first_digit, ba_prompt, dialogue_opener, mcq_prompt, no_role_prompt
@@ -100,7 +99,7 @@ async def ask_mcq(ctx, stage: str, messages: list[Message], item: CharmItem, gol
                   extraction: str, options: list[str] | None = None, variant: str = "paper"):
     options = list(item.options or []) if options is None else options
     n = len(options)
-    # what position-bias statistics need (rolebound.metrics.position): the stage, the labels shown
+    # what position-bias statistics need (rolebound.stats.position_bias): the stage, the labels shown
     meta = {**meta, "mc": meta.get("mc") or stage, "labels": [str(k) for k in range(1, n + 1)]}
     if scoring == "logprob":
         return await ctx.score(stage, [str(k) for k in range(1, n + 1)], messages=messages,
@@ -115,7 +114,7 @@ async def ask_mcq(ctx, stage: str, messages: list[Message], item: CharmItem, gol
 async def ask_reordered(ctx, stage: str, item: CharmItem, scoring: str, meta, extraction: str, shown: list[int],
                         extra: dict, variant: str = "paper") -> Any:
     """The item's MCQ with its options in another order (`shown[p]`: the paper-order index shown
-    at p); gold follows its option. The record keeps the order (metrics.position.chosen)."""
+    at p); gold follows its option. The record keeps the order (stats.chosen)."""
     from ...scoring import order
 
     options = order.apply(item.options or [], shown)

@@ -20,16 +20,15 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import InputError
-from ...protocol import Protocol
+from ...request import Protocol
 from .. import register_suite
-from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook
+from ..base import DIALOGUE, Dataset, HubInfo, RunSettings, Suite, lazy_hook
 from .card import card_figures
 from .report import compare_tables, summary_lines, report_sections
 from .strategies import STRATEGIES, extractor_for, run_item
 from . import strategies
 from .data import data_hash, dialogue_probes, expand, load_data, select, stats_tables
 from .options import CharmOptions, CharmState
-from ...dialogue import STRATEGY as DIALOGUE
 from .prompts import TEMPLATES
 
 

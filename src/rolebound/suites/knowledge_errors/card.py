@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...card.figures import chart, figure, fmt_value
+from ...report.fmt import chart, figure, fmt_value
 from .metrics import CATEGORIES, ERROR_TYPES
 
 

@@ -25,10 +25,9 @@ from typing import Any, Callable, Literal, Sequence
 
 from pydantic import Field, field_validator
 
-from ...authored import Authored
 from ...errors import InputError
 from ...io import file_sha256, read_jsonl, read_yaml, stable_hash, validate_yaml
-from ..base import Dataset, interleave
+from ..base import Authored, Dataset, interleave
 
 CATEGORIES = ("event", "relational", "attitudinal", "identity")
 CATEGORY_LABEL = {"event": "Event Memory", "relational": "Relational Memory",

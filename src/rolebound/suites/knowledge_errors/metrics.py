@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ...constants import INVALID
-from ...metrics.stats import bootstrap_ci, mean_sem
+from ...records import INVALID
+from ...stats import bootstrap_ci, mean_sem
 from ...rejudge import judge_modes, judge_rounds, newest_round, verdicts
 from ...rejudge import judge_stage as core_judge_stage
 from .prompts import JUDGE_STAGE
@@ -188,7 +188,7 @@ def tsne_2d(vectors: np.ndarray, seed: int = 0) -> np.ndarray | None:
     import hashlib
     from importlib.metadata import version
 
-    from ...cache import cached_json
+    from ...store import cached_json
 
     x = np.ascontiguousarray(vectors, dtype=np.float64)
     perplexity = float(max(1.0, min(30.0, (n - 1) / 3)))

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ...constants import INVALID
-from ...reading import Reading
+from ...records import INVALID, Reading
 from ...scoring.extract import Extractor, register_kind
 
 ROLE_INTRO = ("I want you to act like {role_name}. I want you to respond and answer like {role_name}, "

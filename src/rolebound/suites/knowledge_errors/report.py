@@ -10,8 +10,7 @@ from typing import Any
 from .metrics import ANSWER_STAGE, cosine_distances, tsne_2d
 from ...rejudge import rounds_text, verdicts
 from ...report.fmt import fmt_mean_sem, fmt_num
-from ...report.builder import Report, extraction_section, read_by
-from ...report.figures import drawing
+from ...report.builder import Report, drawing, extraction_section, read_by
 from .data import CATEGORIES, CATEGORY_SHORT, ERROR_TYPES
 
 HIDDEN_FILE = "hidden_states.npz"
@@ -144,7 +143,7 @@ def _hidden_section(rep: Report, run_dir: Path) -> None:
 
 
 def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
-    from ...report.figures import subplots
+    from ...report.builder import subplots
     import numpy as np
 
     names = [c for c in dict.fromkeys(chars) if chars.count(c) >= 3]

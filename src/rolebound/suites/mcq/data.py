@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ...constants import LETTERS
+from ...records import LETTERS
 from ...errors import InputError
 from ...io import read_jsonl
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...constants import INVALID
-from ...metrics.stats import rate_ci
+from ...records import INVALID
+from ...stats import rate_ci
 
 
 def compute(records, strategies: list[str]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from jinja2 import StrictUndefined, TemplateError
 
-from ...constants import LETTERS
+from ...records import LETTERS
 from ...errors import InputError
 from ...io import check_file
 from ...sandbox import compile_template as sandboxed

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ...constants import LETTERS
-from ...records import Message
+from ...records import LETTERS, Message
 from ...scoring.parsers import parse_first_letter
 
 
@@ -11,7 +10,7 @@ async def run_item(item, ctx, text: str, opts, scoring: str | None) -> None:
     letters = LETTERS[: len(item.options)]
     chat = opts.chat
     meta = {"group": getattr(item, opts.group, None)} if opts.group else {}
-    meta.update(mc="answer", labels=list(letters))     # for rolebound.metrics.position
+    meta.update(mc="answer", labels=list(letters))     # for rolebound.stats.position_bias
     if scoring == "logprob":
         # Raw text: " A" after "Answer:" (lm-eval's target delimiter); chat: the assistant
         # turn opens with the letter.

@@ -30,11 +30,10 @@ import typer
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...authored import Authored
+from ..base import Authored
 from ...errors import InputError
 from ...io import read_yaml, validate_yaml
-from ...records import Message
-from ...constants import ABCD as LETTERS, INVALID
+from ...records import ABCD as LETTERS, INVALID, Message
 from .prompts import CONFLICTS, attributes_text, lore_text
 from .data import Hero
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...card.figures import chart, diff, fmt, fmt_value, rate
+from ...report.fmt import chart, diff, fmt_figure, fmt_value, rate
 
 CHANCE = {"canon": "25%", "dilemma": "50%"}
 
@@ -38,7 +38,7 @@ def finding(figs: list[dict], cross: dict) -> str:
     strat = next((s for s in cross if (cross.get(s) or {}).get("canon")), None)
     canon = f.get("direct/canon") or next((x for x in figs if x["key"].endswith("/canon")), None)
     if strat is None:
-        base = f"Canon accuracy {fmt(canon)} (chance {CHANCE['canon']})" if canon else "No canon accuracy"
+        base = f"Canon accuracy {fmt_figure(canon)} (chance {CHANCE['canon']})" if canon else "No canon accuracy"
         return base + "; no cross-version strategy ran, so there is no cross-version drop."
     x = cross[strat]["canon"]
     drop = f[f"{strat}/canon/drop"]
@@ -46,7 +46,8 @@ def finding(figs: list[dict], cross: dict) -> str:
     if drop["value"] is None:
         return f"No cross-version drop: {drop['why']}."
     s = (f"Canon accuracy {fmt_value(same)} as the played version and {fmt_value(other)} when the same questions "
-         f"are asked of another version of the hero (chance {CHANCE['canon']}): a cross-version drop of {fmt(drop)}")
+         f"are asked of another version of the hero (chance {CHANCE['canon']}): a cross-version drop of "
+         f"{fmt_figure(drop)}")
     if drop["lo"] is not None and drop["lo"] > 0:
         s += "; cross-version generalisation within a character is an obstacle, as the paper found"
     elif drop["hi"] is not None and drop["hi"] < 0:

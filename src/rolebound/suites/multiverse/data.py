@@ -9,11 +9,10 @@ from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ...authored import Authored
 from ...errors import InputError
 from ...io import line_of, read_yaml, validate_yaml
 from .prompts import CONFLICTS, LETTERS
-from ..base import Dataset, Item, interleave
+from ..base import Authored, Dataset, Item, interleave
 
 STARTER = Path(__file__).resolve().parent / "data" / "starter.yaml"
 DIALOGUE_BANK = Path(__file__).resolve().parent / "data" / "dialogue.yaml"   # scripted warm-up turns per version

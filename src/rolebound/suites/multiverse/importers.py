@@ -31,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ...constants import ABCD
+from ...records import ABCD
 from ...errors import InputError
 from ...io import check_file, json_loads
 

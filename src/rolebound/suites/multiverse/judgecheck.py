@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import InputError
 from ...judgecheck.spec import JudgeCheck, Labelled, Scale
-from ...paths import shared_root
+from ...store import shared_root
 from .data import Attributes
 from .importers import parse_source
 

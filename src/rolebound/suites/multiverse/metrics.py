@@ -20,8 +20,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ...metrics.stats import N_BOOT, mean_sem, rate_ci
-from ...constants import ABCD, INVALID
+from ...stats import N_BOOT, mean_sem, rate_ci
+from ...records import ABCD, INVALID
 from ...rejudge import newest_stage
 TASKS = ("canon", "dilemma")
 PHASES = ("childhood", "pre-hero", "hero")

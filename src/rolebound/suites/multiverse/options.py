@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from ...dialogue import DialogueOptions
-from ..base import RunState, choice
+from ..base import DialogueOptions, RunState, choice
 
 if TYPE_CHECKING:  # pragma: no cover
     from .data import MVIndex

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...constants import ABCD as LETTERS, INVALID
+from ...records import ABCD as LETTERS, INVALID
 
 # Section 3.2.2 conflict types: (first pole = choice A, second pole = choice B, the paper's name).
 CONFLICTS: dict[str, tuple[str, str, str]] = {

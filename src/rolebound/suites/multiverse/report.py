@@ -3,16 +3,13 @@ thinking/acting figure, per-call samples, the end-of-run summary and the `rolebo
 
 from __future__ import annotations
 
-from ...dialogue import add_sections, summary_lines as dialogue_lines
-
 from pathlib import Path
 from typing import Any
 
 from ...report.fmt import fmt_diff, fmt_mean_n, fmt_num, fmt_rate
 from .prompts import CONFLICTS
 from .data import PHASES
-from ...report.builder import Report, extraction_section, read_by
-from ...report.figures import drawing
+from ...report.builder import Report, drawing, extraction_section, read_by
 
 
 def report_sections(metrics: dict[str, Any], records: list, manifest, run_dir: Path) -> Report:
@@ -20,7 +17,10 @@ def report_sections(metrics: dict[str, Any], records: list, manifest, run_dir: P
     run-level facts and sections and writes report.md and report.html."""
     rep = Report("Beyond One World (multiverse): canon events, dilemmas, cross-version",
                  "Rates in %, 95% percentile bootstrap CIs in brackets; differences in percentage points.")
-    add_sections(rep, metrics.get("dialogue"))
+    if metrics.get("dialogue"):         # dialogue probes: their depth table and drift figure first
+        from ...dialogue.report import add_sections
+
+        add_sections(rep, metrics["dialogue"])
     strat = metrics.get("strategies", {})
     _notes(rep, records, manifest)
     canon_rows, dil_rows, wt_rows, an_rows = _task_rows(strat)
@@ -198,7 +198,7 @@ def _think_act_figure(rep, strat: dict) -> None:
 
 
 def think_act_figure(pts: list):
-    from ...report.figures import subplots
+    from ...report.builder import subplots
 
     fig, ax = subplots(figsize=(4.5, 4))
     for label, th, ac in pts:
@@ -221,7 +221,11 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
         for t, b in tasks.items():
             if b and b.get("drop"):
                 out.append((f"{s} {t} drop", fmt_diff(b["drop"])))
-    return out + dialogue_lines(metrics.get("dialogue"))
+    if metrics.get("dialogue"):         # dialogue probes: each rate by depth and its drift
+        from ...dialogue.report import summary_lines as dialogue_lines
+
+        out += dialogue_lines(metrics["dialogue"])
+    return out
 
 
 def compare_tables(rep: Report, entries) -> None:

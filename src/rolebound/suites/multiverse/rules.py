@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from ...scoring.choice import choice_reading
-from ...constants import INVALID
+from ...records import INVALID
 from .prompts import LETTERS
 
 RULES = "rules"

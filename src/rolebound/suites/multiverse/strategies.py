@@ -18,12 +18,11 @@ import asyncio
 import re
 from typing import TYPE_CHECKING, Any
 
-from ...dialogue import DESCRIPTION as DIALOGUE_DESCRIPTION, STRATEGY as DIALOGUE
-from ...protocol import is_demo_spec
-from ...records import Message
+from ...request import is_demo_spec
+from ...records import INVALID, Message
 from ...scoring import extract
-from ...constants import INVALID
 from ...scoring import order
+from ..base import DIALOGUE, DIALOGUE_DESCRIPTION
 from .prompts import (ANSWER_PREFIX, CONFLICTS, JUDGE, JUDGE_DIGITS, LETTERS, SEGMENT, attributes_text,
                                  canon_prompt, dilemma_prompt, lore_text, parse_judge,
                                  parse_letter_continuation, parse_segments, persona, think_act_matching)
@@ -107,7 +106,7 @@ async def answer(suite, item, ctx, *, played: str, stage: str, cot: bool, settin
     if shown is not None and gold is not None and gold in letters:
         gold = letters[order.shown_position(shown, letters.index(gold))]
     msgs = [Message(role="user", content=build_prompt(suite, item, played, cot, settings, shown))]
-    # mc/labels/order: what rolebound.metrics.position reads
+    # mc/labels/order: what rolebound.stats.position_bias reads
     meta = {**meta, "mode": "cot" if cot else "direct", "letters": letters, "mc": item.task,
             "labels": list(letters), **({"order": list(shown)} if shown is not None else {})}
     if settings.scoring == "logprob":

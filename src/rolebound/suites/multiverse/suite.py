@@ -31,13 +31,12 @@ from ...errors import InputError
 from ...io import stable_hash
 from .prompts import TEMPLATES
 from .. import register_suite
-from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook
+from ..base import DIALOGUE, Dataset, HubInfo, RunSettings, Suite, lazy_hook
 from .card import card_figures
 from .report import compare_tables, summary_lines, report_sections
 from .strategies import STRATEGIES, extractor_for
-from ...protocol import Protocol
+from ...request import Protocol
 from .options import MultiverseOptions, MultiverseState
-from ...dialogue import STRATEGY as DIALOGUE
 from .data import STARTER, MVIndex, dataset_tables, load_file, select_items
 
 

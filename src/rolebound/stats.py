@@ -1,17 +1,77 @@
-"""Position bias of multiple-choice answers: where the picks fall against where the gold answers are.
+"""Statistics, numbers only (formatting is report/fmt.py). Pure: no model calls, no plotting.
 
-A multiple-choice record names its stage in `meta.mc` and its option labels, in the order shown,
-in `meta.labels`; `parsed` and `gold` are labels (numbers are compared as text). Calls asked under
-another option order (`meta.shift`, `meta.control`) are left out: this is the paper's order.
-Pure: records in, JSON-able dict out.
+- rates with a bootstrap CI, mean +- SEM, mean and std: what every suite's metrics use;
+- position bias of multiple-choice answers, where the picks fall against where the gold answers
+  are (`position_bias`), and accuracy under shifted option orders (`shifted_orders`): the figures
+  report.build adds to every run's metrics. A multiple-choice record names its stage in
+  `meta.mc` and its option labels, in the order shown, in `meta.labels`; `parsed` and `gold` are
+  labels (numbers are compared as text). Calls asked under another option order (`meta.shift`,
+  `meta.control`) are left out of position bias: that is the paper's order.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
+import numpy as np
+
+N_BOOT = 2000
+
+
+def rate(values: Sequence[bool | int | float]) -> float | None:
+    """Percentage of true values; None for an empty set."""
+    v = [float(x) for x in values]
+    return 100.0 * sum(v) / len(v) if v else None
+
+
+def bootstrap_ci(values: Sequence[bool | int | float], *, n_boot: int = N_BOOT, seed: int = 0,
+                 level: float = 0.95) -> tuple[float | None, float | None]:
+    """Percentile bootstrap CI of the mean, in percent. Seeded, so reports are reproducible."""
+    # sorted: the interval must not depend on the order records happened to be written in
+    v = np.sort(np.asarray([float(x) for x in values]))
+    if v.size == 0:
+        return (None, None)
+    if v.size == 1 or np.all(v == v[0]):
+        return (100.0 * float(v[0]), 100.0 * float(v[0]))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, v.size, size=(n_boot, v.size))
+    means = v[idx].mean(axis=1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return (100.0 * float(lo), 100.0 * float(hi))
+
+
+def rate_ci(values: Sequence, **kw) -> dict:
+    """{'rate', 'lo', 'hi', 'n'} for a list of booleans (rate and CI in percent)."""
+    lo, hi = bootstrap_ci(values, **kw)
+    return {"rate": rate(values), "lo": lo, "hi": hi, "n": len(values)}
+
+
+def mean_sem(values: Iterable[float]) -> tuple[float | None, float | None]:
+    """Mean and standard error of the mean (sample std, ddof=1). One value: SEM 0."""
+    v = [float(x) for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    if not v:
+        return (None, None)
+    if len(v) == 1:
+        return (v[0], 0.0)
+    m = sum(v) / len(v)
+    sd = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1))
+    return (m, sd / math.sqrt(len(v)))
+
+
+def mean_std(values: Iterable[float]) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation (ddof=1); one value: std 0."""
+    v = [float(x) for x in values if x is not None]
+    if not v:
+        return (None, None)
+    if len(v) == 1:
+        return (v[0], 0.0)
+    m = sum(v) / len(v)
+    return (m, math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1)))
+
+
+# -- position bias of multiple-choice answers ------------------------------------------------------
 # picks "follow position" when more than this share of the answers sits at one position ...
 PICK_SHARE = 50.0
 # ... that holds at most this share of the gold answers, and the chi-square test agrees
@@ -41,8 +101,6 @@ def chi_square(picks: list[int], golds: list[int]) -> dict[str, Any]:
     cols = [i for i in range(len(picks)) if picks[i] + golds[i] > 0]
     if len(cols) < 2 or not sum(picks) or not sum(golds):
         return {"chi2": None, "dof": None, "p": None}
-    import numpy as np
-
     obs = np.array([[picks[i] for i in cols], [golds[i] for i in cols]], dtype=float)
     exp = obs.sum(1, keepdims=True) * obs.sum(0, keepdims=True) / obs.sum()
     dof = len(cols) - 1
@@ -111,8 +169,9 @@ def warning_text(stage: str, b: dict[str, Any]) -> str:
             f"{f['label']} (position {f['position']}), which holds {f['gold_share']:.0f}% of the gold answers{p}")
 
 
-def compute(records: Iterable) -> dict[str, Any]:
-    """{"stages": {stage: shares, test, follows_position}, "warnings": [text, ...]}."""
+def position_bias(records: Iterable) -> dict[str, Any]:
+    """Position bias of every multiple-choice stage: {"stages": {stage: shares, test,
+    follows_position}, "warnings": [text, ...]}."""
     stages = {s: stage_bias(recs) for s, recs in mc_records(records).items()}
     warnings = [warning_text(s, b) for s, b in stages.items() if b["follows_position"]]
     return {"stages": stages, "warnings": warnings,
@@ -138,12 +197,10 @@ def chosen(r) -> int | None:
     return order[p] if order else p
 
 
-def shifts(records: Iterable) -> dict[str, Any]:
+def shifted_orders(records: Iterable) -> dict[str, Any]:
     """Per stage: accuracy under each cyclic shift of the options (0 = the paper's order) and the
     consistency (share of items whose chosen option, by content, is the same under every shift),
     over the items asked under all of them. {} when no call was shifted."""
-    from .stats import rate_ci
-
     recs = [r for r in records if r.role == "model" and r.error is None and (r.meta or {}).get("mc")
             and (r.meta or {}).get("labels") and not (r.meta or {}).get("control")]
     by: dict[str, dict[str, dict[int, Any]]] = defaultdict(lambda: defaultdict(dict))

@@ -7,15 +7,15 @@ import re
 
 import pytest
 
-from rolebound import progress
+from rolebound import loop
 
 from helpers import write_mcq
 
 
 def test_rate_leaves_out_the_resumed_items(monkeypatch, capsys):
     now = [1000.0]
-    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
-    p = progress._PlainProgress(200, "run")
+    monkeypatch.setattr(loop.time, "perf_counter", lambda: now[0])
+    p = loop._PlainProgress(200, "run")
     p.advance(n=140)                 # resumed from records: all at once
     for _ in range(20):              # then one item every 15 s
         now[0] += 15.0
@@ -28,8 +28,8 @@ def test_rate_leaves_out_the_resumed_items(monkeypatch, capsys):
 
 def test_items_that_finish_in_batches_give_the_mean_rate(monkeypatch, capsys):
     now = [0.0]
-    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
-    p = progress._PlainProgress(620, "charm")
+    monkeypatch.setattr(loop.time, "perf_counter", lambda: now[0])
+    p = loop._PlainProgress(620, "charm")
     now[0] = 0.01
     p.advance()                                    # resumed
     for burst in (52, 133, 225):                   # a batch of 15 every minute or so
@@ -42,8 +42,8 @@ def test_items_that_finish_in_batches_give_the_mean_rate(monkeypatch, capsys):
 
 def test_first_second_counts_everything_done_so_far(monkeypatch, capsys):
     now = [0.0]
-    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
-    p = progress._PlainProgress(10, "run")
+    monkeypatch.setattr(loop.time, "perf_counter", lambda: now[0])
+    p = loop._PlainProgress(10, "run")
     now[0] = 5.0
     p.advance()
     assert "0.20 items/s" in capsys.readouterr().err
@@ -66,7 +66,7 @@ def test_jobs_cancelled_by_an_interrupt_are_not_counted_as_done(monkeypatch):
         def stop(self):
             pass
 
-    monkeypatch.setattr(progress, "make_progress", lambda total, label, enabled=True, **kw: (Prog(), 0))
+    monkeypatch.setattr(runner, "make_progress", lambda total, label, enabled=True, **kw: (Prog(), 0))
 
     async def fn(job):
         await asyncio.sleep(0 if job < 2 else 60)

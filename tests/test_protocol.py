@@ -15,7 +15,7 @@ from helpers import write_mcq
 from rolebound import api
 from rolebound.errors import InputError
 from rolebound.models import create_backend
-from rolebound.request import DEMO_LABEL, Protocol, overrides_of, resolve
+from rolebound.protocol import DEMO_LABEL, Protocol, overrides_of, resolve
 from rolebound.suites import get_suite
 from rolebound.records import Decoding, Message
 from rolebound.store import load_records
@@ -335,7 +335,7 @@ def test_hf_on_the_converted_bundled_folder_generates(tmp_path):
 
 
 def test_only_the_default_bundled_model_is_a_demo_model():
-    from rolebound.request import is_demo, is_demo_spec
+    from rolebound.protocol import is_demo, is_demo_spec
 
     assert is_demo("bundled") and is_demo("bundled", "smollm2-135m") and is_demo("fake", "random")
     assert not is_demo("bundled", "qwen2.5-coder-1.5b") and not is_demo("openai", "gpt-4o-mini")

@@ -106,7 +106,7 @@ def test_a_class_outside_a_suite_module_is_not_wired():
 
 
 def test_a_judging_protocol_decides_uses_judge_unless_the_class_says():
-    from rolebound.request import Protocol
+    from rolebound.protocol import Protocol
 
     class Judged(Suite):
         protocol = Protocol(source="t", judge_separate=True)

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from .records import VERSION
 from .errors import InputError, RoleboundError, RunStopped
 from .models import create_backend, parse_spec
-from .request import is_demo, overrides_of, repeat_seed, resolve
+from .protocol import is_demo, overrides_of, repeat_seed, resolve
 from .records import Decoding, RunManifest
 from .request import RunRequest, make_request
 from .runner import Plan, RunResult, check_resumable, execute, finish, git_revision, now, open_session, signal_stop

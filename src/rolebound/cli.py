@@ -496,7 +496,7 @@ def suites(name: Optional[str] = typer.Argument(None, help="show this suite's st
     the papers' decoding, scoring and judge)."""
     from rich.table import Table
 
-    from .request import DEMO_LABEL
+    from .protocol import DEMO_LABEL
     from .suites import available, get_suite
 
     if protocol:

@@ -213,7 +213,7 @@ class RunManifest(BaseModel):
     scoring: str | None = None
     decoding: Decoding
     judge_decoding: Decoding | None = None   # None: judge calls use `decoding`
-    protocol: dict[str, Any] = Field(default_factory=dict)   # request.resolve: mode, source, departures,
+    protocol: dict[str, Any] = Field(default_factory=dict)   # protocol.py: mode, source, departures,
                                                              # self_judged, seeds
     dataset: str                   # path or "builtin:<name>"
     dataset_hash: str

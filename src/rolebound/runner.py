@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator, Sequence
 
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
-from .loop import STOP_GRACE_S, EngineStopped, StopState, signalled
+from .loop import STOP_GRACE_S, EngineStopped, StopState, make_progress, signalled
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import Decoding, Message, Record, RunManifest, Unkeepable, record_line
-from .request import repeat_seed
+from .protocol import repeat_seed
 from .records import INVALID, Reading
 from .store import MANIFEST, RECORDS, ResponseCache, RunDir
 
@@ -668,8 +668,6 @@ async def bounded(jobs: Sequence[Any], fn: Callable[[Any], Awaitable[Any]], *, c
     """The one bounded call loop of runs, re-judging and builds: `await fn(job)` for every job, at
     most `concurrency` at a time, one progress bar (rate and ETA); the results in the jobs' order.
     An exception out of `fn` (fn handles the ones it expects) or Ctrl-C cancels the jobs still waiting."""
-    from .progress import make_progress
-
     sem = asyncio.Semaphore(max(1, concurrency))
     prog, task = make_progress(len(jobs), label, enabled=progress, unit=unit, note=note)
 

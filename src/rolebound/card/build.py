@@ -19,7 +19,7 @@ from urllib.parse import quote
 from ..records import VERSION
 from ..errors import InputError
 from ..models import parse_spec
-from ..request import is_demo
+from ..protocol import is_demo
 from ..store import METRICS, RunDir, claim_folder
 from ..suites import available, get_suite
 

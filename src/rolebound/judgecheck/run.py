@@ -49,9 +49,9 @@ def default_out(suite: str, judge: str) -> Path:
 
 def _judge_backend(suite, judge: str):
     """The judge backend and the resolved protocol: the paper's judge decoding on real models,
-    the demo settings on the demo models (request.resolve, as for any run)."""
+    the demo settings on the demo models (protocol.resolve, as for any run)."""
     from ..models import create_backend, parse_spec
-    from ..request import resolve
+    from ..protocol import resolve
 
     backend_name, model_name = parse_spec(judge)
     resolved = resolve(suite.protocol, backend_name, {}, {}, model_name=model_name)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Literal, 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
                       model_serializer, model_validator)
 
-from ..request import Protocol, is_demo
+from ..protocol import Protocol, is_demo
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..records import Record, RunManifest
@@ -91,7 +91,7 @@ class RunSettings:
     # given (the manifest's record and the resume key).
     options: "Options" = field(default_factory=lambda: Options())
     backend: str | None = None       # kind of the backend under test ("bundled", "openai", ...); None: no run
-    demo: bool = False               # the model under test is a demo model (request.is_demo)
+    demo: bool = False               # the model under test is a demo model (protocol.is_demo)
     state: RunState = field(default_factory=RunState)
     # inspect tasks: before_items sees every item, but --limit may run only a few, so per-item work
     # (CHARM's distractor similarity) is done on an item's first job, not for all items up front
@@ -236,7 +236,7 @@ def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
 
 def settings_from_manifest(suite: "Suite", manifest: "RunManifest") -> RunSettings:
     """The per-run settings of a finished run, rebuilt from its manifest (re-judging reads them)."""
-    from ..request import is_demo_spec
+    from ..protocol import is_demo_spec
 
     return suite.run_settings(strategies=list(manifest.strategies), scoring=manifest.scoring, judge=manifest.judge,
                               repeats=manifest.repeats, limit=manifest.limit, seed=manifest.decoding.seed,
@@ -300,7 +300,7 @@ class Suite:
     offers_scoring: bool = False             # generate vs logprob choice
     options_model: type[Options] = Options   # its `--set` options, validated before a run (none by default)
     state_class: type[RunState] = RunState   # what its check(), load() and before_items() keep for later steps
-    protocol: Protocol | None = None         # the paper's decoding, scoring and judge (request.Protocol)
+    protocol: Protocol | None = None         # the paper's decoding, scoring and judge (protocol.py)
     repeats_native: bool = False             # metrics already give mean +- SEM over repeats
     # `rolebound card` runs it (card_figures); default: whether it declares a card_limit
     on_card: bool = _default_from(lambda cls: cls.card_limit is not None)  # type: ignore[assignment]

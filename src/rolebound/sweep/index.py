@@ -84,7 +84,7 @@ def write_cards(p: Plan, outcomes: dict[str, dict[str, Any]]) -> list[Path]:
     from ..card.compare import compare_cards
     from ..card.render import write_card
     from ..models import parse_spec
-    from ..request import is_demo
+    from ..protocol import is_demo
     from ..suites import get_suite
 
     per: dict[str, dict[str, Path]] = {}

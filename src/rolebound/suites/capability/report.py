@@ -10,7 +10,7 @@ from ...rejudge import judge_rounds, rounds_text, verdicts
 from ...report.fmt import fmt_mean_sd
 from .boxed import KINDS
 from .data import DEFAULT_PER_LEVEL
-from ...request import is_demo_spec
+from ...protocol import is_demo_spec
 from ...report.builder import Report, drawing
 
 

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 from ...io import file_sha256, stable_hash
 from ...errors import CapabilityError
 from ...models.base import CHAT, CHAT_TEMPLATE, COMPLETE, PREFILL
-from ...request import Protocol
+from ...protocol import Protocol
 from .. import register_suite
 from ..base import DIALOGUE, Dataset, HubInfo, RunSettings, Suite, lazy_hook
 from .card import card_figures

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import InputError
-from ...request import Protocol
+from ...protocol import Protocol
 from .. import register_suite
 from ..base import DIALOGUE, Dataset, HubInfo, RunSettings, Suite, lazy_hook
 from .card import card_figures

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from ...errors import BackendError
 from ...models.base import CHAT
-from ...request import Protocol
+from ...protocol import Protocol
 from .. import register_suite
 from ..base import Dataset, HubInfo, RunSettings, Suite, lazy_hook, validate_options
 from .card import card_figures

@@ -18,7 +18,7 @@ import asyncio
 import re
 from typing import TYPE_CHECKING, Any
 
-from ...request import is_demo_spec
+from ...protocol import is_demo_spec
 from ...records import INVALID, Message
 from ...scoring import extract
 from ...scoring import order

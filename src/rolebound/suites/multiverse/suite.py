@@ -35,7 +35,7 @@ from ..base import DIALOGUE, Dataset, HubInfo, RunSettings, Suite, lazy_hook
 from .card import card_figures
 from .report import compare_tables, summary_lines, report_sections
 from .strategies import STRATEGIES, extractor_for
-from ...request import Protocol
+from ...protocol import Protocol
 from .options import MultiverseOptions, MultiverseState
 from .data import STARTER, MVIndex, dataset_tables, load_file, select_items
 

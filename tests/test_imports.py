@@ -14,7 +14,7 @@ from helpers import SCRIPT, needs_script
 # Every module a 5-item fake charm run loads is used by it (the run, its report, the paper
 # comparison): 60 before the lazy imports, 50 before issue 41's merges. Since then each small
 # module lives in the one that owns its concept (records.py: Reading and the shared constants;
-# request.py: the paper protocol; store.py: the folders and the derived cache; stats.py: metrics/;
+# loop.py: the progress bar; store.py: the folders and the derived cache; stats.py: metrics/;
 # the report package: run.py, samples.py, figures.py and card/figures.py), and a run without the
 # dialogue strategy or an extractor loads neither. Issue 41 asks for at most 35.
 LIMIT = 35

@@ -29,11 +29,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import importlib.util
 import json
 import math
 import os
 import random
 import re
+import sys
 import time
 import zlib
 from dataclasses import dataclass, fields
@@ -224,12 +226,17 @@ FATAL_STATUS = {401, 403, 404}
 _MODEL_MISSING = re.compile(r"model\b.*\b(not found|does not exist|not exist|unknown)|unknown model|no such model", re.I)
 
 
-def _status(exc: BaseException) -> tuple[int | None, str]:
-    import openai
+def _sdk_error(exc: BaseException, *names: str) -> bool:
+    """Whether exc is one of the openai SDK's errors `names`. The SDK is imported with the first
+    client; before that no error can be one of its types, so this never imports it."""
+    sdk = sys.modules.get("openai")
+    return sdk is not None and isinstance(exc, tuple(getattr(sdk, n) for n in names))
 
+
+def _status(exc: BaseException) -> tuple[int | None, str]:
     if isinstance(exc, HTTPStatusError):
         return exc.status_code, exc.message
-    if isinstance(exc, openai.APIStatusError):
+    if _sdk_error(exc, "APIStatusError"):
         return exc.status_code, str(exc.message)
     return None, ""
 
@@ -255,9 +262,7 @@ def refused(exc: BaseException) -> bool:
 
 
 def _timed_out(exc: BaseException) -> bool:
-    import openai
-
-    if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
+    if isinstance(exc, TimeoutError) or _sdk_error(exc, "APITimeoutError"):
         return True
     try:
         import aiohttp
@@ -269,8 +274,6 @@ def _timed_out(exc: BaseException) -> bool:
 
 def classify(exc: BaseException) -> RetryableError | None:
     """Which errors deserve another try."""
-    import openai
-
     if isinstance(exc, HTTPStatusError):
         if exc.status_code in RETRY_STATUS:
             return RetryableError(str(exc), _retry_after(exc))
@@ -283,9 +286,9 @@ def classify(exc: BaseException) -> RetryableError | None:
     except ImportError:
         pass
 
-    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, asyncio.TimeoutError)):
+    if isinstance(exc, asyncio.TimeoutError) or _sdk_error(exc, "APITimeoutError", "APIConnectionError"):
         return RetryableError(f"{type(exc).__name__}: {exc}")
-    if isinstance(exc, openai.APIStatusError) and exc.status_code in RETRY_STATUS:
+    if _sdk_error(exc, "APIStatusError") and exc.status_code in RETRY_STATUS:
         return RetryableError(f"HTTP {exc.status_code}: {exc.message}", _retry_after(exc))
     return None
 
@@ -343,9 +346,10 @@ class OpenAIBackend(Backend):
         tokenizer, chat_template, prefill = own.tokenizer, own.chat_template, own.prefill
         try:
             import httpx2
-            import openai
         except ImportError:  # pragma: no cover - core dependency
             raise BackendError(OPENAI_HINT) from None
+        if importlib.util.find_spec("openai") is None:  # pragma: no cover - core dependency
+            raise BackendError(OPENAI_HINT)
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None     # empty: unset
         if self.base_url is not None and (bad := url_problem(self.base_url)):
             where = "base_url" if base_url else "OPENAI_BASE_URL"
@@ -381,15 +385,15 @@ class OpenAIBackend(Backend):
         limits = httpx2.Limits(max_connections=per, max_keepalive_connections=per)
         tls = httpx2.create_ssl_context()     # one for all clients: loading the CA store takes 17 ms
         try:
-            self._clients = [] if transport == "aiohttp" else [openai.AsyncOpenAI(
-                api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout,
-                http_client=httpx2.AsyncClient(limits=limits, timeout=self.timeout, verify=tls,
-                                               headers={"Accept-Encoding": "gzip, deflate"},
-                                               event_hooks={"response": [_bound_reply]}))
-                for _ in range(shards)]
+            self._http = [] if transport == "aiohttp" else [httpx2.AsyncClient(
+                limits=limits, timeout=self.timeout, verify=tls, headers={"Accept-Encoding": "gzip, deflate"},
+                event_hooks={"response": [_bound_reply]}) for _ in range(shards)]
         except ImportError as exc:      # a SOCKS proxy in the environment, without its package
             raise BackendError(_proxy_problem(exc)) from None
-        self._load = [0] * max(1, len(self._clients))   # requests in flight per client
+        # the SDK's clients over them, made at the first request: `import openai` takes about 0.5 s,
+        # which a run that stops before any call (bad input, a finished run) need not pay
+        self._clients: list = []
+        self._load = [0] * max(1, len(self._http))   # requests in flight per client
         self._sem: asyncio.Semaphore | None = None
         self._tokenizer_path = tokenizer
         self._tokenizer = None
@@ -423,7 +427,15 @@ class OpenAIBackend(Backend):
     @property
     def client(self):
         """The first SDK client (all share the key and base URL)."""
-        return self._clients[0]
+        return self._sdk_clients()[0]
+
+    def _sdk_clients(self) -> list:
+        if not self._clients and self._http:
+            import openai
+
+            self._clients = [openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0,
+                                                timeout=self.timeout, http_client=h) for h in self._http]
+        return self._clients
 
     def identity(self) -> dict[str, Any]:
         out = {"backend": self.backend, "model": self.name, "base_url": _public_url(self.base_url) or "default"}
@@ -503,7 +515,7 @@ class OpenAIBackend(Backend):
                     try:
                         # a total-time guard on top of the HTTP client's per-phase timeouts
                         async with asyncio.timeout(self.timeout + 5):
-                            resp = await self._clients[i].post(path, body=body, cast_to=self._response_type)
+                            resp = await self._sdk_clients()[i].post(path, body=body, cast_to=self._response_type)
                     finally:
                         self._load[i] -= 1
                 out = resp.json()
@@ -791,8 +803,11 @@ class OpenAIBackend(Backend):
             if self._session is not None:
                 await self._session.close()
                 self._session = None
-            for client in self._clients:
+            for client in self._clients:        # each closes its HTTP client
                 await client.close()
+            if not self._clients:
+                for http in self._http:
+                    await http.aclose()
         finally:
             if self._frozen:
                 gc.unfreeze()
@@ -860,13 +875,11 @@ def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
 
 
 def _describe(exc: BaseException) -> str:
-    import openai
-
     if isinstance(exc, HTTPStatusError):
         return str(exc)[:500]
     if isinstance(exc, (BadReply, ReplyTooLarge)):
         return str(exc)[:600]
-    if isinstance(exc, openai.APIStatusError):
+    if _sdk_error(exc, "APIStatusError"):
         msg = re.sub(r"^Error code: \d+ - ", "", str(exc.message))
         return f"HTTP {exc.status_code}: {msg}"[:500]
     return f"{type(exc).__name__}: {exc}"[:500]

@@ -52,6 +52,7 @@ def compute_metrics(suite, records, extracted, manifest) -> dict[str, Any]:
     metrics = suite.metrics(records, manifest)
     metrics["score_ties"] = score_ties(records)
     metrics["position_bias"] = position_bias(records)           # every multiple-choice stage
+    metrics["cut_at_cap"] = cut_at_cap(records)                 # replies the token cap cut off
     if sh := shifted_orders(records):                           # --set permutations=K
         metrics["shifts"] = sh
     if manifest.repeats > 1 and not suite.repeats_native:
@@ -80,6 +81,7 @@ def assemble(suite, own: Report | None, metrics: dict, manifest) -> Report:
     position_sections(rep, metrics)
     rep.sections += own.sections
     shift_sections(rep, metrics)
+    cap_section(rep, metrics)
     repeats_section(rep, metrics)
     return rep
 
@@ -112,6 +114,13 @@ def run_facts(manifest, metrics: dict | None = None) -> list[tuple[str, Any]]:
     if ties.get("scored"):
         rows.append(("exact ties", f"{ties['tied']} of {ties['scored']} scored answers tie between their "
                                    "best options (the first listed is recorded; see `tied` in records)"))
+    cut = (metrics or {}).get("cut_at_cap") or {}
+    if cut.get("cut"):
+        n, k, rest = cut["generated"], cut["cut"], cut["generated"] - cut["cut"]
+        rows.append(("cut at max_tokens", f"{k} of {n} generated replies ({fmt_pct(100 * k / n)}) stopped at the "
+                                          f"token cap; {cut['cut_invalid']} of them read as no answer, against "
+                                          f"{cut['invalid'] - cut['cut_invalid']} of the {rest} that ended on their "
+                                          "own (by stage: the section below)"))
     rows += [
              ("dataset", f"{manifest.dataset} (sha {manifest.dataset_hash}, {manifest.n_items} items)"),
              ("rolebound", f"{manifest.package_version} (git {manifest.git_revision or 'unknown'})"),
@@ -179,6 +188,41 @@ def shift_sections(rep, metrics: dict) -> None:
               note="Each item asked with its options shifted cyclically (shift s: the option at position i moves "
                    "to i+s). Consistency: the share of items whose chosen option, by content, is the same under "
                    "every shift. The paper's figure is the paper-order column; items asked under every shift only.")
+
+
+def cut_at_cap(records) -> dict[str, Any]:
+    """Generated replies that stopped at the token cap (finish_reason "length": the word of every
+    engine here and of the OpenAI API), and how many of them read as no answer, against the replies
+    that ended on their own. A reply cut before its answer line reads none however good the reader
+    is, so this says how much of an invalid share the cap makes. By stage where any was cut."""
+    from ..records import INVALID
+
+    total = {"generated": 0, "cut": 0, "cut_invalid": 0, "invalid": 0}
+    stages: dict[str, dict[str, int]] = {}
+    for r in records:
+        if r.kind == "score" or r.error or r.finish_reason is None:
+            continue
+        d = stages.setdefault(r.stage, {"generated": 0, "cut": 0, "cut_invalid": 0, "invalid": 0})
+        cut, bad = r.finish_reason == "length", r.parsed == INVALID
+        for t in (total, d):
+            t["generated"] += 1
+            t["cut"] += cut
+            t["invalid"] += bad
+            t["cut_invalid"] += cut and bad
+    return {**total, "stages": {k: v for k, v in sorted(stages.items()) if v["cut"]}}
+
+
+def cap_section(rep, metrics: dict) -> None:
+    cut = metrics.get("cut_at_cap") or {}
+    if not cut.get("cut"):
+        return
+    rows = [[stage, d["generated"], d["cut"], d["cut_invalid"], d["invalid"] - d["cut_invalid"],
+             d["generated"] - d["cut"]] for stage, d in cut["stages"].items()]
+    rep.table("Replies cut at the token cap", ["stage", "generated", "cut at max_tokens", "cut, read as no answer",
+                                               "others read as no answer", "others"], rows,
+              note="A reply that stops at max_tokens (finish_reason 'length') before its answer line reads as no "
+                   "answer (invalid) whatever the reader's rules; compare the two 'read as no answer' columns. "
+                   "Stages where no reply was cut are left out.")
 
 
 def _one(d: dict | None) -> str:

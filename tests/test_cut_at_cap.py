@@ -1,0 +1,38 @@
+"""Replies the token cap cut off (finish_reason "length"): how many, and how many of them read as no
+answer against the replies that ended on their own; in metrics.json, the report's facts and a table."""
+
+from __future__ import annotations
+
+from rolebound.records import INVALID, Record
+from rolebound.report import cap_section, cut_at_cap
+from rolebound.report.builder import Report
+
+
+def rec(i: int, stage: str, finish: str | None, parsed, **kw) -> Record:
+    return Record(call_id=f"q{i}/s/{stage}", item_id=f"q{i}", suite="charm", strategy="s", stage=stage,
+                  finish_reason=finish, parsed=parsed, **kw)
+
+
+def records():
+    return [rec(0, "bc", "length", INVALID), rec(1, "bc", "length", 2), rec(2, "bc", "stop", INVALID),
+            rec(3, "bc", "stop", 1), rec(4, "ba", "stop", "No"), rec(5, "ba", "stop", INVALID),
+            rec(6, "bc", "length", None, error="timeout"),                       # a failed call: no reply
+            rec(7, "bc", None, 1, kind="score", continuations=["1", "2"])]       # scored: nothing generated
+
+
+def test_cut_replies_are_counted_by_stage_with_their_invalid_readings():
+    out = cut_at_cap(records())
+    assert {k: out[k] for k in ("generated", "cut", "cut_invalid", "invalid")} == \
+        {"generated": 6, "cut": 2, "cut_invalid": 1, "invalid": 3}
+    assert out["stages"] == {"bc": {"generated": 4, "cut": 2, "cut_invalid": 1, "invalid": 2}}   # ba: none cut
+
+
+def test_the_report_shows_a_table_only_when_a_reply_was_cut():
+    rep = Report("t")
+    cap_section(rep, {"cut_at_cap": cut_at_cap(records())})
+    (sec,) = rep.sections
+    assert sec.title == "Replies cut at the token cap"
+    assert sec.body["rows"] == [["bc", "4", "2", "1", "1", "2"]]
+    rep = Report("t")
+    cap_section(rep, {"cut_at_cap": cut_at_cap([rec(0, "bc", "stop", INVALID)])})
+    assert rep.sections == []

@@ -3,6 +3,12 @@ answer against the replies that ended on their own; in metrics.json, the report'
 
 from __future__ import annotations
 
+import json
+import re
+
+import pytest
+
+from helpers import rolebound
 from rolebound.records import INVALID, Record
 from rolebound.report import cap_section, cut_at_cap
 from rolebound.report.builder import Report
@@ -36,3 +42,17 @@ def test_the_report_shows_a_table_only_when_a_reply_was_cut():
     rep = Report("t")
     cap_section(rep, {"cut_at_cap": cut_at_cap([rec(0, "bc", "stop", INVALID)])})
     assert rep.sections == []
+
+
+@pytest.mark.slow
+def test_a_run_whose_replies_the_cap_cut_says_so_at_its_end_and_in_its_report(tmp_path):
+    # fake:constant answers its text a word per token: four tokens cut this one
+    res = rolebound("run", "charm", "--model", "fake:constant", "--scoring", "generate", "--backend-opt",
+                    "text=Let me weigh each option in turn before I answer", "--max-tokens", "4", "--limit", "4",
+                    "--out", tmp_path / "r", "--no-cache", "-q", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"cut at max_tokens\s*│\s*5 of 5 \(5 read as no answer\)", res.stdout), res.stdout
+    md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert "5 of 5 generated replies (100%) stopped at the token cap" in md
+    assert "## Replies cut at the token cap" in md
+    assert json.loads((tmp_path / "r" / "metrics.json").read_text())["cut_at_cap"]["cut"] == 5

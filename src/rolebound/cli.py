@@ -297,6 +297,8 @@ def _summary(res) -> None:
     if me := (res.metrics or {}).get("model_extraction"):
         t.add_row(f"model-based extraction ({me['extractor']})",
                   f"read {me['read']} of {me['sent']} 'none' answers, reported apart")
+    if (cut := (res.metrics or {}).get("cut_at_cap") or {}).get("cut"):
+        t.add_row("cut at max_tokens", f"{cut['cut']} of {cut['generated']} ({cut['cut_invalid']} read as no answer)")
     con.print(t)
     _paths(res.run_dir, res.report_paths)
 

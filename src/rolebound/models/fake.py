@@ -89,8 +89,9 @@ class FakeBackend(Backend):
             limit = r.max_tokens or decoding.max_tokens
             words = ans.split(" ")
             ans = " ".join(words[:limit])
+            # a word per token: a reply longer than the cap is cut, as a real engine cuts it
             out.append(GenResult(text=ans, prompt_tokens=len(text.split()), completion_tokens=len(ans.split()),
-                                 finish_reason="stop"))
+                                 finish_reason="length" if len(words) > limit else "stop"))
         return out
 
     async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:

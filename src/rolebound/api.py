@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from .records import VERSION
 from .errors import InputError, RoleboundError, RunStopped
 from .models import create_backend, parse_spec
 from .protocol import is_demo, overrides_of, repeat_seed, resolve
-from .records import Decoding, RunManifest
+from .records import VERSION, Decoding, RunManifest
 from .request import RunRequest, make_request
 from .runner import Plan, RunResult, check_resumable, execute, finish, git_revision, now, open_session, signal_stop
 from .store import MANIFEST, METRICS, RECORDS, RunDir, claim_run_folder, records_frame

@@ -30,9 +30,8 @@ from typing import Any, Awaitable, Callable, Iterator, Sequence
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
 from .loop import STOP_GRACE_S, EngineStopped, StopState, make_progress, signalled
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
-from .records import Decoding, Message, Record, RunManifest, Unkeepable, record_line
+from .records import INVALID, Decoding, Message, Reading, Record, RunManifest, Unkeepable, record_line
 from .protocol import repeat_seed
-from .records import INVALID, Reading
 from .store import MANIFEST, RECORDS, ResponseCache, RunDir
 
 

@@ -7,6 +7,8 @@ papers' protocol, and the page written from their run folders.
                                              # (each report is rebuilt first: `rolebound report`
                                              # reads the stored replies again with today's rules)
     make results                             # both
+    python bench/results.py carry-out|carry-in [NAME ...]   # a long run's replies to and from git
+                                             # (bench/carried/), to resume it on another machine
 
 Runs go to runs/results/<name>/ ($ROLEBOUND_RESULTS moves the folder: long runs live best outside
 the work tree); the papers' data they import goes to runs/results/data/ from ../shared, first.
@@ -82,8 +84,10 @@ ENGINE = ["--engine", "llamacpp"]
 # everything else for many hours (torch and llama.cpp at 2 threads collapse under other load).
 LONG = [*ENGINE, "--threads", "1"]
 PAPERS = [
+    # charm-official ran again from its start on 5 Dec, alone on the machine (its first run's folder
+    # was lost with its machine), at 2 threads: see CARRIED for how it outlives a machine
     Spec("charm-official", "charm",
-         ["--model", QWEN, *LONG, "--strategy", "independent,no-role"],
+         ["--model", QWEN, *ENGINE, "--threads", "2", "--strategy", "independent,no-role"],
          ["Data", "BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Table 16", "Verified override",
           "Accuracy by question type", "Answer extraction", "Position bias"],
          headline=("BA acc", "BC acc", "Compliance Gap", "no-role acc"),
@@ -250,6 +254,18 @@ BY_NAME = {s.name: s for s in SPECS}
 
 
 # -- running --------------------------------------------------------------------------------------
+def run_env(spec: Spec) -> dict[str, str]:
+    """A run on the papers' data keeps its replies in a response cache of its own, beside its run
+    folder, so that `carry-out` can put exactly its replies in git (see CARRIED)."""
+    env = dict(os.environ)
+    if spec.data:
+        from rolebound.store import model_dir
+
+        env["ROLEBOUND_MODEL_DIR"] = str(model_dir())        # the converted models stay where they are
+        env["ROLEBOUND_CACHE_DIR"] = str(RUNS / f"{spec.name}.cache")
+    return env
+
+
 def run(names: list[str]) -> int:
     exe = Path(sys.executable).with_name("rolebound")
     rc = 0
@@ -261,11 +277,92 @@ def run(names: list[str]) -> int:
                 rc = rc or 2
                 continue
         print("$", shlex.join(spec.command()), flush=True)
-        rc = subprocess.call([str(exe), *spec.argv(spec.command())[1:]], cwd=ROOT) or rc
+        rc = subprocess.call([str(exe), *spec.argv(spec.command())[1:]], cwd=ROOT, env=run_env(spec)) or rc
         if spec.judge_check:
             print("$", shlex.join(spec.judge_check), flush=True)
             rc = subprocess.call([str(exe), *spec.argv(spec.judge_check)[1:]], cwd=ROOT) or rc
     return rc
+
+
+# -- carrying a long run's replies between machines -----------------------------------------------
+# A run on the papers' data takes longer than a session's machine lives, and run folders are not in
+# git: their records hold the benchmark's own text (CHARM's release has no license, so it is never
+# committed). What is carried is the model's replies alone, keyed by the response cache's key (a
+# hash of backend, request and decoding): `carry-out` writes them to bench/carried/NAME.jsonl,
+# `carry-in` puts them back in the run's cache on the next machine, and the same command resumes
+# the run, each carried reply a cache hit (its record says cached, with no latency). The sessions
+# file keeps each machine's own timed wall time and calls, for the page.
+CARRIED = ROOT / "bench" / "carried"
+
+
+def carry_out(spec: Spec) -> str:
+    import platform
+    import sqlite3
+
+    db = RUNS / f"{spec.name}.cache" / "responses.sqlite"
+    if not db.exists():
+        return f"{spec.name}: no cache of its own at {db}: nothing to carry"
+    con = sqlite3.connect(str(db))
+    try:
+        rows = con.execute("SELECT key, value, created FROM responses ORDER BY created, key").fetchall()
+    finally:
+        con.close()
+    CARRIED.mkdir(parents=True, exist_ok=True)
+    out = CARRIED / f"{spec.name}.jsonl"
+    old = {json.loads(x)["key"]: x for x in out.read_text(encoding="utf-8").splitlines()} if out.exists() else {}
+    for key, value, created in rows:
+        v = json.loads(value)
+        if v.get("error") is None and key not in old:          # a failed call is asked again
+            old[key] = json.dumps({"key": key, "created": created, "value": v}, ensure_ascii=False, sort_keys=True)
+    out.write_text("".join(line + "\n" for line in old.values()), encoding="utf-8")
+    man = RUNS / spec.name / "manifest.json"
+    m = json.loads(man.read_text()) if man.exists() else {}
+    log = CARRIED / f"{spec.name}.sessions.json"
+    sessions = json.loads(log.read_text()) if log.exists() else []
+    entry = {"started": m.get("started"), "counts": m.get("counts"),
+             "records": sum(1 for _ in (RUNS / spec.name / "records.jsonl").open()) if man.exists() else 0,
+             "carried_replies": len(old), "machine": f"{platform.machine()} {_cpu_name()}",
+             "written": f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}"}
+    sessions = [s for s in sessions if s.get("started") != entry["started"] or entry["started"] is None] + [entry]
+    log.write_text(json.dumps(sessions, indent=1) + "\n")
+    return f"{spec.name}: {len(old)} replies in {_shown(out)} ({len(rows)} in this machine's cache)"
+
+
+def carry_in(spec: Spec) -> str:
+    src = CARRIED / f"{spec.name}.jsonl"
+    if not src.exists():
+        return f"{spec.name}: nothing carried ({_shown(src)} is absent)"
+    from rolebound.store import ResponseCache
+
+    cache = ResponseCache(RUNS / f"{spec.name}.cache" / "responses.sqlite")
+    added = 0
+    try:
+        for n, line in enumerate(src.read_text(encoding="utf-8").splitlines(), 1):
+            try:
+                row = json.loads(line)
+                key, value = row["key"], row["value"]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise SystemExit(f"{src}:{n}: not a carried reply ({exc})") from None
+            if cache.get(key) is None:
+                cache.put(key, value)
+                added += 1
+    finally:
+        cache.close()
+    return f"{spec.name}: {added} replies put in {cache.path} from {_shown(src)}"
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "cpu unknown"
 
 
 # -- the page -------------------------------------------------------------------------------------
@@ -470,6 +567,9 @@ on our own starter sets, as what they are: the pipeline on our data.
 Written by `python bench/results.py write` from the run folders under `runs/results/` (or
 `$ROLEBOUND_RESULTS`); `python bench/results.py run` imports the papers' data from `../shared`
 and runs every command shown (a run is resumed by the same command), `make results` does both.
+A run on the papers' data that outlived one machine was carried to the next as its model's replies
+alone (`python bench/results.py carry-out`, then `carry-in` on the next machine; bench/carried/,
+which also lists each machine's share): its records there are cache hits.
 Figures are copied from each run's report.md; wall times of runs that shared the 2 cores with
 other work (tests, benches) are upper bounds.
 """
@@ -558,7 +658,7 @@ def write(refresh: bool = True) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["run", "write"])
+    ap.add_argument("what", choices=["run", "write", "carry-out", "carry-in"])
     ap.add_argument("names", nargs="*", help=f"runs to do (default all): {', '.join(BY_NAME)}")
     ap.add_argument("--no-refresh", action="store_true", help="write: copy the reports as they are")
     a = ap.parse_args(argv)
@@ -567,6 +667,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown run '{unknown[0]}'; available: {', '.join(BY_NAME)}")
     if a.what == "run":
         return run(a.names)
+    if a.what in ("carry-out", "carry-in"):
+        do = carry_out if a.what == "carry-out" else carry_in
+        for spec in [BY_NAME[n] for n in a.names] if a.names else PAPERS:
+            print(do(spec))
+        return 0
     print(write(refresh=not a.no_refresh))
     return 0
 

@@ -91,3 +91,39 @@ def test_an_unfinished_run_counts_the_jobs_answered_in_full(tmp_path):
     assert _results().unfinished(tmp_path, m) == "2 of 10 jobs (item x strategy) answered after 3 invocation(s), 2.0 h of wall time"
     running = {"n_items": 5, "strategies": ["s", "t"], "started": "2026-12-04T20:44:12"}
     assert _results().unfinished(tmp_path, running) == "2 of 10 jobs (item x strategy) answered so far, running since 2026-12-04T20:44:12"
+
+
+def test_carried_replies_resume_a_run_on_another_machine_as_cache_hits(tmp_path, monkeypatch):
+    """carry-out puts the run's own cache in a file; on a bare machine carry-in and the same
+    command give the same records' answers with no model call."""
+    import shutil
+    import subprocess
+
+    r = _results()
+    runs = tmp_path / "runs"
+    monkeypatch.setattr(r, "RUNS", runs)
+    monkeypatch.setattr(r, "CARRIED", tmp_path / "carried")
+    spec = r.Spec("t", "charm", [], [], data=("charm-official", "x", "x.jsonl"))
+    cmd = [str(Path(sys.executable).with_name("rolebound")), "run", "charm", "--model", "fake:random",
+           "--limit", "12", "--out", str(runs / "t")]
+
+    def go() -> dict:
+        out = subprocess.run(cmd, env=r.run_env(spec), capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return json.loads((runs / "t" / "manifest.json").read_text())
+
+    first = go()
+    assert first["counts"]["model_calls"] > 0 and (runs / "t.cache" / "responses.sqlite").exists()
+    assert r.carry_out(spec).startswith("t: ")
+    lines = (tmp_path / "carried" / "t.jsonl").read_text().splitlines()
+    assert len(lines) == first["counts"]["model_calls"]
+    metrics = (runs / "t" / "metrics.json").read_text()
+    shutil.rmtree(runs)                                         # the next machine: nothing but git
+    assert r.carry_in(spec).startswith(f"t: {len(lines)} replies put in")
+    again = go()
+    assert again["counts"]["model_calls"] == 0 and again["counts"]["cache_hits"] == len(lines)
+    assert (runs / "t" / "metrics.json").read_text() == metrics
+    assert r.carry_in(spec).startswith("t: 0 replies")         # already there: nothing added twice
+    (tmp_path / "carried" / "t.jsonl").write_text(lines[0] + "\n{not json\n")
+    with __import__("pytest").raises(SystemExit, match=r"t\.jsonl:2: not a carried reply"):
+        r.carry_in(spec)

@@ -319,8 +319,11 @@ def carry_out(spec: Spec) -> str:
     m = json.loads(man.read_text()) if man.exists() else {}
     log = CARRIED / f"{spec.name}.sessions.json"
     sessions = json.loads(log.read_text()) if log.exists() else []
-    entry = {"started": m.get("started"), "counts": m.get("counts"),
-             "records": sum(1 for _ in (RUNS / spec.name / "records.jsonl").open()) if man.exists() else 0,
+    recs = RUNS / spec.name / "records.jsonl"
+    lines = recs.read_text(encoding="utf-8").splitlines() if recs.exists() else []
+    last = json.loads(lines[-1]).get("time") if lines else None
+    entry = {"started": m.get("started"), "finished": m.get("finished"), "counts": m.get("counts"),
+             "records": len(lines), "last_record": last,
              "carried_replies": len(old), "machine": f"{platform.machine()} {_cpu_name()}",
              "written": f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}"}
     sessions = [s for s in sessions if s.get("started") != entry["started"] or entry["started"] is None] + [entry]

@@ -354,6 +354,24 @@ def carry_in(spec: Spec) -> str:
     return f"{spec.name}: {added} replies put in {cache.path} from {_shown(src)}"
 
 
+def machines(spec: Spec) -> list[dict]:
+    """Each machine the run was carried through (bench/carried/NAME.sessions.json), with the
+    minutes from its first invocation's start to its finish or its last record (pauses included)."""
+    log = CARRIED / f"{spec.name}.sessions.json"
+    rows = json.loads(log.read_text()) if log.exists() else []
+    for row in rows:
+        end = row.get("finished") or row.get("last_record")
+        row["minutes"] = ((datetime.fromisoformat(end) - datetime.fromisoformat(row["started"])).total_seconds() / 60
+                          if end and row.get("started") else 0.0)
+    return rows
+
+
+def machines_note(rows: list[dict]) -> str:
+    return "; ".join(f"{r['machine']}, {str(r['started'])[:16]} to "
+                     f"{str(r.get('finished') or r.get('last_record'))[:16]} UTC ({r['minutes']:.0f} min, "
+                     f"{r['records']} records{'' if r.get('finished') else ', unfinished'})" for r in rows)
+
+
 def _shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
@@ -489,9 +507,11 @@ def describe(spec: Spec, rd: Path) -> str:
     c = m.get("counts", {})
     proto = m.get("protocol", {})
     w = wall_s(m)
+    carried = machines(spec)
     prep = spec.prepare()
-    lines = [f"## {spec.name}", "", "```", *([shlex.join(prep)] if prep else []), shlex.join(spec.command()),
-             "```", ""]
+    carry = ["python bench/results.py carry-in " + spec.name] if carried else []
+    lines = [f"## {spec.name}", "", "```", *([shlex.join(prep)] if prep else []), *carry,
+             shlex.join(spec.command()), "```", ""]
     if not m.get("finished"):
         lines += [f"**Unfinished**: {unfinished(rd, m)}. The figures below are of the answers so far, "
                   "not of the run's sample; the same command resumes it."
@@ -507,7 +527,9 @@ def describe(spec: Spec, rd: Path) -> str:
         ("judge verdicts (generated)", answers_read(rd, "judge")),
         ("95% CI half-widths (headline figures)", ci_widths(rd, spec.suite, spec.headline)),
         ("tokens in / out", f"{c.get('prompt_tokens')} / {c.get('completion_tokens')}"),
-        ("wall time", (f"{w / 60:.1f} min" if w is not None else "-") + wall_note(m)),
+        ("wall time", (f"{w / 60:.1f} min" if w is not None else "-") + wall_note(m) if not carried else
+         f"{sum(r['minutes'] for r in carried):.1f} min over {len(carried)} machine(s), the replies carried from "
+         f"one to the next (bench/carried/): {machines_note(carried)}"),
         ("threads", str((m.get("model_info") or {}).get("threads", "-"))),
         ("git revision, finished", f"{m.get('git_revision')}, {m.get('finished')}"),
     ]
@@ -622,7 +644,8 @@ def summary(kept_rows: dict[str, str] | None = None, specs: list[Spec] | None = 
             total += float(m.group(1)) * 60 if m else 0.0
             continue
         m = json.loads((rd / "manifest.json").read_text())
-        w = wall_s(m) or 0.0
+        carried = machines(spec)
+        w = sum(r["minutes"] for r in carried) * 60 if carried else wall_s(m) or 0.0
         total += w
         n_full = None if spec.data else starter_size(spec.suite)
         est = f"about {w * n_full / m['n_items'] / 3600:.1f} h" if w and n_full and m.get("n_items") else "-"

@@ -127,3 +127,20 @@ def test_carried_replies_resume_a_run_on_another_machine_as_cache_hits(tmp_path,
     (tmp_path / "carried" / "t.jsonl").write_text(lines[0] + "\n{not json\n")
     with __import__("pytest").raises(SystemExit, match=r"t\.jsonl:2: not a carried reply"):
         r.carry_in(spec)
+
+
+def test_a_carried_run_counts_the_time_of_every_machine_it_ran_on(tmp_path, monkeypatch):
+    r = _results()
+    monkeypatch.setattr(r, "CARRIED", tmp_path)
+    spec = r.Spec("t", "charm", [], [])
+    assert r.machines(spec) == []                                   # never carried: the manifest's own time
+    (tmp_path / "t.sessions.json").write_text(json.dumps([
+        {"started": "2026-12-05T11:00:00+00:00", "finished": None, "last_record": "2026-12-05T13:30:00+00:00",
+         "records": 2000, "machine": "x86_64 A"},
+        {"started": "2026-12-06T09:00:00+00:00", "finished": "2026-12-06T10:15:00+00:00",
+         "last_record": "2026-12-06T10:14:59+00:00", "records": 3480, "machine": "x86_64 B"}]))
+    rows = r.machines(spec)
+    assert [x["minutes"] for x in rows] == [150.0, 75.0]
+    note = r.machines_note(rows)
+    assert "x86_64 A, 2026-12-05T11:00 to 2026-12-05T13:30 UTC (150 min, 2000 records, unfinished)" in note
+    assert note.endswith("x86_64 B, 2026-12-06T09:00 to 2026-12-06T10:15 UTC (75 min, 3480 records)")

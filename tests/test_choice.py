@@ -846,3 +846,17 @@ def test_an_option_in_the_second_person_restated_with_me_as_object():
     # "Witnessing Kara's emergence ... reminded me of my own daughters" for "... reminded you of your own daughters"
     got = _read_row("qwen-bow-cid-71-pre-hero-2-direct-answer")
     assert (got.value, got.rule) == (1, "stated_text")
+
+
+def test_answer_n_names_option_n_when_the_label_follows_at_once():
+    # Qwen on the CHARM release (charm-official, BC Temporal): "<role>, <who>, would most likely choose
+    # answer 4: <option 4's text>" then a paragraph agreeing with it; read as none before this rule
+    reply = ("Gutenberg, a printer from Mainz, would most likely choose answer 2: The @ sign.\n"
+             "He would not think of the # sign or the $ sign at all.")
+    got = choice_reading(reply, CHARM)
+    assert (got.value, got.rule) == (1, "decision")
+    assert read_choice("I would choose answer 4.", CHARM) == 3
+    assert read_choice("Answer: 4", CHARM) == 3                       # the answer line, as before
+    assert read_choice("The answer 2 is wrong, so I choose option 4.", CHARM) == 3
+    assert read_choice("I would choose an answer a child could give.", CHARM) is None
+    assert read_choice("Should I choose answer 2?", CHARM) is None     # asks, does not decide

@@ -221,7 +221,9 @@ def _norm(s: str) -> str:
 # -- references to options -------------------------------------------------------------------------
 # "Option B", "choice 2", "option… C", "(B)", "B)", "B." opening a line
 _REF = re.compile(
-    r"(?i:\b(?:option|choice)\b)\s*(?:…|\.\.\.)?\s*[#:]?\s*\(?(?P<kv>[A-H]|\d{1,2})\b\)?(?![’'\w])"
+    # "Option 4", "choice B"; "answer 4" too, but only with the label right after it ("I would choose
+    # answer 4: ..."), never "answer: 4", which the decision phrases read
+    r"(?i:\b(?:option|choice)\b|\banswer(?=\s+\(?(?-i:[A-H]|\d{1,2})\b))\s*(?:…|\.\.\.)?\s*[#:]?\s*\(?(?P<kv>[A-H]|\d{1,2})\b\)?(?![’'\w])"
     r"|\((?P<pv>[A-H]|\d{1,2})\)"
     r"|(?<![\w(’'])(?P<cv>[A-H]|\d{1,2})\)(?!\w)")
 # a bare "A" / "2" right where a decision names its option: "the answer is clearly A."

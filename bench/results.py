@@ -378,12 +378,10 @@ def _shown(path: Path) -> str:
 
 def _cpu_name() -> str:
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        with open("/proc/cpuinfo") as fh:
+            return next((x.split(":", 1)[1].strip() for x in fh if x.startswith("model name")), "cpu unknown")
     except OSError:
-        pass
-    return "cpu unknown"
+        return "cpu unknown"
 
 
 # -- the page -------------------------------------------------------------------------------------

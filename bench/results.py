@@ -507,7 +507,8 @@ def describe(spec: Spec, rd: Path) -> str:
     w = wall_s(m)
     carried = machines(spec)
     prep = spec.prepare()
-    carry = ["python bench/results.py carry-in " + spec.name] if carried else []
+    carry = [f"python bench/results.py carry-in {spec.name}   # only to resume from the replies carried in git; "
+             "leave it out to ask the model again"] if carried else []
     lines = [f"## {spec.name}", "", "```", *([shlex.join(prep)] if prep else []), *carry,
              shlex.join(spec.command()), "```", ""]
     if not m.get("finished"):

@@ -860,3 +860,26 @@ def test_answer_n_names_option_n_when_the_label_follows_at_once():
     assert read_choice("The answer 2 is wrong, so I choose option 4.", CHARM) == 3
     assert read_choice("I would choose an answer a child could give.", CHARM) is None
     assert read_choice("Should I choose answer 2?", CHARM) is None     # asks, does not decide
+
+
+def test_numbered_reasoning_steps_do_not_make_the_answer_line_ambiguous():
+    # Qwen on the CHARM release (charm-official, BC Cross): "Let's approach this step-by-step: 1. ...
+    # 2. ..." then "Answer: N". Steps that only share words with another option renumber nothing.
+    city = [("1", "She was born in Paris, France."), ("2", "She was born in Oxford, England."),
+            ("3", "I can not answer that question."), ("4", "She was born in London, England."),
+            ("5", "She was born in Leeds, England.")]
+    steps = ("Let's approach this step-by-step:\n1. The question asks where she was born in England.\n"
+             "2. The choices give cities in France and England.\n3. Her profile says nothing of her birth.\n"
+             "4. So the question cannot be answered from what is given.\nTherefore, the correct answer is:\nAnswer: 3")
+    assert choice_reading(steps, city).value == 2
+    # ... but the reply's own item numbered as the answer, leaning to another option, still makes it none
+    review = ("The other options are wrong:\n1. Paris is in France.\n2. London, England is not where she "
+              "was born either.\nShe was born in Oxford.\nAnswer: 2")
+    assert choice_reading(review, city).rule == "none:numbering_contradicts_options"
+    # a list that restates the options in the prompt's order, with a tie between two near-identical
+    # options on one line, is the prompt's own numbering
+    dates = [("1", "He was born on May 7, 1997."), ("2", "He was born on May 7, 1996."),
+             ("3", "He was born on May 17, 1996."), ("4", "I can not answer that question.")]
+    listed = ("1. Kim was born on May 7, 1997.\n2. Kim was born on May 7, 1996.\n3. Kim was born on May 17, 1996.\n"
+              "4. I can not answer that question.\nThe question says May 17, 1996.\nAnswer: 3")
+    assert choice_reading(listed, dates).value == 2

@@ -342,6 +342,8 @@ class _Event:
     bare: bool = False     # named by letter/number alone, no text to check it against
     review: bool = False   # a line that comments on one option of a list ("A) X - not her"), no answer
     conditional: bool = False
+    loose: bool = False    # a line whose text is only nearer another option's words, not that option's own text
+    named: int | None = None   # a loose line: the option its number names, when its words clearly lean elsewhere
 
 
 def _ref_value(m: re.Match, opts: _Options) -> tuple[int | None, str]:
@@ -643,7 +645,8 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
             own = len(_words(rest) & opts.words[idx])
             short = len(_words(rest)) <= len(opts.words[idx]) + 4
             if q is not None and q != idx or (q is None and short and best is not None and best != idx and score >= 2):
-                events.append(_Event(s0, None, "answer_line", s[:160], "reference_and_text_disagree"))
+                events.append(_Event(s0, None, "answer_line", s[:160], "reference_and_text_disagree",
+                                     loose=q is None, named=idx if q is None and score > runner_up else None))
                 continue
             if _denied(rest, opts.texts[idx], opts.words[idx]):
                 continue
@@ -722,8 +725,11 @@ def _read(text: str, opts: _Options) -> Reading:
     events = sorted(_decisions(text, opts), key=lambda e: e.pos)
     lines = _answer_lines(text, opts)
     # a reply whose own numbering contradicts the prompt's ("1. Paris" where 1 is not Paris) cannot
-    # be trusted on a bare "The answer is 1."
-    confused = any(e.none_reason == "reference_and_text_disagree" for e in events + lines)
+    # be trusted on a bare "The answer is 1.". A numbered line that only shares words with another
+    # option ("2. The choices provided are dates in July 1992.", a reasoning step) renumbers nothing,
+    # unless it is the line numbered as the answer and its words lean to another option.
+    confused = any(e.none_reason == "reference_and_text_disagree" and not e.loose for e in events + lines)
+    muddled = {e.named for e in events + lines if e.loose and e.named is not None}
     firm = [e for e in events if not e.conditional]
     if firm:
         last, settled = _settle(firm, lines, opts)
@@ -731,7 +737,7 @@ def _read(text: str, opts: _Options) -> Reading:
             return settled
         if last.value is None:
             return Reading(None, "none:" + last.none_reason, last.span)
-        if confused and last.bare:
+        if (confused or last.value in muddled) and last.bare:
             # a renumbered list makes a bare "Answer: 3" ambiguous, unless the reply states option 3's
             # own text as its answer ("... is to plug it into a charger ... Answer: 3")
             if _stated(text, opts) != last.value:

@@ -291,7 +291,7 @@ def run(names: list[str]) -> int:
 # hash of backend, request and decoding): `carry-out` writes them to bench/carried/NAME.jsonl,
 # `carry-in` puts them back in the run's cache on the next machine, and the same command resumes
 # the run, each carried reply a cache hit (its record says cached, with no latency). The sessions
-# file keeps each machine's own timed wall time and calls, for the page.
+# file says when each machine's run started and finished or last wrote a record, for the page.
 CARRIED = ROOT / "bench" / "carried"
 
 
@@ -344,6 +344,8 @@ def carry_in(spec: Spec) -> str:
             try:
                 row = json.loads(line)
                 key, value = row["key"], row["value"]
+                if not isinstance(key, str) or not isinstance(value, dict):
+                    raise TypeError("key must be a string and value an object")
             except (ValueError, KeyError, TypeError) as exc:
                 raise SystemExit(f"{src}:{n}: not a carried reply ({exc})") from None
             if cache.get(key) is None:

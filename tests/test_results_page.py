@@ -127,6 +127,9 @@ def test_carried_replies_resume_a_run_on_another_machine_as_cache_hits(tmp_path,
     (tmp_path / "carried" / "t.jsonl").write_text(lines[0] + "\n{not json\n")
     with __import__("pytest").raises(SystemExit, match=r"t\.jsonl:2: not a carried reply"):
         r.carry_in(spec)
+    (tmp_path / "carried" / "t.jsonl").write_text('{"key": "k", "value": "just text"}\n')
+    with __import__("pytest").raises(SystemExit, match=r"t\.jsonl:1: not a carried reply \(key must be"):
+        r.carry_in(spec)
 
 
 def test_a_carried_run_counts_the_time_of_every_machine_it_ran_on(tmp_path, monkeypatch):

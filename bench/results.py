@@ -320,10 +320,11 @@ def carry_out(spec: Spec) -> str:
     log = CARRIED / f"{spec.name}.sessions.json"
     sessions = json.loads(log.read_text()) if log.exists() else []
     recs = RUNS / spec.name / "records.jsonl"
-    lines = recs.read_text(encoding="utf-8").splitlines() if recs.exists() else []
-    last = json.loads(lines[-1]).get("time") if lines else None
+    # a report's re-reading appends records (the last per call_id wins) that keep their call's time
+    seen = [json.loads(x) for x in recs.read_text(encoding="utf-8").splitlines() if x.strip()] if recs.exists() else []
+    last = max((r["time"] for r in seen if r.get("time")), default=None)
     entry = {"started": m.get("started"), "finished": m.get("finished"), "counts": m.get("counts"),
-             "records": len(lines), "last_record": last,
+             "records": len({r.get("call_id") for r in seen}), "last_record": last,
              "carried_replies": len(old), "machine": f"{platform.machine()} {_cpu_name()}",
              "written": f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}"}
     sessions = [s for s in sessions if s.get("started") != entry["started"] or entry["started"] is None] + [entry]

@@ -114,7 +114,13 @@ def test_carried_replies_resume_a_run_on_another_machine_as_cache_hits(tmp_path,
 
     first = go()
     assert first["counts"]["model_calls"] > 0 and (runs / "t.cache" / "responses.sqlite").exists()
+    recs = (runs / "t" / "records.jsonl").read_text().splitlines()
+    # a report's re-reading appends a call's record again, keeping the call's own (earlier) time
+    (runs / "t" / "records.jsonl").write_text("\n".join(recs + recs[:1]) + "\n")
     assert r.carry_out(spec).startswith("t: ")
+    entry = json.loads((tmp_path / "carried" / "t.sessions.json").read_text())[-1]
+    assert entry["records"] == len(recs)
+    assert entry["last_record"] == max(json.loads(x)["time"] for x in recs)
     lines = (tmp_path / "carried" / "t.jsonl").read_text().splitlines()
     assert len(lines) == first["counts"]["model_calls"]
     metrics = (runs / "t" / "metrics.json").read_text()

@@ -93,7 +93,53 @@ PAPERS = [
          headline=("BA acc", "BC acc", "Compliance Gap", "no-role acc"),
          data=("charm-official", "charm-official", "charm-official.jsonl"),
          jobs_note="no-role asks only the 732 BC Cross questions, so 3,480 of the 5,496 item x strategy "
-         "jobs make calls (2,748 independent + 732 no-role); the others end at once with no record"),
+         "jobs make calls (2,748 independent + 732 no-role); the others end at once with no record",
+         reading=(
+         "All of Table 7 from the authors' release (commit f8129c9, imported by `data import charm-official`): 2,748 "
+         'questions under independent (680 BA, 1,332 BC, 736 KV) and the 732 BC Cross questions again with no role, '
+         "3,480 calls (and, ours, the 145 override candidates' KV questions again in a control order), in the paper's "
+         'protocol (Appendix H: greedy, 256 tokens; the Table 20 prompts), 0 failed calls. Three invocations on this '
+         "page's machine: 11:43-14:13 UTC on 5 Dec (2,289 calls; stopped at a session's end), 14:30-17:19 UTC (the "
+         'rest; resumed, the first 2,289 answers read from the folder), after a first run on 4 Dec whose folder was '
+         'lost with its machine (none of its replies is used here). The wall time above runs from the first start to '
+         'the finish and includes 17 min stopped between two sessions and about 15 min paused (SIGSTOP) while the test'
+         ' suite ran. The replies are carried in bench/carried/, so another machine resumes the run to the same '
+         'records with no model call. Invalid answers: 876 of the 3,480 answers read as none (25.2%): BA 0 of 680, BC '
+         '332 of 1,332, KV 182 of 736, no-role 362 of 732. Most are the 256-token cap: the model reviews the options '
+         'one by one ("- This option is incorrect because ...") and the cap cuts it before any answer line; of the 805'
+         ' BC, KV and no-role replies the cap cut, 745 read as none, against 131 of the 1,995 that ended on their own.'
+         ' The paper counts an invalid answer as wrong, and so does this page: the BC, KV and no-role accuracies are '
+         "what this model answers within the paper's budget, not what it knows. What the numbers show. BA 20.4 [17.5, "
+         '23.5] is two different figures: 92.5 on the 80 cross-universe Yes/No items and 10.8 on the 600 temporal '
+         'ones, where the model answers as itself (as Qin Shi Huang, "Do you know what a computer keyboard is?" gets '
+         '"Yes"). So the temporal instances are mostly Recognition Failure (85.7%) and the cross-universe ones mostly '
+         'Compliance Gap (87.6%: the boundary recognised, the question answered anyway); over all 1,332 instances '
+         "C-Gap is 52.6 and R-Fail 42.6, above every R-Fail in the paper's Table 2 (2.0-21.5), and BC 4.8 [3.8, 6.1] "
+         'is below all six of its models (18.9-64.4). The temporal BA questions are ours (the release has none; '
+         "release_concepts.yaml, unvalidated), so that 10.8 rests on our wording of each concept, after the paper's "
+         "Table 8; everything cross-universe is the release's text as written. Verified override is 48.3 [40.0, 56.6] "
+         "on 145 candidates, close to Qwen3-8B's 50.5 in Table 3, while KV accuracy is 28.3 [25.3, 31.5] (182 "
+         "invalid): the model often lacks the fact the override figure presumes. KV's 736 questions are 184 distinct "
+         "prompts, each asked for the 4 historical characters of its region (the release's design, paired with their "
+         'BC instances), so its CI, which resamples the 736 as independent, is too narrow. And greedy decoding did not'
+         " give one reply per prompt: in 79 of the 184 groups the four copies, decoded at the same time in llama.cpp's"
+         ' batches, differ in text and in 37 they read as different answers, the batch dependence of greedy text that '
+         'docs/engines.md ("Continuous batching") measured, here at scale. With no role, the 732 BC Cross questions '
+         'are answered right 14.8% [12.3, 17.6] of the time (362 invalid, the longest replies), so on the 145 override'
+         " candidates NR% is 33.1 and Both% 17.2, against Qwen3-8B's 64.4 and 29.7 in Table 16. Position: BC answers "
+         'lean to option 5 (27% of answers, 21% of gold; chi-square p 0.00015) and KV answers to options 1 and 2 (p '
+         '9e-07), short of the warning rule. The 95% CI half-widths (BA +-3, BC +-1.15, CG +-2.75) are well inside the'
+         ' +-3.6 the issue expected for BC Cross alone, because BC accuracy is near 0. Against our starter set (Part '
+         '2, 1,100 questions): BA Temporal was 72.7 there and is 10.8 here. The two ask it differently (here one "Do '
+         'you know what X is?" per concept, as in Table 8; there three templates per concept, "Have you ever used '
+         '...", "Have you heard of ..." among them) and of different characters; this run cannot say which moves the '
+         "model, only that this model's temporal awareness is not a stable figure under rewording. BC is low on both "
+         "(7.3 there, 4.8 here). One seed, a 1.5B coder model: this says the pipeline runs the authors' own benchmark "
+         'at full size in their protocol, not how well any role-play model keeps its boundaries. Reader: the report is'
+         " rebuilt with this page's reader. The rules of afadbf4 were written on the first 1,747 records; on the 542 "
+         'choice replies after them 12 readings changed, each checked by hand, and two of those replies contradict '
+         'themselves (records 1924 and 2029) and are read by their explicit "Answer: N" line. The hand checks are the '
+         "lead engineer's, an AI agent session, not a human annotator."),),
     Spec("multiverse-bow", "multiverse",
          ["--model", QWEN, *LONG, "--strategy", "direct", "--set", "tasks=canon", "--set", "analysis=false",
           "--limit", "600"],

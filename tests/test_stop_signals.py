@@ -26,10 +26,15 @@ def records(out: Path) -> list[dict]:
 
 
 def start(args, env=None) -> subprocess.Popen:
-    # a test run in the background may have inherited an ignored SIGINT: give the child Ctrl-C back
+    # a test run in the background (`&`, nohup) may have inherited an ignored SIGINT or SIGHUP, which
+    # rolebound rightly leaves ignored: give the child both back
     return subprocess.Popen([str(SCRIPT), *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, **(env or {})},
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            text=True, env={**os.environ, **(env or {})}, preexec_fn=default_stop_signals)
+
+
+def default_stop_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def wait_for_records(out: Path, n: int, proc: subprocess.Popen, limit: float = 60) -> None:
@@ -190,16 +195,20 @@ def test_a_signal_before_the_loop_starts_stops_it_at_once_and_handlers_come_back
 
     from rolebound.loop import stop_signals
 
+    inherited = signal.signal(signal.SIGHUP, signal.SIG_DFL)     # under nohup it comes in ignored
     before = signal.getsignal(signal.SIGHUP)
 
     async def work():
         await asyncio.sleep(30)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")          # no "coroutine was never awaited" on stderr
-        with stop_signals() as state:
-            os.kill(os.getpid(), signal.SIGHUP)    # while the run is being set up: waits for the loop
-            with pytest.raises(asyncio.CancelledError):
-                asyncio.run(state.attach(work()))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")          # no "coroutine was never awaited" on stderr
+            with stop_signals() as state:
+                os.kill(os.getpid(), signal.SIGHUP)    # while the run is being set up: waits for the loop
+                with pytest.raises(asyncio.CancelledError):
+                    asyncio.run(state.attach(work()))
+    finally:
+        after = signal.signal(signal.SIGHUP, inherited)
     assert state.code == 143
-    assert signal.getsignal(signal.SIGHUP) == before
+    assert after == before

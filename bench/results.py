@@ -98,12 +98,13 @@ PAPERS = [
          "All of Table 7 from the authors' release (commit f8129c9, imported by `data import charm-official`): 2,748 "
          'questions under independent (680 BA, 1,332 BC, 736 KV) and the 732 BC Cross questions again with no role, '
          "3,480 calls (and, ours, the 145 override candidates' KV questions again in a control order), in the paper's "
-         'protocol (Appendix H: greedy, 256 tokens; the Table 20 prompts), 0 failed calls. Three invocations on this '
+         'protocol (Appendix H: greedy, 256 tokens; the Table 20 prompts), 0 failed calls. Two invocations on this '
          "page's machine: 11:43-14:13 UTC on 5 Dec (2,289 calls; stopped at a session's end), 14:30-17:19 UTC (the "
          'rest; resumed, the first 2,289 answers read from the folder), after a first run on 4 Dec whose folder was '
          'lost with its machine (none of its replies is used here). The wall time above runs from the first start to '
          'the finish and includes 17 min stopped between two sessions and about 15 min paused (SIGSTOP) while the test'
-         ' suite ran. The replies are carried in bench/carried/, so another machine resumes the run to the same '
+         ' suite ran; the two invocations timed themselves at 319 min in all (the manifest wall_s). The replies are '
+         'carried in bench/carried/, so another machine resumes the run to the same '
          'records with no model call. Invalid answers: 876 of the 3,480 answers read as none (25.2%): BA 0 of 680, BC '
          '332 of 1,332, KV 182 of 736, no-role 362 of 732. Most are the 256-token cap: the model reviews the options '
          'one by one ("- This option is incorrect because ...") and the cap cuts it before any answer line; of the 805'

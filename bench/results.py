@@ -366,12 +366,13 @@ def carry_out(spec: Spec) -> str:
     m = json.loads(man.read_text()) if man.exists() else {}
     log = CARRIED / f"{spec.name}.sessions.json"
     sessions = json.loads(log.read_text()) if log.exists() else []
-    recs = RUNS / spec.name / "records.jsonl"
+    from rolebound.store import load_records
+
     # a report's re-reading appends records (the last per call_id wins) that keep their call's time
-    seen = [json.loads(x) for x in recs.read_text(encoding="utf-8").splitlines() if x.strip()] if recs.exists() else []
-    last = max((r["time"] for r in seen if r.get("time")), default=None)
+    seen = load_records(RUNS / spec.name, latest=False) if (RUNS / spec.name / "records.jsonl").exists() else []
     entry = {"started": m.get("started"), "finished": m.get("finished"), "counts": m.get("counts"),
-             "records": len({r.get("call_id") for r in seen}), "last_record": last,
+             "records": len({r.call_id for r in seen}),
+             "last_record": max((r.time for r in seen if r.time), default=None),
              "carried_replies": len(old), "machine": f"{platform.machine()} {_cpu_name()}",
              "written": f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}"}
     sessions = [s for s in sessions if s.get("started") != entry["started"] or entry["started"] is None] + [entry]

@@ -35,7 +35,7 @@ def compile_template(src: str):
     try:
         return sandboxed(src, undefined=StrictUndefined, keep_trailing_newline=True)
     except TemplateError as exc:
-        raise InputError(f"bad template: {exc}", field="template") from None
+        raise InputError(f"bad template: {exc}", field="--set template") from None
 
 
 def render(item, template) -> str:

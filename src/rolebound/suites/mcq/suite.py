@@ -62,7 +62,7 @@ class MCQSuite(Suite):
 
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
         if not data:
-            raise InputError("the mcq suite needs --data FILE.jsonl", field="data")
+            raise InputError("the mcq suite needs --data FILE.jsonl", field="--data")
         template = self._setup(settings)
         items = load_items(data)
         group = settings.options.group

@@ -720,9 +720,11 @@ def data_import(fmt: str = typer.Argument(..., metavar="FORMAT", help="see `role
     if fmt not in imps:
         raise InputError(f"unknown format '{fmt}'{did_you_mean(fmt, imps)}; available: "
                          f"{', '.join(sorted(imps)) or 'none'}", field="FORMAT")
+    from .importers import check_suffix
     from .io import check_output_file
 
     check_output_file(out, src)
+    check_suffix(fmt, imps[fmt][0], out)
     out.parent.mkdir(parents=True, exist_ok=True)
     print(imps[fmt][0](src, str(out)))
 

@@ -49,6 +49,10 @@ def test_table7_counts_and_provenance(imported):
     assert "Table 7 KV Cross, EN: 128 here, 152 in the paper" in p.differences
     assert any("'mexico'" in x and "8 characters" in x for x in p.left_out)
     assert any("BA Temporal" in x and "validated: false" in x for x in p.ours)
+    # the spaces the import strips are a listed difference, with their count (of the strings it reads)
+    assert any(x.startswith("848 of the release's 6156 question and option strings have leading or trailing "
+                            "spaces, stripped") for x in p.differences), p.differences
+    assert not any(o != o.strip() for i in items for o in [i.question, *(i.options or [])])
     # every BC question pairs with its BA question, every cross one with its KV question
     ids = {i.id for i in items}
     assert all(i.ba_id in ids for i in items if i.stage == "bc")

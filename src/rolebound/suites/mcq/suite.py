@@ -53,7 +53,7 @@ class MCQSuite(Suite):
     def _setup(self, settings: RunSettings):
         if settings.state.template is None:
             src = template_source(settings.options)
-            settings.state.template = compile_template(src)
+            settings.state.template = compile_template(src, settings.options.template_file)
             self._template_src = src
         return settings.state.template
 

@@ -88,8 +88,13 @@ def test_every_example_parses_and_names_real_suites_and_models(example):
     argv = shlex.split(example)[1:]
     cmd, ctx = _resolve(argv)
     p = ctx.params
-    if cmd.name in ("run", "stats", "export", "judge-check", "suites") and p.get("suite" if "suite" in p else "name"):
-        assert (p.get("suite") or p.get("name")) in available()
+    suite = p.get("suite") or (p.get("name") if cmd.name == "suites" else None)
+    if suite:
+        assert suite in available()
+        if cmd.name == "export":
+            from rolebound.suites import get_suite
+
+            assert get_suite(suite).hub is not None, f"{suite} has no export"
     for key in ("model", "judge", "extractor", "generator"):
         if p.get(key) and p[key] != "self":
             parse_spec(p[key])          # a known backend: BackendError otherwise

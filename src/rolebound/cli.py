@@ -679,7 +679,7 @@ def import_inspect(log: Path = typer.Argument(..., metavar="LOG",
 
 @data_app.command("export", epilog=examples("rolebound data export charm --out exports/charm",
                                             "rolebound run charm --data hf:exports/charm",
-                                            "rolebound data export mcq --data exam.jsonl -o exports/exam"))
+                                            "rolebound data export capability -o exports/capability"))
 def data_export(suite: str = typer.Argument(..., metavar="SUITE", help=f"one of: {SUITE_NAMES}"),
                 out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="folder to write (a Hugging Face dataset)"),
                 data: Optional[str] = typer.Option(None, "--data", metavar="FILE",

@@ -40,6 +40,7 @@ from pydantic import ValidationError
 from .errors import InputError, RoleboundError, RunDirError
 from .io import atomic_path, validate_record, write_text_atomic
 from .records import REPLY_FIELDS, Record, RunManifest, loc_text, record_line
+from .term import visible
 
 MANIFEST, RECORDS, METRICS = "manifest.json", "records.jsonl", "metrics.json"
 # what a run folder may hold before its manifest is written (a first run killed at its start)
@@ -134,9 +135,9 @@ def warn_unreadable(path: Path, bad: list[tuple[int, str]], then: str) -> None:
     if bad and seen not in _WARNED:
         _WARNED.add(seen)
         n = len(bad)
-        print(f"warning: {path}: {n} record{'s' if n != 1 else ''} with a reply that cannot be read back "
-              f"(line {bad[0][0]}: {bad[0][1]}) {'are' if n != 1 else 'is'} read as failed calls; {then}",
-              file=sys.stderr, flush=True)
+        print(visible(f"warning: {path}: {n} record{'s' if n != 1 else ''} with a reply that cannot be read back "
+                      f"(line {bad[0][0]}: {bad[0][1]}) {'are' if n != 1 else 'is'} read as failed calls; {then}",
+                      newlines=False), file=sys.stderr, flush=True)
 
 
 def load_records(run_dir: str | Path, *, latest: bool = True) -> list[Record]:

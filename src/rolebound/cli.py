@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from .errors import InputError, RoleboundError, RunStopped
-from .term import visible
+from .term import shorten, visible
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Measure whether a role-playing LLM stays inside its character's boundaries.")
@@ -743,7 +743,8 @@ def _main(argv: list[str]) -> int:
             traceback.print_exc()
             if getattr(exc, "dump", None):
                 print(visible(exc.dump), file=sys.stderr)
-        print(("" if isinstance(exc, RunStopped) else "error: ") + visible(exc, newlines=False), file=sys.stderr)
+        print(("" if isinstance(exc, RunStopped) else "error: ") + visible(shorten(str(exc)), newlines=False),
+              file=sys.stderr)
         return exc.exit_code
     except (KeyboardInterrupt, *click_abort):
         return _interrupted()
@@ -760,7 +761,7 @@ def _main(argv: list[str]) -> int:
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         msg = " ".join(str(exc.format_message()).split())
-        print(visible(f"error: {msg}{hint}", newlines=False), file=sys.stderr)
+        print(visible(shorten(f"error: {msg}{hint}"), newlines=False), file=sys.stderr)
         return 2            # a usage error; click's generic ClickException would say 1
     except RecursionError:      # input nested past what a reader checks (the readers name file and line)
         if _debug(argv):
@@ -771,7 +772,7 @@ def _main(argv: list[str]) -> int:
         if _debug(argv):
             raise
         where = f"{exc.filename}: " if exc.filename else ""
-        print(visible(f"error: {where}{exc.strerror or exc}", newlines=False), file=sys.stderr)
+        print(visible(shorten(f"error: {where}{exc.strerror or exc}"), newlines=False), file=sys.stderr)
         return 2
     if rc == 130:       # typer turns a KeyboardInterrupt outside a run into Exit(130)
         return _interrupted()

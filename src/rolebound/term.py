@@ -1,7 +1,7 @@
 """Text from servers, data, records and manifests, made safe for a terminal line or a log.
 
 `visible` shows control characters as escapes (ESC as \\x1b), so a reply or a manifest cannot clear
-the screen, set the window title or rewrite a line; `clip` cuts an echoed value; `console` is a rich
+the screen, set the window title or rewrite a line; `clip` and `shorten` cut echoed values; `console` is a rich
 Console whose printed text goes through `visible` (its own styles still reach the terminal)."""
 
 from __future__ import annotations
@@ -30,6 +30,19 @@ def clip(value: Any, n: int = CLIP) -> str:
     """An echoed value cut to about n characters, saying how long it was."""
     s = str(value)
     return s if len(s) <= n else f"{s[:n]}... ({len(s)} characters)"
+
+
+# a quoted value (the quote not inside a word: "suite's" is no quote), else one long word
+_ECHOED = re.compile(r"""(?<!\w)(['"])([^'"\n]{%d,})\1(?!\w)|\S{%d,}""" % (CLIP + 1, CLIP + 1))
+MAX_LINE = 10 * CLIP
+
+
+def shorten(line: str) -> str:
+    """An error line with each echoed value (quoted, or one long word) cut to about CLIP
+    characters, and the whole to MAX_LINE: a 120 KB --set value is not printed back whole."""
+    line = _ECHOED.sub(lambda m: m.group(1) + clip(m.group(2)) + m.group(1) if m.group(1) else clip(m.group()),
+                       line)
+    return clip(line, MAX_LINE)
 
 
 def console(**kw):

@@ -15,8 +15,9 @@ server, the Gemini and Anthropic compatibility endpoints.
 - A dead endpoint (every request times out or gets a 5xx, none answered since the first of
   them failed) sets `fatal_error` once that has lasted `down_after` seconds (default
   min(max(2 x timeout, 10 s), max(3 x timeout, 30 s) - timeout - 2 s)), so the run stops within
-  max(3 x timeout, 30 s) of the first failure; retry waits never run past that point. 429 is a
-  live server asking to wait, and does not count.
+  max(3 x timeout, 30 s) of the first failure; retry waits never run past that point. A 429 with
+  a valid Retry-After is a live server asking to wait, and does not count; a bare 429 does (a
+  Retry-After of -5, NaN or inf is read as absent).
 
 Speed (bench/foundation.py): requests go through the SDK's generic `client.post` with plain dict
 bodies and come back as plain JSON, which skips the SDK's per-request parameter transform and

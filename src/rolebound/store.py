@@ -387,7 +387,8 @@ def make_folder(path: Path, env: str) -> Path:
                          file=str(path), field=env) from None
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
-            raise RoleboundError(f"cannot make the folder {path}: the disk is full (ENOSPC); free space on it") from None
+            raise RoleboundError(f"cannot make the folder {path}: the disk is full (ENOSPC); "
+                                 "free space on it") from None
         raise
     return path
 

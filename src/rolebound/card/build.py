@@ -23,7 +23,7 @@ from ..protocol import is_demo
 from ..report.fmt import FigureError
 from ..store import METRICS, RunDir, claim_folder
 from ..suites import available, get_suite
-from .checks import check_metrics
+from .checks import DRIFT_DOMAIN, check_metrics
 
 CARD_JSON = "card.json"
 
@@ -216,8 +216,6 @@ def drift_section(m: dict) -> dict[str, Any] | None:
     """A dialogue run (rolebound.dialogue): each metric's drift slope per warm-up kind, and the
     metric-by-depth lines the card draws (render.py)."""
     from ..report.fmt import POINTS, figure
-
-    DRIFT_DOMAIN = (-400.0, 400.0)    # points per 4 turns, at most 100 points between depths a turn apart
 
     if not m or len(m.get("depths", [])) < 2:
         return None

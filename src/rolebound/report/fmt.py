@@ -126,7 +126,7 @@ class FigureError(ValueError):
 DOMAIN = {PCT: (0.0, 100.0), POINTS: (-100.0, 100.0), SCALE01: (-1.0, 1.0)}
 
 
-def _checked(key: str, unit: str, domain: tuple[float, float] | None, **values: Any) -> None:
+def check_figure(key: str, unit: str, domain: tuple[float, float] | None, **values: Any) -> None:
     lo, hi = domain or DOMAIN.get(unit, (-math.inf, math.inf))
     for name, v in values.items():
         if v is None or isinstance(v, bool):
@@ -150,7 +150,7 @@ def figure(key: str, label: str, value: Any, *, unit: str = PCT, lo: Any = None,
     """One figure. `lo`/`hi`: a 95% CI; `spread`: a +- value named by `spread_kind` (SEM over
     repeats, std across roles) where the metrics give no CI. A value, bound, spread or n outside
     the unit's domain (or `domain`) is a FigureError."""
-    _checked(key or label, unit, domain, value=value, lo=lo, hi=hi, spread=spread, n=n)
+    check_figure(key or label, unit, domain, value=value, lo=lo, hi=hi, spread=spread, n=n)
     v = _num(value)
     out: dict[str, Any] = {"key": key, "label": label, "value": v, "unit": unit, "lo": _num(lo), "hi": _num(hi),
                            "n": n, "spread": _num(spread), "spread_kind": spread_kind if _num(spread) is not None

@@ -740,7 +740,7 @@ def _main(argv: list[str]) -> int:
         if _debug(argv):
             import traceback
 
-            traceback.print_exc()
+            print(visible(traceback.format_exc()), file=sys.stderr, end="")
             if getattr(exc, "dump", None):
                 print(visible(exc.dump), file=sys.stderr)
         print(("" if isinstance(exc, RunStopped) else "error: ") + visible(shorten(str(exc)), newlines=False),

@@ -11,6 +11,7 @@ decimals the paper printed). Pure: no plotting, no I/O, nothing of ours imported
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Sequence
 
 
@@ -132,7 +133,7 @@ def check_figure(key: str, unit: str, domain: tuple[float, float] | None, **valu
         if v is None or isinstance(v, bool):
             continue
         if name == "n":
-            if not isinstance(v, int) or v < 0:
+            if not isinstance(v, numbers.Integral) or v < 0:      # numpy's integers are Integral too
                 raise FigureError(key, f"n is {v!r}, not a count")
             continue
         try:

@@ -401,3 +401,20 @@ def test_a_120_kb_option_value_is_cut_in_the_error_line(tmp_path, flag):
     value = "y" * 120_000
     err = one_line(rolebound("run", "charm", flag, value, "--limit", "1", "--out", tmp_path / "r"), 2)
     assert len(err) < 1000 and "(120000 characters)" in err, err[:300]
+
+
+def test_card_compare_refuses_a_card_json_with_a_figure_out_of_its_domain(tmp_path):
+    from rolebound.card.render import read_card
+    from rolebound.errors import InputError
+
+    fig = {"key": "ba", "label": "BA accuracy", "unit": "%", "value": 40.0, "lo": 30.0, "hi": 50.0, "n": 12}
+    card = {"card": 1, "model": "fake:random", "suites": [{"suite": "charm", "protocol": "demo", "figures": [fig]}]}
+    (tmp_path / "card.json").write_text(json.dumps(card))
+    assert read_card(tmp_path)["model"] == "fake:random"
+    for bad, says in (({"value": 1e308}, "value 1e+308 is outside [0, 100]"), ({"n": -5}, "n is -5"),
+                      ({"value": None, "lo": float("nan")}, "finite number")):
+        card["suites"][0]["figures"] = [{**fig, **bad}]
+        (tmp_path / "card.json").write_text(json.dumps(card))
+        with pytest.raises(InputError, match=r"card\.json, field 'suites\[0\]\.figures\[0\]") as info:
+            read_card(tmp_path)
+        assert says in str(info.value), str(info.value)

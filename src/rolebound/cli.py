@@ -13,6 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from .errors import InputError, RoleboundError, RunStopped, did_you_mean
+from .term import shorten, visible
 
 
 def examples(*lines: str) -> str:
@@ -99,9 +100,9 @@ SUITE_NAMES = _suite_names()
 
 
 def _console():
-    from rich.console import Console
+    from .term import console
 
-    return Console(stderr=False)
+    return console(stderr=False)
 
 
 def parse_sets(values: list[str] | None, flag: str = "--set") -> dict:
@@ -269,7 +270,7 @@ def sweep(config: List[Path] = typer.Argument(..., metavar="CONFIG", help="YAML 
     res = run_sweep(config, executor=executor, address=address, parallel=parallel, out=out,
                     progress=not quiet)
     for key, o in res.outcomes.items():
-        print(f"{key}: {o['status']}" + (f" ({o['message']})" if o.get("message") else ""))
+        print(visible(f"{key}: {o['status']}" + (f" ({o['message']})" if o.get("message") else ""), newlines=False))
     for p in res.index + res.cards:
         if p.suffix == ".html":
             print(f"{'index' if p.name == 'index.html' else 'compare'}: {p}")
@@ -671,8 +672,8 @@ def import_inspect(log: Path = typer.Argument(..., metavar="LOG",
 
     manifest, failed = import_log(log, out)
     _, paths = api.build_report(out)
-    print(f"{out}: {manifest.suite}, {manifest.n_items} items, {manifest.counts['calls']} calls"
-          + (f"; {failed} samples without a score (errors) left out" if failed else ""))
+    print(visible(f"{out}: {manifest.suite}, {manifest.n_items} items, {manifest.counts['calls']} calls"
+                  + (f"; {failed} samples without a score (errors) left out" if failed else "")))
     for p in paths:
         print(p)
 
@@ -701,8 +702,8 @@ def data_export(suite: str = typer.Argument(..., metavar="SUITE", help=f"one of:
     settings = s.run_settings(list(s.default_strategies), opts)
     meta = hub.export(s, hub.load_data(s, data, settings), out, data=data, license_id=license_id)
     counts = ", ".join(f"{c} {n}" for c, n in meta["configs"].items())
-    print(f"{out}: {sum(meta['configs'].values())} items ({counts})"
-          + ("; for local use only (the source states no licence)" if meta["local_only"] else ""))
+    print(visible(f"{out}: {sum(meta['configs'].values())} items ({counts})"
+                  + ("; for local use only (the source states no licence)" if meta["local_only"] else "")))
 
 
 @data_app.command("import", epilog=examples(
@@ -726,7 +727,7 @@ def data_import(fmt: str = typer.Argument(..., metavar="FORMAT", help="see `role
     check_output_file(out, src)
     check_suffix(fmt, imps[fmt][0], out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    print(imps[fmt][0](src, str(out)))
+    print(visible(imps[fmt][0](src, str(out))))
 
 
 @data_app.command("formats", epilog=examples("rolebound data formats",
@@ -848,10 +849,11 @@ def _main(argv: list[str]) -> int:
         if _debug(argv):
             import traceback
 
-            traceback.print_exc()
+            print(visible(traceback.format_exc()), file=sys.stderr, end="")
             if getattr(exc, "dump", None):
-                print(exc.dump, file=sys.stderr)
-        print(("" if isinstance(exc, RunStopped) else "error: ") + str(exc), file=sys.stderr)
+                print(visible(exc.dump), file=sys.stderr)
+        print(("" if isinstance(exc, RunStopped) else "error: ") + visible(shorten(str(exc)), newlines=False),
+              file=sys.stderr)
         return exc.exit_code
     except (KeyboardInterrupt, *click_abort):
         return _interrupted()
@@ -868,7 +870,7 @@ def _main(argv: list[str]) -> int:
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         msg = " ".join(str(exc.format_message()).split())
-        print(f"error: {msg}{hint}", file=sys.stderr)
+        print(visible(shorten(f"error: {msg}{hint}"), newlines=False), file=sys.stderr)
         return 2            # a usage error; click's generic ClickException would say 1
     except RecursionError:      # input nested past what a reader checks (the readers name file and line)
         if _debug(argv):
@@ -879,7 +881,7 @@ def _main(argv: list[str]) -> int:
         if _debug(argv):
             raise
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(visible(shorten(f"error: {where}{exc.strerror or exc}"), newlines=False), file=sys.stderr)
         return 2
     if rc == 130:       # typer turns a KeyboardInterrupt outside a run into Exit(130)
         return _interrupted()

@@ -19,15 +19,27 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict
 
 from .errors import InputError
-from .io import stable_hash, write_text_atomic
+from .io import stable_hash, validate_record, write_text_atomic
 
 PREFIX = "hf:"
 META = "rolebound.json"
 SPLIT = "test"
 # Hub licence ids that do not claim a licence the source never gave
 NO_CLAIM = ("unknown", "other")
+
+
+class ExportMeta(BaseModel):
+    """rolebound.json, as `hf:DIR` reads it back (a hand-edited one is input like any other)."""
+
+    model_config = ConfigDict(extra="allow")
+    suite: str
+    sources: list[str] = []
+    configs: dict[str, int] = {}
+    json_columns: list[str] = []
+    order: list[str] = []
 
 
 def _pyarrow():
@@ -169,6 +181,7 @@ def load(suite, data: str, settings):
         raise InputError("not a rolebound export (no rolebound.json)", file=str(root)) from None
     except ValueError as exc:
         raise InputError(f"unreadable ({exc})", file=str(meta_path)) from None
+    meta = validate_record(ExportMeta, meta, file=meta_path, line=None).model_dump()
     if meta.get("suite") != suite.name:
         raise InputError(f"an export of suite {meta.get('suite')!r}, not {suite.name}", file=str(meta_path))
     base = ",".join(str(root / s) for s in meta.get("sources") or []) or None
@@ -184,9 +197,13 @@ def load(suite, data: str, settings):
             model = kinds.get(config)
             if model is None:
                 raise InputError(f"config {config!r} is not one the suite builds from this data", file=str(path))
-            for n, row in enumerate(pq.read_table(path).to_pylist(), 1):
-                row = {k: (json.loads(v) if k in json_cols and isinstance(v, str) else v) for k, v in row.items()}
+            try:
+                rows = pq.read_table(path).to_pylist()
+            except (OSError, ValueError) as exc:      # pyarrow's ArrowInvalid is a ValueError
+                raise InputError(f"not a readable Parquet file ({type(exc).__name__})", file=str(path)) from None
+            for n, row in enumerate(rows, 1):
                 try:
+                    row = {k: (json.loads(v) if k in json_cols and isinstance(v, str) else v) for k, v in row.items()}
                     item = model.model_validate(row)
                 except Exception as exc:  # noqa: BLE001 - pydantic's error, as one line
                     first = str(exc).splitlines()

@@ -40,6 +40,7 @@ from pydantic import ValidationError
 from .errors import InputError, RoleboundError, RunDirError
 from .io import atomic_path, validate_record, write_text_atomic
 from .records import REPLY_FIELDS, Record, RunManifest, loc_text, record_line
+from .term import visible
 
 MANIFEST, RECORDS, METRICS = "manifest.json", "records.jsonl", "metrics.json"
 # what a run folder may hold before its manifest is written (a first run killed at its start)
@@ -103,7 +104,27 @@ def iter_records(path: Path) -> Iterator[tuple[int, dict]]:
             try:
                 yield lineno, json.loads(line.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError):
+                if not raw.endswith(b"\n"):         # the last line, torn by a kill mid-write: read past it
+                    warn_torn(path, lineno, len(raw), "the run's command cuts it and makes that call again")
+                    return
                 raise InputError("corrupt record (not JSON)", file=str(path), line=lineno) from None
+
+
+def _parses(raw: bytes) -> bool:
+    try:
+        json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return True
+
+
+def warn_torn(path: Path, lineno: int, size: int, then: str) -> None:
+    """One warning line for a torn last line of records.jsonl (what `run` cuts, `report` reads past)."""
+    seen = (str(path), -lineno, size)
+    if seen not in _WARNED:
+        _WARNED.add(seen)
+        print(visible(f"warning: {path}:{lineno}: a torn last line ({size} bytes, left by a stop mid-write) is "
+                      f"read past; {then}", newlines=False), file=sys.stderr, flush=True)
 
 
 def read_record(obj: Any, *, file: Path, line: int) -> tuple[Record, str | None]:
@@ -134,9 +155,9 @@ def warn_unreadable(path: Path, bad: list[tuple[int, str]], then: str) -> None:
     if bad and seen not in _WARNED:
         _WARNED.add(seen)
         n = len(bad)
-        print(f"warning: {path}: {n} record{'s' if n != 1 else ''} with a reply that cannot be read back "
-              f"(line {bad[0][0]}: {bad[0][1]}) {'are' if n != 1 else 'is'} read as failed calls; {then}",
-              file=sys.stderr, flush=True)
+        print(visible(f"warning: {path}: {n} record{'s' if n != 1 else ''} with a reply that cannot be read back "
+                      f"(line {bad[0][0]}: {bad[0][1]}) {'are' if n != 1 else 'is'} read as failed calls; {then}",
+                      newlines=False), file=sys.stderr, flush=True)
 
 
 def load_records(run_dir: str | Path, *, latest: bool = True) -> list[Record]:
@@ -269,11 +290,19 @@ class RunDir:
             if not data or data.endswith(b"\n"):
                 return 0
             cut = data.rfind(b"\n") + 1
-            fd = os.open(p, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            whole = _parses(data[cut:])     # only its newline missing: keep it, as the readers do
+            if not whole:
+                warn_torn(p, data.count(b"\n", 0, cut) + 1, len(data) - cut, "it is cut, and its call runs again")
+            fd = os.open(p, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_APPEND if whole else 0))
             try:
-                os.ftruncate(fd, cut)
+                if whole:
+                    os.write(fd, b"\n")
+                else:
+                    os.ftruncate(fd, cut)
             finally:
                 os.close(fd)
+            if whole:
+                return 0
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 refuse_link(p)
@@ -345,7 +374,22 @@ def cache_dir() -> Path:
     else:
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         path = Path(base) / "rolebound"
-    path.mkdir(parents=True, exist_ok=True)
+    return make_folder(path, "ROLEBOUND_CACHE_DIR" if env else "XDG_CACHE_HOME")
+
+
+def make_folder(path: Path, env: str) -> Path:
+    """Make the folder `path` (set by `env`, or under it): a file in its way, or a full disk, is
+    one line that says so."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(f"is not a folder (it, or a part of it, is a file); set {env} to a folder",
+                         file=str(path), field=env) from None
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise RoleboundError(f"cannot make the folder {path}: the disk is full (ENOSPC); "
+                                 "free space on it") from None
+        raise
     return path
 
 
@@ -360,8 +404,7 @@ def model_dir() -> Path:
     """Converted local models (ROLEBOUND_MODEL_DIR, else <cache_dir>/models)."""
     env = os.environ.get("ROLEBOUND_MODEL_DIR")
     path = Path(env) if env else cache_dir() / "models"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return make_folder(path, "ROLEBOUND_MODEL_DIR" if env else "ROLEBOUND_CACHE_DIR")
 
 
 def shared_root() -> Path | None:
@@ -381,7 +424,7 @@ class ResponseCache:
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else cache_dir() / "responses.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path.parent, "ROLEBOUND_CACHE_DIR")
         if self.path.exists() and not self.path.is_file():
             raise self._unusable("not a regular file")
         self._lock = threading.Lock()
@@ -403,8 +446,16 @@ class ResponseCache:
         if "locked" in str(why):
             return RoleboundError(f"the response cache {self.path} is locked by another process ({why}); "
                                   "wait, or run with --no-cache")
-        return RoleboundError(f"the response cache {self.path} cannot be read ({why}); move it away or delete "
-                              "it (it is only a cache: a new one is made), or run with --no-cache")
+        # a full disk is not a broken cache: its replies (perhaps paid for) stay where they are
+        if getattr(why, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(why) or \
+                getattr(why, "errno", None) == errno.ENOSPC:
+            return RoleboundError(f"the response cache {self.path} cannot be written: the disk is full (ENOSPC); "
+                                  "free space on it, or run with --no-cache")
+        if getattr(why, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_IOERR:
+            return RoleboundError(f"the response cache {self.path} cannot be written ({why}; is the disk full or "
+                                  "failing?); free space on it, or run with --no-cache")
+        return RoleboundError(f"the response cache {self.path} cannot be read ({why}); move it away (it is only a "
+                              "cache: a new one is made), or run with --no-cache")
 
     def get(self, key: str) -> dict | None:
         """The value stored under key; None if there is none, or it is not a JSON object (the

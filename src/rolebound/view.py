@@ -16,6 +16,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from .errors import InputError
 from .store import MANIFEST, METRICS, RECORDS, RunDir
+from .term import visible
 
 DEPTH = 3        # runs/<suite>/<model>/<run> at most
 
@@ -148,7 +149,7 @@ class _Server(ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         exc = sys.exc_info()[1]
         if not isinstance(exc, ConnectionError):         # a browser that went away is no error
-            print(f"viewer: a request failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            print(visible(f"viewer: a request failed: {type(exc).__name__}: {exc}", newlines=False), file=sys.stderr)
 
 
 def serve(root: Path, port: int = 8765, open_browser: bool = True) -> None:

@@ -155,5 +155,8 @@ def read_card(path: str | Path) -> dict[str, Any]:
         raise InputError(f"unreadable card: {exc}", file=str(p), field="--compare") from None
     if not isinstance(card, dict) or card.get("card") != 1 or not isinstance(card.get("suites"), list):
         raise InputError("not a rolebound card.json (no 'card': 1 and 'suites')", file=str(p), field="--compare")
+    from .checks import check_card
+
+    check_card(card, p)
     card["_path"] = str(p)
     return card

@@ -11,6 +11,7 @@ decimals the paper printed). Pure: no plotting, no I/O, nothing of ours imported
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Sequence
 
 
@@ -119,11 +120,44 @@ def _num(v: Any) -> float | None:
     return None if math.isnan(f) or math.isinf(f) else f
 
 
+class FigureError(ValueError):
+    """A figure read from metrics outside its domain (a rate of 1e308, NaN, n = -5): the metrics
+    are wrong, and no figure is shown for them."""
+
+    def __init__(self, key: str, why: str):
+        super().__init__(f"{key}: {why}")
+        self.key, self.why = key, why
+
+
+# what a figure of each unit can be: rates in percent, differences in points, 0-1 scores and their differences
+DOMAIN = {PCT: (0.0, 100.0), POINTS: (-100.0, 100.0), SCALE01: (-1.0, 1.0)}
+
+
+def check_figure(key: str, unit: str, domain: tuple[float, float] | None, **values: Any) -> None:
+    lo, hi = domain or DOMAIN.get(unit, (-math.inf, math.inf))
+    for name, v in values.items():
+        if v is None or isinstance(v, bool):
+            continue
+        if name == "n":
+            if not isinstance(v, numbers.Integral) or v < 0:      # numpy's integers are Integral too
+                raise FigureError(key, f"n is {v!r}, not a count")
+            continue
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise FigureError(key, f"{name} is {str(v)[:40]!r}, not a number") from None
+        a, b = (0.0, hi - lo) if name == "spread" else (lo, hi)
+        if not (math.isfinite(f) and a - 1e-9 <= f <= b + 1e-9):
+            raise FigureError(key, f"{name} {f:.6g} is outside [{a:g}, {b:g}] ({unit})")
+
+
 def figure(key: str, label: str, value: Any, *, unit: str = PCT, lo: Any = None, hi: Any = None,
            n: int | None = None, spread: Any = None, spread_kind: str = "", why: str = "",
-           note: str = "") -> dict[str, Any]:
+           note: str = "", domain: tuple[float, float] | None = None) -> dict[str, Any]:
     """One figure. `lo`/`hi`: a 95% CI; `spread`: a +- value named by `spread_kind` (SEM over
-    repeats, std across roles) where the metrics give no CI."""
+    repeats, std across roles) where the metrics give no CI. A value, bound, spread or n outside
+    the unit's domain (or `domain`) is a FigureError."""
+    check_figure(key or label, unit, domain, value=value, lo=lo, hi=hi, spread=spread, n=n)
     v = _num(value)
     out: dict[str, Any] = {"key": key, "label": label, "value": v, "unit": unit, "lo": _num(lo), "hi": _num(hi),
                            "n": n, "spread": _num(spread), "spread_kind": spread_kind if _num(spread) is not None

@@ -403,7 +403,7 @@ def build_knowledge_errors(
     res, paths = run_build(corpus, str(out), model=model, characters=chars, opts=opts, topics_file=topics,
                            decoding=dec, backend_options=bopts, use_cache=not no_cache, overwrite=overwrite,
                            concurrency=concurrency)
-    from rich.console import Console
+    from ... import term
     from rich.table import Table
 
     t = Table(title="knowledge-errors build", show_header=False)
@@ -415,7 +415,7 @@ def build_knowledge_errors(
         t.add_row(f"dropped: {k}", str(v))
     for k, v in paths.items():
         t.add_row(k, v)
-    Console().print(t)
+    term.console().print(t)
     if res.counts.get("failed_calls"):
         raise typer.Exit(3)
 

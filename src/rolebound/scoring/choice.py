@@ -551,6 +551,21 @@ _COMMENT_START = re.compile(
     r"matches|describes|mentions|refers)\b)", re.I)
 
 
+def _no_ones_decision(sent: str, m: re.Match, opts: _Options) -> bool:
+    """A decision verb that decides nothing: inside an option's own words restated ("he chose to continue his
+    priesthood ..." is option 2's text), or a choice asked of someone else ("the Professor is asking her to
+    choose names ...", "he wanted us to pick names ..."; not "I'd tell Miles to go with Option A", a label)."""
+    verb = re.search(r"[\w']+(?:\s+(?:for|with|on|towards?))?\s*$", m.group(0))
+    if not verb:
+        return False
+    at = m.start() + verb.start()
+    if _in_option_text(sent, at, opts, before=0, after=4):
+        return True
+    return bool(re.search(r"\b(?:me|her|him|us|them|you|(?:ask|asks|asked|asking|want|wants|wanted|invite|invites|"
+                          r"invited|require|requires|required)\s+(?:[\w']+\s+){1,2})to\s+$", sent[:at], re.I)
+                and not re.match(r"\s*(?:(?:option|choice)\s*(?:[A-H]|\d)\b|\(?[A-H1-9]\))", sent[m.end():], re.I))
+
+
 def _option_says(phrase: str, opts: _Options) -> bool:
     """An option whose own text says "both" or "third way" makes those words no signal."""
     keys = [k for k in _NONE_KEYWORDS if k in phrase.lower()]
@@ -570,18 +585,8 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
             marker = ":" in m.group(0) or "：" in m.group(0) or m.group(0).rstrip().endswith(".")
             if asks and not marker:
                 continue        # "Should I choose B?" asks, it does not decide
-            if not marker:
-                verb = re.search(r"[\w']+(?:\s+(?:for|with|on|towards?))?\s*$", m.group(0))
-                # "he chose to continue his priesthood ..." restates option 2's own words: no one decides there;
-                # "the Professor is asking her to choose names ...", "he wanted us to pick names ...": another's
-                # choice, asked of someone
-                if verb and (_in_option_text(sent, m.start() + verb.start(), opts, before=0, after=4)
-                             or (re.search(r"\b(?:me|her|him|us|them|you|(?:ask|asks|asked|asking|want|wants|wanted|"
-                                           r"invite|invites|invited|require|requires|required)\s+(?:[\w']+\s+){1,2})to\s+$",
-                                           sent[:m.start() + verb.start()], re.I)
-                                 # "I'd tell Miles to go with Option A" still answers with its label
-                                 and not re.match(r"\s*(?:(?:option|choice)\s*(?:[A-H]|\d)\b|\(?[A-H1-9]\))", sent[m.end():], re.I))):
-                    continue
+            if not marker and _no_ones_decision(sent, m, opts):
+                continue
             if _SUPPOSE.search(sent[:m.end()]):
                 continue        # "if I choose option B, I could be risking ...": supposes, does not decide
             # "Hulk choose...", "the answer is unequivocally:" then the option below
@@ -682,10 +687,6 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
         s = sent.strip()
         if not s:
             continue
-        nxt = next((t.strip() for _, _, t in sents[k + 1:] if t.strip()), "")
-        # the first sentence of the next line: a heading may run over two sentences before its comment below
-        below = next((t.strip() for a, _, t in sents[k + 1:]
-                      if t.strip() and (text[:a] + t[:len(t) - len(t.lstrip())]).rstrip(" \t").endswith("\n")), "")
         lead = _LINE_LEAD.match(s)
         m = _LINE_REF.match(s, lead.end() if lead else 0)
         if not m:
@@ -697,10 +698,7 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
         idx, how = opts.number(v) if v.isdigit() else opts.letter(v)
         if idx is None:
             continue
-        # "Option 3 is incorrect because ...", "Option 2: This option states that ...", or the option's heading over
-        # "- This option is not supported ...": a review of the options, no answer (checked after the text agrees)
-        commented = bool(_COMMENT_START.match(s) or _COMMENT_START.match(rest) or _COMMENT_START.match(nxt)
-                         or _COMMENT_START.match(below) or _COMMENT_START.match(rest.partition(":")[2].strip()))
+        commented = _commented(text, sents, k, s, rest)      # checked after the text agrees
         if s.endswith("?") and not (opts.texts[idx].rstrip().endswith("?") and opts.quoted(rest) == idx
                                     and len(_words(rest)) <= len(opts.words[idx]) + 1):
             continue        # a question, unless the option itself is one ("B) Will you be back soon?")
@@ -760,16 +758,29 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
             continue
         events.append(_Event(s0, idx, "answer_line" + ("_by_position" if how == "position" else ""), s[:160],
                              bare=bare))
-    # comments and headings on options make a review only when they go through two options or more;
-    # one comment ("Option B: Tinker around ...") is part of the setting, not a review
+    return _as_review(events, sents)
+
+
+def _as_review(events: list[_Event], sents: list[tuple[int, int, str]]) -> list[_Event]:
+    """Comments and headings on options make a review only when they go through two options or more (one
+    comment, "Option B: Tinker around ...", is part of the setting); in a review, the walk's next heading, last
+    in the reply with no comment under it yet (the token cap cut it), is no answer either."""
     if len({e.value for e in events if e.rule == "comment_line"}) < 2:
-        events = [e for e in events if e.rule != "comment_line"]
-    elif events and not events[-1].review and events[-1].value is not None and \
+        return [e for e in events if e.rule != "comment_line"]
+    if events and not events[-1].review and events[-1].value is not None and \
             not any(t.strip(" -–—*\n") for a, _, t in sents if a > events[-1].pos):
-        # the walk's next heading, last in the reply with no comment under it yet (the token cap cut it):
-        # "4. ...\n - This option is unlikely ...\n5. He wanted her to use names of cities ..." is no answer
         events[-1].review, events[-1].rule = True, "comment_line"
     return events
+
+
+def _commented(text: str, sents: list[tuple[int, int, str]], k: int, s: str, rest: str) -> bool:
+    """Whether option line k comments on its option or is a heading over a comment: "Option 3 is incorrect
+    because ...", "Option 2: This option states that ...", or "2. <option 2>" over "- This option is not
+    supported ..." (the next sentence, or the first of the next line: a heading may run over two sentences)."""
+    nxt = next((t.strip() for _, _, t in sents[k + 1:] if t.strip()), "")
+    below = next((t.strip() for a, _, t in sents[k + 1:]
+                  if t.strip() and (text[:a] + t[:len(t) - len(t.lstrip())]).rstrip(" \t").endswith("\n")), "")
+    return any(_COMMENT_START.match(x) for x in (s, rest, nxt, below, rest.partition(":")[2].strip()))
 
 
 def choice_reading(reply: str | None, options: list[tuple[str, str]]) -> Reading:

@@ -888,97 +888,99 @@ def test_numbered_reasoning_steps_do_not_make_the_answer_line_ambiguous():
 
 
 # -- issue 51 item 7: option-by-option reviews that never commit, and the last unread families ----------------
-# The CHARM examples are Qwen2.5-Coder-1.5B's replies in the charm-official run, cut by its 256-token cap
-# (their option texts shortened here); each was read as an answer before these rules.
-HEIST = [("1", "He wanted her to honor cities where she had previously lived."),
-         ("2", "He wanted her to hide her identities during the operation."),
-         ("3", "I can not answer that question."),
-         ("4", "The idea was to choose city names that matched the colors of her favorite sports teams' jerseys."),
-         ("5", "He wanted her to use names of cities that were significant to her childhoods.")]
+# The CHARM cases have the forms of Qwen2.5-Coder-1.5B's replies in the charm-official run that its 256-token cap
+# cut and that the rules read as an answer before these rules (call ids in the comments); the questions and
+# options here are ours (the release's text is never committed).
+STUDIO = [("1", "She wanted him to paint cities where he had previously lived."),
+          ("2", "She wanted him to hide his name during the exhibition."),
+          ("3", "I can not answer that question."),
+          ("4", "The idea was to choose city names that matched the colors of his favorite paintings."),
+          ("5", "She wanted him to use names of cities that were significant to his childhood.")]
 
 
 def test_a_cut_review_that_never_commits_is_none():
-    # bc/cross/captain-alatriste/tokyo-09/no-role/nr: each option's heading, then "- This option ...", cut inside
-    # the review of option 5 (read as 5 by closing_line before)
+    # as bc/cross/captain-alatriste/tokyo-09/no-role/nr: each option's heading, then "- This option ...", cut
+    # inside the review of option 5 (read as 5 by closing_line before)
     reply = ("To determine the correct answer, let's analyze each option:\n\n"
-             "1. **He wanted her to honor cities where she had previously lived.**\n"
-             "   - This option suggests that the Professor wanted her to remember the cities she had lived in.\n\n"
-             "2. **He wanted her to hide her identities during the operation.**\n"
+             "1. **She wanted him to paint cities where he had previously lived.**\n"
+             "   - This option suggests that she wanted him to remember the cities he had lived in.\n\n"
+             "2. **She wanted him to hide his name during the exhibition.**\n"
              "   - This option is not supported by the information given.\n\n"
              "3. **I can not answer that question.**\n   - This option is incorrect because the question has been answered.\n\n"
-             "4. **The idea was to choose city names that matched the colors of her favorite sports teams' jerseys.**\n"
+             "4. **The idea was to choose city names that matched the colors of his favorite paintings.**\n"
              "   - This option is supported by the information given.\n\n"
-             "5. **He wanted her to use names of cities that were significant to her childhoods.**\n"
+             "5. **She wanted him to use names of cities that were significant to his childhood.**\n"
              "   - This option is not supported by the information")
-    got = choice_reading(reply, HEIST)
+    got = choice_reading(reply, STUDIO)
     assert got.value is None and got.rule == "none:review_without_a_decision"
     # the same review with its conclusion is read by the conclusion
-    assert read_choice(reply + " given.\n\nTherefore, the correct answer is:\nAnswer: 4", HEIST) == 3
+    assert read_choice(reply + " given.\n\nTherefore, the correct answer is:\nAnswer: 4", STUDIO) == 3
 
 
 def test_a_decision_verb_inside_an_option_restated_decides_nothing():
-    # bc/cross/sandokan/saman-04/no-role/nr: option 2's own "he selected the alias" restated in the review
-    saman = [("1", "His real name is Albert. He took the name Saman after he left the priesthood."),
-             ("2", 'His birth name is Jonathan, and he selected the alias "Saman" when he decided to pursue a career in international espionage.'),
+    # as bc/cross/sandokan/saman-04/no-role/nr: option 2's own "he selected the alias" restated in the review
+    alias = [("1", "His real name is Arthur. He took the name Kestrel after he left the navy."),
+             ("2", 'His birth name is Jonah, and he selected the alias "Kestrel" when he decided to pursue a career in international espionage.'),
              ("3", "I can not answer that question.")]
-    reply = ("To determine Saman's real name, let's analyze each option:\n\n"
-             "1. Albert: This option suggests that Saman took the name after leaving the priesthood. This aligns with the question.\n\n"
-             '2. Jonathan: This option suggests that his birth name is Jonathan and he selected the alias "Saman" when he '
+    reply = ("To determine Kestrel's real name, let's analyze each option:\n\n"
+             "1. Arthur: This option suggests that Kestrel took the name after leaving the navy. This aligns with the question.\n\n"
+             '2. Jonah: This option suggests that his birth name is Jonah and he selected the alias "Kestrel" when he '
              "decided to pursue a career in international espionage. This contradicts the question.\n\n3. I can not")
-    assert read_choice(reply, saman) is None
-    # ... and a choice asked of someone else is no one's decision: "the Professor is asking her to choose names ..."
-    assert read_choice("The Professor is asking her to choose names of cities that were significant to her childhoods.",
-                       HEIST) is None
+    assert read_choice(reply, alias) is None
+    # ... and a choice asked of someone else is no one's decision: "... is asking him to choose names ..."
+    assert read_choice("The curator is asking him to choose names of cities that were significant to his childhood.",
+                       STUDIO) is None
     # but a label after it still answers: "I'd tell Miles to go with Option A"
     assert read_choice("I'd tell Miles to go with Option A - take initiative and present his plans.", ABCD) == 0
     # and the speaker's own decision in the option's words still does
-    assert read_choice("I choose to hide her identities during the operation. Answer: 2", HEIST) == 1
+    assert read_choice("I choose to hide his name during the exhibition. Answer: 2", STUDIO) == 1
 
 
 def test_a_commit_phrase_that_is_the_options_own_words_commits_to_nothing():
-    # bc/cross/lee-gi-yeong/hana-04/no-role/nr: "Dylan is the one who operates Tobot Z" is option 3's text
-    tobot = [("1", "Dylan drives X, and Ryan drives Y."), ("2", "I can not answer that question."),
-             ("3", "Dylan is the one who operates Tobot Z, while Cory is responsible for Tobot Y."),
-             ("4", "Ryan Char drives Tobot X, and Kory Char drives Tobot Y")]
-    reply = ("1. **Option 1: Dylan drives X, and Ryan drives Y.**\n   - This option suggests that Dylan is the driver of X.\n\n"
+    # as bc/cross/lee-gi-yeong/hana-04/no-role/nr: "Dana is the one who steers Boat Z" is option 3's text
+    boats = [("1", "Dana steers X, and Rami steers Y."), ("2", "I can not answer that question."),
+             ("3", "Dana is the one who steers Boat Z, while Cole is responsible for Boat Y."),
+             ("4", "Rami Char steers Boat X, and Kai Char steers Boat Y")]
+    reply = ("1. **Option 1: Dana steers X, and Rami steers Y.**\n   - This option suggests that Dana is the pilot of X.\n\n"
              "2. **Option 2: I can not answer that question.**\n   - This option is not correct.\n\n"
-             "3. **Option 3: Dylan is the one who operates Tobot Z, while Cory is responsible for Tobot Y.**\n"
-             "   - This option suggests that Dylan operates Tobot Z.\n\n4. **Option 4: Ryan Char drives Tobot X, and Kory")
-    assert read_choice(reply, tobot) is None
-    assert read_choice("Option 3 is the one.", tobot) == 2        # said of the option, it still commits
+             "3. **Option 3: Dana is the one who steers Boat Z, while Cole is responsible for Boat Y.**\n"
+             "   - This option suggests that Dana steers Boat Z.\n\n4. **Option 4: Rami Char steers Boat X, and Kai")
+    assert read_choice(reply, boats) is None
+    assert read_choice("Option 3 is the one.", boats) == 2        # said of the option, it still commits
 
 
 def test_each_choice_announces_a_review_not_an_answer():
-    # bc/cross/sejong/oh-ae-sun-10/no-role/nr: "Now, let's evaluate each choice:" over the review, cut
-    poetry = [("1", "She has transitioned from writing poetry to designing jewelry."), ("2", "Yes, she's still writing poetry."),
-              ("3", "I can not answer that question.")]
-    reply = ("Now, let's evaluate each choice:\n\n1. She has transitioned from writing poetry to designing jewelry.\n"
-             "   - This choice is incorrect because the transition does not imply it.\n\n2. Yes, she's still writing poetry.\n"
+    # as bc/cross/sejong/oh-ae-sun-10/no-role/nr: "Now, let's evaluate each choice:" over the review, cut
+    craft = [("1", "She has moved from writing songs to designing furniture."), ("2", "Yes, she's still writing songs."),
+             ("3", "I can not answer that question.")]
+    reply = ("Now, let's evaluate each choice:\n\n1. She has moved from writing songs to designing furniture.\n"
+             "   - This choice is incorrect because the move does not imply it.\n\n2. Yes, she's still writing songs.\n"
              "   - This choice is incorrect because she has stopped.\n\n3. I can not")
-    assert read_choice(reply, poetry) is None
-    assert read_choice("My choice: 2", poetry) == 1
+    assert read_choice(reply, craft) is None
+    assert read_choice("My choice: 2", craft) == 1
 
 
 def test_an_option_restated_to_be_reviewed_is_not_stated():
-    # bc/cross/senapati-of-mataram/sutan-sjahrir-04/no-role/nr: "5. I can not answer that question: This option is
-    # incorrect because the" (read as 5 by stated_text before)
-    arrest = [("1", "He was arrested in 1962 on suspicion of anti-government activities."),
-              ("2", "In 1969, he was taken into custody for smuggling rare artifacts."),
+    # as bc/cross/senapati-of-mataram/sutan-sjahrir-04/no-role/nr: "3. I can not answer that question: This option
+    # is incorrect because the" (read as that option by stated_text before)
+    events = [("1", "He was detained in 1931 on suspicion of organising a strike."),
+              ("2", "In 1937, he was taken into custody for smuggling old maps."),
               ("3", "I can not answer that question.")]
-    reply = ("Here's a brief overview of his arrest:\n\n1. **1962**: He was arrested on suspicion of anti-government "
-             "activities.\n\n2. **1969**: He was taken into custody for allegedly smuggling artifacts.\n\n"
-             "3. **I can not answer that question**: This option is incorrect because the")
-    assert read_choice(reply, arrest) is None
+    for reply in ("Let me weigh what is known of his arrests.\n\nI can not answer that question: This option is incorrect "
+                  "because the", "Let me weigh what is known of his arrests, one claim after another, before I say anything."
+                  "\n\n3. I can not answer that question: This option is incorrect because the"):
+        assert read_choice(reply, events) is None
+    assert read_choice("Let me weigh what is known.\n\nThe truth is, I can not answer that question.", events) == 2
 
 
 def test_a_clause_after_would_be_that_needs_the_options_whole_text():
-    # bc/cross/cheng-dieyi/li-xiao-jun-06: a few shared names are not option 3 ("... still remained with her")
-    couple = [("1", "They became famous actors, starring in several blockbuster films."), ("2", "I can not answer that question."),
-              ("3", "They went their separate ways, but Li Xiao-Jun's heart still remained with her.")]
-    reply = "Given this, the most logical answer would be that Li Xiao-Jun and Li Qiao remained married after their marriage."
-    assert read_choice(reply, couple) is None
-    whole = "The answer would be that they went their separate ways, but Li Xiao-Jun's heart still remained with her."
-    assert read_choice(whole, couple) == 2
+    # as bc/cross/cheng-dieyi/li-xiao-jun-06: a few shared names are not option 3 ("... still remained with him")
+    pair = [("1", "They became famous singers, starring in several musicals."), ("2", "I can not answer that question."),
+            ("3", "They went their separate ways, but Mei-Lin Wu's heart still remained with him.")]
+    reply = "Given this, the most logical answer would be that Mei-Lin Wu and Tao Wu remained married after their wedding."
+    assert read_choice(reply, pair) is None
+    whole = "The answer would be that they went their separate ways, but Mei-Lin Wu's heart still remained with him."
+    assert read_choice(whole, pair) == 2
 
 
 def test_choice_and_a_label_open_the_closing_line():

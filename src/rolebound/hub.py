@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from .errors import InputError
-from .io import stable_hash, write_text_atomic
+from .io import inside, open_regular, read_regular, stable_hash, write_text_atomic
 
 PREFIX = "hf:"
 META = "rolebound.json"
@@ -124,12 +124,14 @@ def export(suite, dataset, out: Path, *, data: str | None, license_id: str | Non
     for item in dataset.items:
         groups.setdefault(_config_of(suite, item), []).append(item.model_dump(mode="json"))
     json_cols = sorted(_json_columns([r for rows in groups.values() for r in rows]))
+    out = claim_export(out, files)
+    folders = {c: config_folder(out, c, field=suite.hub.config_field) for c in groups}
     out.mkdir(parents=True, exist_ok=True)
     for config, rows in groups.items():
-        (out / config).mkdir(exist_ok=True)
+        folders[config].mkdir(exist_ok=True)
         enc = [{k: (json.dumps(v, ensure_ascii=False) if k in json_cols and v is not None else v)
                 for k, v in r.items()} for r in rows]
-        pq.write_table(pa.Table.from_pylist(enc), out / config / f"{SPLIT}-00000-of-00001.parquet")
+        pq.write_table(pa.Table.from_pylist(enc), folders[config] / f"{SPLIT}-00000-of-00001.parquet")
     sources = []
     for f in files:
         dest = out / "source" / Path(f).name
@@ -149,6 +151,37 @@ def export(suite, dataset, out: Path, *, data: str | None, license_id: str | Non
     return meta
 
 
+def claim_export(out: Path, files: list[str]) -> Path:
+    """`out` as an export folder: new, empty or an earlier export (store.claim_folder: never a run
+    folder, finished or still running, nor a user's folder), not holding one of the --data files."""
+    from .store import claim_folder
+
+    out = claim_folder(out, marker=META, what="export")
+    meta = out / META
+    if meta.exists() or meta.is_symlink():
+        try:
+            old = json.loads(read_regular(meta).decode("utf-8"))
+        except (OSError, ValueError):
+            old = None
+        if not (isinstance(old, dict) and "configs" in old and "order" in old):
+            raise InputError("is not a rolebound export (another program's file of that name); give another --out",
+                             file=str(meta))
+    real = out.resolve()
+    for f in files:
+        if real in Path(f).resolve().parents:
+            raise InputError(f"holds {f}, an input of this export; give another --out", file=str(out))
+    return out
+
+
+def config_folder(root: Path, config: str, *, field: str, file: Path | None = None) -> Path:
+    """root/<config>: a config name comes from the items (or rolebound.json), so it must be one
+    plain folder name that stays inside root."""
+    if not config or config in (".", "..") or "/" in config or "\\" in config or config.startswith("."):
+        raise InputError(f"config {config!r} is not a plain folder name; a config names one folder inside the "
+                         "export", file=str(file or root), field=field)
+    return inside(root, config, file=file or root, field=field)
+
+
 def is_export(data: str | None) -> bool:
     return bool(data) and str(data).startswith(PREFIX)
 
@@ -162,14 +195,14 @@ def load(suite, data: str, settings):
         raise InputError(f"suite {suite.name} has no Hugging Face export to read", field="--data")
     meta_path = root / META
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(read_regular(meta_path).decode("utf-8"))     # a FIFO: InputError, not a hang
     except FileNotFoundError:
         raise InputError("not a rolebound export (no rolebound.json)", file=str(root)) from None
     except ValueError as exc:
         raise InputError(f"unreadable ({exc})", file=str(meta_path)) from None
     if meta.get("suite") != suite.name:
         raise InputError(f"an export of suite {meta.get('suite')!r}, not {suite.name}", file=str(meta_path))
-    base = ",".join(str(root / s) for s in meta.get("sources") or []) or None
+    base = ",".join(str(inside(root, s, file=meta_path, field="sources")) for s in meta.get("sources") or []) or None
     built = suite.load(base, settings)
     kinds = {}
     for item in built.items:
@@ -177,11 +210,13 @@ def load(suite, data: str, settings):
     json_cols = set(meta.get("json_columns") or [])
     by_id = {}
     for config in meta.get("configs") or {}:
-        for path in sorted((root / config).glob(f"{SPLIT}-*.parquet")):
+        for path in sorted(config_folder(root, config, field="configs", file=meta_path).glob(f"{SPLIT}-*.parquet")):
             model = kinds.get(config)
             if model is None:
                 raise InputError(f"config {config!r} is not one the suite builds from this data", file=str(path))
-            for n, row in enumerate(pq.read_table(path).to_pylist(), 1):
+            with open_regular(path) as fh:
+                table = pq.read_table(fh)
+            for n, row in enumerate(table.to_pylist(), 1):
                 row = {k: (json.loads(v) if k in json_cols and isinstance(v, str) else v) for k, v in row.items()}
                 try:
                     item = model.model_validate(row)

@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
+from ..io import check_file
 from ..records import Decoding, Record, RunManifest
-from ..store import RECORDS, RunDir
+from ..store import MANIFEST, RECORDS, RunDir, claim_folder
 from . import GRADER
 
 SCORER = "rolebound_score"
@@ -18,10 +19,8 @@ SCORER = "rolebound_score"
 def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]:
     """Write the run folder; returns its manifest and how many samples had no score (errors)."""
     # a missing log or a taken --out is refused before inspect_ai loads (a second of imports)
-    path = Path(log_path)
-    if not path.is_file():
-        raise InputError("no such eval log", file=str(path))
-    rd = RunDir(out)
+    path = check_file(log_path)         # a FIFO or a device: one line, never a hang
+    rd = RunDir(claim_folder(out, marker=MANIFEST))     # new or empty: nobody's files are replaced
     if rd.exists():
         raise InputError("already holds a run; choose another --out", file=str(rd.path))
     try:
@@ -35,6 +34,12 @@ def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]
     meta = (log.eval.metadata or {}).get("rolebound")
     if not meta:
         raise InputError("not a log of a rolebound task (no rolebound metadata)", file=str(path))
+    from ..suites import get_suite
+
+    try:
+        get_suite(meta["suite"])        # an unknown suite: refused before anything is written
+    except InputError as exc:
+        raise InputError(exc.detail, file=str(path), field="metadata.rolebound.suite") from None
     records, failed, items = [], 0, set()
     for s in log.samples or []:
         score = (s.scores or {}).get(SCORER)
@@ -44,6 +49,9 @@ def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]
         items.add((s.metadata or {}).get("item_id"))
         for obj in score.metadata["records"]:
             rec = Record.model_validate(obj)
+            if rec.suite != meta["suite"]:      # the log's suite edited over another suite's records
+                raise InputError(f"sample {s.id!r} holds a record of suite '{rec.suite}' in a log of suite "
+                                 f"'{meta['suite']}'", file=str(path), field="metadata.rolebound.suite")
             if s.epoch > 1:      # inspect's epochs are rolebound's repeats
                 rec.repeat = s.epoch - 1
                 rec.call_id += f"#{rec.repeat}"

@@ -24,7 +24,7 @@ import yaml
 from pydantic import Field, model_validator
 
 from ...errors import InputError
-from ...io import read_csv_rows, read_yaml, validate_yaml
+from ...io import check_output_file, read_csv_rows, read_yaml, refuse_filled_sheet, validate_yaml
 from ...records import Decoding, Message
 from .data import CharmData, Concept, Fact
 
@@ -166,7 +166,7 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
     for i, f in enumerate(seeds.facts):
         if f.target not in chars:
             raise InputError(f"unknown character '{f.target}'", file=str(path), field=f"facts[{i}].target")
-    out = Path(out_dir)
+    out = claim_build(out_dir, path)
     out.mkdir(parents=True, exist_ok=True)
     decoding = decoding or Decoding()          # the default 256 tokens
     backend = create_backend(generator, decoding, **(backend_options or {}))
@@ -213,6 +213,22 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
                "model_calls": session.counts.calls, "cache_hits": session.counts.cache_hits}
     (out / "build_summary.yaml").write_text(yaml.safe_dump(summary, allow_unicode=True, sort_keys=False))
     return summary
+
+
+OUTPUTS = ("charm_built.yaml", "review_sheet.csv", "review_instructions.md", "build_summary.yaml")
+
+
+def claim_build(out_dir: str | Path, characters: Path) -> Path:
+    """The build folder, if the build may write there: new, empty or an earlier build's
+    (store.claim_folder); none of its files is the --characters input, and its review sheet
+    holds no reviewer's scores (a build run again would replace them)."""
+    from ...store import claim_folder
+
+    out = claim_folder(out_dir, marker="build_summary.yaml", before=frozenset({"generation"}), what="build")
+    for name in OUTPUTS:
+        check_output_file(out / name, characters, what="the --characters file")
+    refuse_filled_sheet(out / "review_sheet.csv", [c for c, _ in CRITERIA] + ["comment"])
+    return out
 
 
 def _choose(jobs, results, chars, emb, threshold: float, stats: BuildStats, generator: str):
@@ -293,6 +309,7 @@ def read_sheet(path: str | Path) -> dict[str, dict[str, Any]]:
 
 def review(sheet_a: str | Path, sheet_b: str | Path, data_file: str | Path, out_file: str | Path) -> dict[str, Any]:
     """Kappa per region on the accept decision (Table 13) and per criterion; keep items both accept."""
+    check_output_file(out_file, sheet_a, sheet_b, data_file, what="an input of this review (a sheet or --data)")
     a, b = read_sheet(sheet_a), read_sheet(sheet_b)
     common = sorted(set(a) & set(b))
     if not common:

@@ -534,10 +534,9 @@ def cached_json(kind: str, parts: Any, compute: Callable[[], Any]):
     """compute()'s JSON-able value, from disk if an entry for `parts` exists."""
     path = entry_path(kind, key_of(kind, parts), ".json")
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)["value"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass                                   # missing or unreadable: compute it again
+        return json.loads(read_regular(path).decode("utf-8"))["value"]
+    except (OSError, ValueError, KeyError, TypeError, InputError):
+        pass                                   # missing, unreadable or not a file (a FIFO): compute it again
     value = compute()
     try:
         _write_atomic(path, lambda fh: json.dump({"value": value}, fh, ensure_ascii=False), binary=False)
@@ -550,8 +549,8 @@ def cached_bytes(kind: str, parts: Any, compute: Callable[[], bytes], suffix: st
     """compute()'s bytes, from disk if an entry for `parts` exists."""
     path = entry_path(kind, key_of(kind, parts), suffix)
     try:
-        return path.read_bytes()
-    except OSError:
+        return read_regular(path)
+    except (OSError, InputError):
         pass
     value = compute()
     try:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Literal, Sequence
 from pydantic import Field, field_validator
 
 from ...errors import InputError
-from ...io import file_sha256, read_jsonl, read_yaml, stable_hash, validate_yaml
+from ...io import check_file, file_sha256, read_jsonl, read_yaml, stable_hash, validate_yaml
 from ..base import Authored, Dataset, interleave
 
 CATEGORIES = ("event", "relational", "attitudinal", "identity")
@@ -215,9 +215,7 @@ def load_cases(path: str | Path | None = None) -> list[KECase]:
 
 def load_topics(path: str | Path | None = None) -> list[str]:
     """Sub-disciplines for UKE injection (paper Appendix A.2): one a line, '#' comments."""
-    path = Path(path) if path else starter_dir() / "subdisciplines.txt"
-    if not path.exists():
-        raise InputError("file not found", file=str(path))
+    path = check_file(Path(path) if path else starter_dir() / "subdisciplines.txt")     # a FIFO: one line
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         s = line.strip()

@@ -75,12 +75,19 @@ def test_data_export_leaves_a_users_folder_and_a_run_in_progress_alone(tmp_path,
     assert snapshot(done) == before
 
 
-def test_an_export_folder_is_its_own_and_refreshed_in_place(tmp_path):
+def test_an_export_folder_is_its_own_and_refreshed_in_place_never_through_a_link(tmp_path):
     out = tmp_path / "exp"
-    for _ in range(2):
-        res = rb("data", "export", "capability", "--out", out)
-        assert res.returncode == 0, res.stderr
-    assert (out / "rolebound.json").is_file()
+    assert rb("data", "export", "capability", "--out", out).returncode == 0
+    victim = tmp_path / "victim.txt"
+    victim.write_text("someone else's file")
+    [parquet] = (out / "elementary").glob("*.parquet")
+    for p in (parquet, out / "README.md"):
+        p.unlink()
+        p.symlink_to(victim)
+    res = rb("data", "export", "capability", "--out", out)
+    assert res.returncode == 0, res.stderr
+    assert victim.read_text() == "someone else's file"
+    assert not parquet.is_symlink() and not (out / "README.md").is_symlink() and (out / "rolebound.json").is_file()
 
 
 def test_charm_review_never_writes_over_its_inputs(tmp_path):

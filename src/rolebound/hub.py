@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from .errors import InputError
-from .io import inside, open_regular, read_regular, stable_hash, write_text_atomic
+from .io import atomic_path, inside, open_regular, read_regular, stable_hash, write_text_atomic
 
 PREFIX = "hf:"
 META = "rolebound.json"
@@ -131,12 +131,15 @@ def export(suite, dataset, out: Path, *, data: str | None, license_id: str | Non
         folders[config].mkdir(exist_ok=True)
         enc = [{k: (json.dumps(v, ensure_ascii=False) if k in json_cols and v is not None else v)
                 for k, v in r.items()} for r in rows]
-        pq.write_table(pa.Table.from_pylist(enc), folders[config] / f"{SPLIT}-00000-of-00001.parquet")
+        # temp file and rename: a link left in an earlier export is replaced, never written through
+        with atomic_path(folders[config] / f"{SPLIT}-00000-of-00001.parquet") as tmp:
+            pq.write_table(pa.Table.from_pylist(enc), str(tmp))
     sources = []
     for f in files:
-        dest = out / "source" / Path(f).name
-        dest.parent.mkdir(exist_ok=True)
-        shutil.copyfile(f, dest)
+        (out / "source").mkdir(exist_ok=True)
+        dest = inside(out, f"source/{Path(f).name}", field="--data")
+        with atomic_path(dest) as tmp:
+            shutil.copyfile(f, tmp)
         sources.append(f"source/{dest.name}")
     counts = {c: len(r) for c, r in groups.items()}
     header = card_header(suite, list(groups), len(dataset.items), license_id)

@@ -292,7 +292,7 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
     from pathlib import Path
 
     from ...errors import InputError, RoleboundError
-    from ...io import check_output_file, read_regular, stable_hash
+    from ...io import check_output_file, read_regular, stable_hash, write_text_atomic
     from ...models import create_backend
     from ...models.base import CHAT
     from ...records import Decoding
@@ -356,7 +356,7 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
     corpus_to_yaml(corpus, corpus_out)
     info = {"key": key, "corpus_source": corpus_src, "started": started, "finished": now(),
             "errors": session.errors, **res.summary()}
-    info_path.write_text(json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8")
+    write_text_atomic(info_path, json.dumps(info, indent=2, ensure_ascii=False))
     return res, {"items file": str(out_path), "corpus file": str(corpus_out), "records": str(rd.records_path),
                  "build info": str(info_path)}
 

@@ -286,7 +286,7 @@ def build(seeds_path: str | Path, out_dir: str | Path, opts: BuildOptions) -> di
     from ...models.base import CHAT
     from ...records import Decoding
     from ...runner import open_session
-    from ...io import check_output_file, read_regular, refuse_filled_sheet
+    from ...io import atomic_path, check_output_file, read_regular, refuse_filled_sheet, write_text_atomic
     from ...store import RunDir, claim_folder
 
     seeds = load_seeds(seeds_path)
@@ -323,15 +323,15 @@ def build(seeds_path: str | Path, out_dir: str | Path, opts: BuildOptions) -> di
     generator = backend.spec
 
     doc = {"heroes": [h.model_dump(exclude_none=True) for h in seeds.heroes], "canon": items, "dilemmas": dils}
-    (out / "dataset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110),
-                                      encoding="utf-8")
-    with (out / "generation.jsonl").open("w", encoding="utf-8") as fh:
+    # temp files and rename: a link in the folder is replaced, never written through
+    write_text_atomic(out / "dataset.yaml", yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110))
+    with atomic_path(out / "generation.jsonl") as tmp, tmp.open("w", encoding="utf-8") as fh:
         for entry in log:
             fh.write(json.dumps({**entry, "model": generator}, ensure_ascii=False) + "\n")
     cols = ["id", "task", "hero", "version", "group", "iteration", "text", "option A", "option B", "option C",
             "option D", "consequence A", "consequence B", "answer", "status", "raw reply", "reviewer decision",
             "reviewer notes"]
-    with (out / "review.csv").open("w", encoding="utf-8", newline="") as fh:
+    with atomic_path(out / "review.csv") as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
         for r in rows:

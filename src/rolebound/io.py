@@ -187,7 +187,7 @@ def jsonl_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(line number, parsed object) a line; blank lines and lines starting with # are skipped.
     Lazy, so a caller that checks each object reports the first bad line, JSON or not."""
     path = check_file(path)
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         for lineno, data in enumerate(fh, 1):
             try:
                 raw = data.decode("utf-8")
@@ -330,7 +330,7 @@ def line_of(obj: Any, loc: Iterable) -> int | None:
 def read_yaml(path: str | Path) -> Any:
     path = check_file(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc, text_line(exc)) from None
     try:

@@ -223,6 +223,7 @@ def test_a_stopped_report_does_not_offer_to_resume(tmp_path, runs, monkeypatch, 
 
     monkeypatch.setattr(api, "build_report", stopped)
     monkeypatch.setitem(cli.TERM, "hit", False)
+    monkeypatch.setitem(cli.TERM, "resumes", True)
     run = copy_run(runs, "charm", tmp_path / "run")
     assert cli._main(["report", str(run), "-q"]) == 143
     err = capsys.readouterr().err

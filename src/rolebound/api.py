@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import InputError, RoleboundError, RunStopped, did_you_mean
+from .io import open_regular
 from .models import create_backend, parse_spec
 from .protocol import is_demo, overrides_of, repeat_seed, resolve
 from .records import VERSION, Decoding, RunManifest
@@ -234,7 +235,7 @@ def _report_after(suite, out: Path, stopped: RoleboundError | None) -> tuple[dic
 
 
 def _lines(path: Path):
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:      # a FIFO: InputError, not a hang
         yield from fh
 
 

@@ -669,9 +669,11 @@ def import_inspect(log: Path = typer.Argument(..., metavar="LOG",
     A log of `inspect eval rolebound/SUITE` becomes a run folder, with its metrics and report."""
     from . import api
     from .inspect.logs import import_log
+    from .store import clear_new_folder
 
-    manifest, failed = import_log(log, out)
-    _, paths = api.build_report(out)
+    with clear_new_folder(out):     # a refused import leaves nothing: the same --out works again
+        manifest, failed = import_log(log, out)
+        _, paths = api.build_report(out)
     print(visible(f"{out}: {manifest.suite}, {manifest.n_items} items, {manifest.counts['calls']} calls"
                   + (f"; {failed} samples without a score (errors) left out" if failed else "")))
     for p in paths:
@@ -740,7 +742,7 @@ def data_formats():
         print(f"{name:28s} {help_}")
 
 
-TERM = {"hit": False}
+TERM = {"hit": False, "resumes": True}
 
 
 def _on_term(signum, frame):
@@ -754,11 +756,33 @@ def _interrupted() -> int:
     # click re-raises a KeyboardInterrupt as Abort, and typer may make it Exit(130): the flag says which
     from .loop import LAST_STOP
 
+    then = f"; {RESUME}" if TERM["resumes"] else ""       # a report or an import has nothing to resume
     if TERM["hit"] or LAST_STOP["code"] == 143:
-        print(f"\nterminated; {RESUME}", file=sys.stderr)
+        print(f"\nterminated{then}", file=sys.stderr)
         return 143
-    print(f"\n{INTERRUPTED}", file=sys.stderr)
+    print(f"\ninterrupted{then}", file=sys.stderr)
     return 130
+
+
+def _resumes(argv: list[str]) -> bool:
+    """Whether the command in argv resumes where it stopped (its calls are recorded as they return)."""
+    words = [a for a in argv if not a.startswith("-")]
+    cmd = words[0] if words else ""
+    if cmd == "report":         # only a re-judge makes calls
+        return any(a == "--judge" or a.startswith("--judge=") for a in argv)
+    if cmd == "card":
+        return "--compare" not in argv
+    return cmd in ("run", "sweep", "judge-check", "build")
+
+
+def _empty_out(argv: list[str]) -> bool:
+    """`--out ''` (or -o ''): a Path option reads it as '.', the current folder; it is refused."""
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        if a in ("--out=", "-o=") or (a in ("--out", "-o") and i + 1 < len(argv) and not argv[i + 1].strip()):
+            return True
+    return False
 
 
 def main() -> None:
@@ -843,7 +867,11 @@ def _main(argv: list[str]) -> int:
     """Run the app; returns the exit code. Every error a user can act on is one line on stderr:
     2 bad input or options, 3 failed calls or an endpoint that stopped the run, 130 Ctrl-C."""
     click_exc, click_abort = _click_classes()
+    TERM["resumes"] = _resumes(argv)
     try:
+        if _empty_out(argv):
+            raise InputError("is empty; give a folder or file of the command's own (the current folder is not "
+                             "taken for an empty --out)", field="--out")
         rc = app(args=argv, prog_name="rolebound", standalone_mode=False)
     except RoleboundError as exc:
         if _debug(argv):

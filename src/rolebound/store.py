@@ -29,6 +29,7 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import sys
 import threading
@@ -38,7 +39,7 @@ from typing import Any, Callable, Iterator, Sequence
 from pydantic import ValidationError
 
 from .errors import InputError, RoleboundError, RunDirError
-from .io import atomic_path, validate_record, write_text_atomic
+from .io import atomic_path, open_regular, read_regular, refuse_package, validate_record, write_text_atomic
 from .records import REPLY_FIELDS, Record, RunManifest, loc_text, record_line
 from .term import visible
 
@@ -61,6 +62,7 @@ def claim_folder(path: str | Path, *, marker: str, before: frozenset[str] = froz
         raise InputError(f"cannot be resolved ({exc}); give another {flag}", file=str(path)) from None
     if real == Path(real.anchor):
         raise InputError(f"is the root folder; give {flag} a folder of the {what}'s own", file=str(path))
+    refuse_package(path, flag)
     if not path.exists():
         if path.is_symlink():
             raise InputError(f"is a broken symbolic link; give another {flag}", file=str(path))
@@ -75,7 +77,8 @@ def claim_folder(path: str | Path, *, marker: str, before: frozenset[str] = froz
         raise InputError(f"cannot be read ({exc.strerror or exc}); give another {flag}", file=str(path)) from None
     if others:
         shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
-        raise InputError(f"not a {what} folder, and not empty ({shown}); a {what} writes only into a new or "
+        a = "an" if what[:1] in "aeiou" else "a"
+        raise InputError(f"not {a} {what} folder, and not empty ({shown}); {a} {what} writes only into a new or "
                          f"empty folder, or one holding the same {what}: give another {flag}", file=str(path))
     return path
 
@@ -88,6 +91,33 @@ def _is_temp(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")      # io.atomic_path's, left by a kill
 
 
+@contextlib.contextmanager
+def clear_new_folder(path: str | Path) -> Iterator[None]:
+    """What the block adds to `path` (and the folders made above it) is removed again if the block
+    fails: a refused command leaves nothing behind, so the same --out works on a retry. What was
+    there before is never touched."""
+    path = Path(path)
+    top = path
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent                        # the first folder the block will make
+    existed = path.is_dir()
+    before = set(os.listdir(path)) if existed else set()
+    try:
+        yield
+    except BaseException:
+        try:
+            if not existed and (top.exists() or top.is_symlink()):
+                if top.is_dir() and not top.is_symlink():
+                    shutil.rmtree(top)
+            elif existed:
+                for name in set(os.listdir(path)) - before:
+                    p = path / name
+                    shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        except OSError:
+            pass
+        raise
+
+
 def refuse_link(path: Path) -> None:
     """A file the tool writes is never a symbolic link: writing through one changes its target."""
     if path.is_symlink():
@@ -96,7 +126,7 @@ def refuse_link(path: Path) -> None:
 
 
 def iter_records(path: Path) -> Iterator[tuple[int, dict]]:
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         for lineno, raw in enumerate(fh, 1):
             line = raw.strip()
             if not line:
@@ -160,16 +190,38 @@ def warn_unreadable(path: Path, bad: list[tuple[int, str]], then: str) -> None:
                       newlines=False), file=sys.stderr, flush=True)
 
 
+def run_manifest(run_dir: str | Path) -> RunManifest | None:
+    """The run's manifest, or None where the folder has none yet (a first run killed at its start)."""
+    rd = RunDir(run_dir)
+    return rd.read_manifest() if rd.exists() else None
+
+
+def check_belongs(rec: Record, manifest: RunManifest | None, *, file: Path, line: int) -> None:
+    """A record of another run (another suite, or another model under test) appended to this
+    run's records.jsonl is an InputError naming its line: its figures would be mixed in silently."""
+    if manifest is None:
+        return
+    if rec.suite != manifest.suite:
+        raise InputError(f"a record of suite '{rec.suite}' in a run of suite '{manifest.suite}' (its manifest.json); "
+                         "records of another run were added to this file", file=str(file), line=line, field="suite")
+    if rec.role == "model" and rec.model and rec.model != manifest.model:
+        raise InputError(f"a record of model '{rec.model}' in a run of model '{manifest.model}' (its manifest.json); "
+                         "records of another run were added to this file", file=str(file), line=line, field="model")
+
+
 def load_records(run_dir: str | Path, *, latest: bool = True) -> list[Record]:
-    """All records of a run; with latest=True only the last one per call_id, in first-seen order."""
+    """All records of a run; with latest=True only the last one per call_id, in first-seen order.
+    Every record must belong to the run its manifest describes (check_belongs)."""
     path = Path(run_dir) / RECORDS
     if not path.exists():
         raise InputError("no records.jsonl here; is this a run directory?", file=str(path))
+    manifest = run_manifest(run_dir)
     recs: dict[str, Record] = {}
     every = []
     bad: dict[str, tuple[int, str]] = {}
     for lineno, obj in iter_records(path):
         rec, why = read_record(obj, file=path, line=lineno)
+        check_belongs(rec, manifest, file=path, line=lineno)
         every.append(rec)
         recs[rec.call_id] = rec
         if why:
@@ -215,7 +267,7 @@ class RunDir:
     def read_manifest(self) -> RunManifest:
         path = self.manifest_path
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(path).decode("utf-8"))
         except FileNotFoundError:
             raise InputError("no manifest.json; is this a run directory?", file=str(path)) from None
         except (UnicodeDecodeError, ValueError) as exc:
@@ -315,8 +367,10 @@ class RunDir:
             return {}
         done: dict[str, Record] = {}
         bad: dict[str, tuple[int, str]] = {}
+        manifest = run_manifest(self.path)
         for lineno, obj in iter_records(self.records_path):
             rec, why = read_record(obj, file=self.records_path, line=lineno)
+            check_belongs(rec, manifest, file=self.records_path, line=lineno)
             if why:
                 bad[rec.call_id] = (lineno, why)
             else:
@@ -495,7 +549,7 @@ def complete_lines(path: Path, offset: int) -> bytes:
     """The whole lines appended to `path` since byte `offset` (a line still being written waits)."""
     if not path.exists():
         return b""
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(offset)
         chunk = fh.read()
     return chunk[: chunk.rfind(b"\n") + 1]
@@ -531,10 +585,9 @@ def cached_json(kind: str, parts: Any, compute: Callable[[], Any]):
     """compute()'s JSON-able value, from disk if an entry for `parts` exists."""
     path = entry_path(kind, key_of(kind, parts), ".json")
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)["value"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass                                   # missing or unreadable: compute it again
+        return json.loads(read_regular(path).decode("utf-8"))["value"]
+    except (OSError, ValueError, KeyError, TypeError, InputError):
+        pass                                   # missing, unreadable or not a file (a FIFO): compute it again
     value = compute()
     try:
         _write_atomic(path, lambda fh: json.dump({"value": value}, fh, ensure_ascii=False), binary=False)
@@ -547,8 +600,8 @@ def cached_bytes(kind: str, parts: Any, compute: Callable[[], bytes], suffix: st
     """compute()'s bytes, from disk if an entry for `parts` exists."""
     path = entry_path(kind, key_of(kind, parts), suffix)
     try:
-        return path.read_bytes()
-    except OSError:
+        return read_regular(path)
+    except (OSError, InputError):
         pass
     value = compute()
     try:

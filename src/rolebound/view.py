@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from .errors import InputError
+from .io import read_regular
 from .store import MANIFEST, METRICS, RECORDS, RunDir
 from .term import visible
 
@@ -61,7 +62,7 @@ def entry(run_dir: Path, root: Path) -> dict[str, Any]:
     if not m.finished:
         row["problem"] = "unfinished"
     try:
-        metrics = json.loads((run_dir / METRICS).read_text(encoding="utf-8"))
+        metrics = json.loads(read_regular(run_dir / METRICS).decode("utf-8"))
         from .suites import get_suite
 
         summ = getattr(get_suite(m.suite), "summary", None)

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from ..records import VERSION
 from ..errors import InputError
+from ..io import read_regular
 from ..models import parse_spec
 from ..protocol import is_demo
 from ..report.fmt import FigureError
@@ -149,7 +150,7 @@ def run_metrics(run_dir: Path) -> dict[str, Any]:
 
         return api.build_report(run_dir)[0]
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path).decode("utf-8"))     # a FIFO: InputError, not a hang
     except (OSError, ValueError) as exc:
         raise InputError(f"unreadable metrics: {exc}", file=str(path)) from None
     return check_metrics(data, path)

@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InputError
-from ..io import validate_record
+from ..io import check_file, validate_record
 from ..records import Decoding, Record, RunManifest, loc_text
-from ..store import RECORDS, RunDir
+from ..store import MANIFEST, RECORDS, RunDir, claim_folder
 from . import GRADER
 
 SCORER = "rolebound_score"
@@ -67,10 +67,8 @@ class LogMeta(BaseModel):
 def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]:
     """Write the run folder; returns its manifest and how many samples had no score (errors)."""
     # a missing log or a taken --out is refused before inspect_ai loads (a second of imports)
-    path = Path(log_path)
-    if not path.is_file():
-        raise InputError("no such eval log", file=str(path))
-    rd = RunDir(out)
+    path = check_file(log_path)         # a FIFO or a device: one line, never a hang
+    rd = RunDir(claim_folder(out, marker=MANIFEST))     # new or empty: nobody's files are replaced
     if rd.exists():
         raise InputError("already holds a run; choose another --out", file=str(rd.path))
     try:
@@ -87,6 +85,12 @@ def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]
         raise InputError("not a log of a rolebound task (no rolebound metadata)", file=str(path))
     # a hand-edited log is input like any other: each field checked, named where it fails
     meta = validate_record(LogMeta, meta, file=path, line=None, loc_prefix=("eval", "metadata", "rolebound"))
+    from ..suites import get_suite
+
+    try:
+        get_suite(meta.suite)        # an unknown suite: refused before anything is written
+    except InputError as exc:
+        raise InputError(exc.detail, file=str(path), field="eval.metadata.rolebound.suite") from None
     records, failed, items = [], 0, set()
     for i, s in enumerate(log.samples or []):
         score = (s.scores or {}).get(SCORER)
@@ -101,6 +105,9 @@ def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]
                              field=loc_text(where))
         for j, obj in enumerate(objs):
             rec = validate_record(Record, obj, file=path, line=None, loc_prefix=(*where, j))
+            if rec.suite != meta.suite:      # the log's suite edited over another suite's records
+                raise InputError(f"sample {s.id!r} holds a record of suite '{rec.suite}' in a log of suite "
+                                 f"'{meta.suite}'", file=str(path), field="eval.metadata.rolebound.suite")
             if s.epoch > 1:      # inspect's epochs are rolebound's repeats
                 rec.repeat = s.epoch - 1
                 rec.call_id += f"#{rec.repeat}"

@@ -24,7 +24,8 @@ import yaml
 from pydantic import Field, model_validator
 
 from ...errors import InputError
-from ...io import read_csv_rows, read_yaml, validate_yaml
+from ...io import (atomic_path, check_output_file, read_csv_rows, read_yaml, refuse_filled_sheet, validate_yaml,
+                   write_text_atomic)
 from ...records import Decoding, Message
 from .data import CharmData, Concept, Fact
 
@@ -166,7 +167,7 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
     for i, f in enumerate(seeds.facts):
         if f.target not in chars:
             raise InputError(f"unknown character '{f.target}'", file=str(path), field=f"facts[{i}].target")
-    out = Path(out_dir)
+    out = claim_build(out_dir, path)
     out.mkdir(parents=True, exist_ok=True)
     decoding = decoding or Decoding()          # the default 256 tokens
     backend = create_backend(generator, decoding, **(backend_options or {}))
@@ -205,14 +206,30 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
     if seeds.cross_ba_templates:
         built["cross_ba_templates"] = seeds.cross_ba_templates
     data_path = out / "charm_built.yaml"
-    data_path.write_text(yaml.safe_dump(built, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    write_text_atomic(data_path, yaml.safe_dump(built, allow_unicode=True, sort_keys=False))
     sheet_path = out / "review_sheet.csv"
     write_sheet(sheet_path, sheet)
     summary = {"data": str(data_path), "review_sheet": str(sheet_path), "generator": backend.spec,
                "embedder": emb.name, "threshold": threshold, **stats.__dict__,
                "model_calls": session.counts.calls, "cache_hits": session.counts.cache_hits}
-    (out / "build_summary.yaml").write_text(yaml.safe_dump(summary, allow_unicode=True, sort_keys=False))
+    write_text_atomic(out / "build_summary.yaml", yaml.safe_dump(summary, allow_unicode=True, sort_keys=False))
     return summary
+
+
+OUTPUTS = ("charm_built.yaml", "review_sheet.csv", "review_instructions.md", "build_summary.yaml")
+
+
+def claim_build(out_dir: str | Path, characters: Path) -> Path:
+    """The build folder, if the build may write there: new, empty or an earlier build's
+    (store.claim_folder); none of its files is the --characters input, and its review sheet
+    holds no reviewer's scores (a build run again would replace them)."""
+    from ...store import claim_folder
+
+    out = claim_folder(out_dir, marker="build_summary.yaml", before=frozenset({"generation"}), what="build")
+    for name in OUTPUTS:
+        check_output_file(out / name, characters, what="the --characters file")
+    refuse_filled_sheet(out / "review_sheet.csv", [c for c, _ in CRITERIA] + ["comment"])
+    return out
 
 
 def _choose(jobs, results, chars, emb, threshold: float, stats: BuildStats, generator: str):
@@ -248,7 +265,7 @@ def _choose(jobs, results, chars, emb, threshold: float, stats: BuildStats, gene
 def write_sheet(path: Path, rows: list[dict]) -> None:
     cols = ["item_id", "region", "kind", "question", "correct_answer", "distractor_1", "distractor_2",
             "distractor_3"] + [c for c, _ in CRITERIA] + ["comment"]
-    with path.open("w", encoding="utf-8", newline="") as fh:
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:    # never through a link
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()
         w.writerows(rows)
@@ -258,7 +275,7 @@ def write_sheet(path: Path, rows: list[dict]) -> None:
              "    rolebound build charm-review SHEET_A.csv SHEET_B.csv --data charm_built.yaml --out accepted.yaml", "",
              "An item is kept when both reviewers score all four criteria 1; Cohen's kappa per region is printed "
              "(Table 13).", ""] + [f"- `{c}`: {d}" for c, d in CRITERIA]
-    (path.parent / "review_instructions.md").write_text("\n".join(guide) + "\n", encoding="utf-8")
+    write_text_atomic(path.parent / "review_instructions.md", "\n".join(guide) + "\n")
 
 
 # -- review ---------------------------------------------------------------------------------------
@@ -293,6 +310,7 @@ def read_sheet(path: str | Path) -> dict[str, dict[str, Any]]:
 
 def review(sheet_a: str | Path, sheet_b: str | Path, data_file: str | Path, out_file: str | Path) -> dict[str, Any]:
     """Kappa per region on the accept decision (Table 13) and per criterion; keep items both accept."""
+    check_output_file(out_file, sheet_a, sheet_b, data_file, what="an input of this review (a sheet or --data)")
     a, b = read_sheet(sheet_a), read_sheet(sheet_b)
     common = sorted(set(a) & set(b))
     if not common:
@@ -317,7 +335,7 @@ def review(sheet_a: str | Path, sheet_b: str | Path, data_file: str | Path, out_
            "characters": [c.model_dump(exclude_none=True) for c in data.characters],
            "concepts": [c.model_dump(exclude_none=True) for c in keep_c],
            "facts": [f.model_dump(exclude_none=True) for f in keep_f]}
-    Path(out_file).write_text(yaml.safe_dump(out, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    write_text_atomic(out_file, yaml.safe_dump(out, allow_unicode=True, sort_keys=False))
     return {"kappa": kappa, "reviewed": len(common), "accepted": len(accepted),
             "dropped": len(common) - len(accepted), "out": str(out_file)}
 

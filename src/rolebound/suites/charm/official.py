@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..base import Authored
 from ...errors import InputError
 from ...importers import writes
-from ...io import atomic_path, expected, json_loads, read_yaml, validate_yaml
+from ...io import atomic_path, expected, inside, json_loads, read_yaml, validate_yaml
 from .data import CharmItem, Region, is_abstain, slug
 from .release import FORMAT, Header, Profile, Provenance, differences_from_paper, load_release, write_release
 
@@ -157,7 +157,7 @@ def _commit(root: Path) -> str | None:
         ref = head.read_text().strip()
         if re.fullmatch(r"[0-9a-f]{40}", ref):
             return ref
-        target = root / ".git" / ref.removeprefix("ref: ")
+        target = inside(root / ".git", ref.removeprefix("ref: "), file=head)    # a ref leaving .git is refused
         if target.is_file():
             return target.read_text().strip()
     return None

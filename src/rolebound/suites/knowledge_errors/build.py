@@ -292,12 +292,12 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
     from pathlib import Path
 
     from ...errors import InputError, RoleboundError
-    from ...io import stable_hash
+    from ...io import check_output_file, read_regular, stable_hash, write_text_atomic
     from ...models import create_backend
     from ...models.base import CHAT
     from ...records import Decoding
     from ...runner import now, open_session
-    from ...store import RunDir
+    from ...store import RunDir, claim_folder
     from .data import corpus_to_yaml, items_to_jsonl, load_topics
 
     opts = opts or BuildOptions()
@@ -316,13 +316,20 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
     if out_path.suffix != ".jsonl":
         raise InputError("the output must be a .jsonl file", field="--out")
     build_dir = out_path.with_suffix(".build")
+    corpus_out = out_path.with_name(out_path.stem + ".corpus.yaml")
+    for target in (out_path, corpus_out):       # never one of the build's inputs
+        check_output_file(target, corpus_src, *([topics_file] if topics_file else []),
+                          what="an input of this build (the corpus or --topics)")
+    # a folder of this build's records only: --overwrite never clears anyone else's folder
+    claim_folder(build_dir, marker="build.json", before=frozenset({".lock", "records.jsonl", "errors.log"}),
+                 what="build")
     opts.source = opts.source or (f"built by `rolebound build knowledge-errors` from {corpus_src} with {backend.spec} "
                                   "(Tables 8-13, automatic screening only)")
     key = {"model": backend.spec, "decoding": decoding.model_dump(), "corpus": stable_hash([c.model_dump() for c in corpus]),
            "topics": stable_hash(topics), "options": {k: v for k, v in opts.__dict__.items() if k != "source"}}
     info_path = build_dir / "build.json"
     if info_path.exists() and not overwrite:
-        old = json.loads(info_path.read_text(encoding="utf-8")).get("key")
+        old = json.loads(read_regular(info_path).decode("utf-8")).get("key")
         if old != key:
             raise RoleboundError(f"{build_dir} holds a different build (model, corpus or options differ); "
                                  "use another --out, or --overwrite")
@@ -346,11 +353,10 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
     res.counts["cache_hits"] = session.counts.cache_hits
     res.counts["resumed"] = session.counts.resumed
     items_to_jsonl(res.items, out_path)
-    corpus_out = out_path.with_name(out_path.stem + ".corpus.yaml")
     corpus_to_yaml(corpus, corpus_out)
     info = {"key": key, "corpus_source": corpus_src, "started": started, "finished": now(),
             "errors": session.errors, **res.summary()}
-    info_path.write_text(json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8")
+    write_text_atomic(info_path, json.dumps(info, indent=2, ensure_ascii=False))
     return res, {"items file": str(out_path), "corpus file": str(corpus_out), "records": str(rd.records_path),
                  "build info": str(info_path)}
 

@@ -145,7 +145,7 @@ def profile_corpora(src: str | Path) -> list:
         raise InputError("no profile .txt files here", file=str(src))
     out = []
     for f in files:
-        text = f.read_text(encoding="utf-8")
+        text = check_file(f).read_text(encoding="utf-8")
         lines = text.splitlines()
         if not lines or not lines[0].startswith("#"):
             raise InputError("expected a '# Character name' title on the first line", file=str(f), line=1)

@@ -286,10 +286,15 @@ def build(seeds_path: str | Path, out_dir: str | Path, opts: BuildOptions) -> di
     from ...models.base import CHAT
     from ...records import Decoding
     from ...runner import open_session
-    from ...store import RunDir
+    from ...io import atomic_path, check_output_file, read_regular, refuse_filled_sheet, write_text_atomic
+    from ...store import RunDir, claim_folder
 
     seeds = load_seeds(seeds_path)
-    out = Path(out_dir)
+    # new, empty or an earlier build's; none of its files the seeds; a reviewed review.csv kept
+    out = claim_folder(out_dir, marker="generation.jsonl", before=frozenset({"generation"}), what="build")
+    for name in ("dataset.yaml", "generation.jsonl", "review.csv"):
+        check_output_file(out / name, seeds_path, what="the seeds file")
+    refuse_filled_sheet(out / "review.csv", ["reviewer decision", "reviewer notes"])
     decoding = Decoding(temperature=opts.temperature, seed=opts.seed, max_tokens=opts.max_tokens)
     backend = create_backend(opts.model, decoding, **(opts.backend_options or {}))
     backend.require(CHAT, "generation")
@@ -298,7 +303,7 @@ def build(seeds_path: str | Path, out_dir: str | Path, opts: BuildOptions) -> di
     key_path = gen_dir / "build.json"
     if opts.overwrite and gen_dir.exists():
         shutil.rmtree(gen_dir)
-    elif key_path.exists() and json.loads(key_path.read_text(encoding="utf-8")).get("key") != key:
+    elif key_path.exists() and json.loads(read_regular(key_path).decode("utf-8")).get("key") != key:
         raise RoleboundError(f"{gen_dir} holds a different build (model, seeds or options differ); "
                              "use another --out, or --overwrite")
     out.mkdir(parents=True, exist_ok=True)
@@ -318,15 +323,15 @@ def build(seeds_path: str | Path, out_dir: str | Path, opts: BuildOptions) -> di
     generator = backend.spec
 
     doc = {"heroes": [h.model_dump(exclude_none=True) for h in seeds.heroes], "canon": items, "dilemmas": dils}
-    (out / "dataset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110),
-                                      encoding="utf-8")
-    with (out / "generation.jsonl").open("w", encoding="utf-8") as fh:
+    # temp files and rename: a link in the folder is replaced, never written through
+    write_text_atomic(out / "dataset.yaml", yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110))
+    with atomic_path(out / "generation.jsonl") as tmp, tmp.open("w", encoding="utf-8") as fh:
         for entry in log:
             fh.write(json.dumps({**entry, "model": generator}, ensure_ascii=False) + "\n")
     cols = ["id", "task", "hero", "version", "group", "iteration", "text", "option A", "option B", "option C",
             "option D", "consequence A", "consequence B", "answer", "status", "raw reply", "reviewer decision",
             "reviewer notes"]
-    with (out / "review.csv").open("w", encoding="utf-8", newline="") as fh:
+    with atomic_path(out / "review.csv") as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
         for r in rows:

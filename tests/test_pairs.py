@@ -108,36 +108,6 @@ def test_datasets_reads_the_pairs(runs, tmp_path):
     assert row["prompt"][0]["role"] == "user" and row["chosen"][0]["role"] == "assistant"
 
 
-@pytest.mark.model
-def test_trl_trains_two_steps_on_the_pairs(runs, tmp_path):
-    """TRL's DPOTrainer with a LoRA adapter accepts the pairs: two steps on a tiny random model
-    with the bundled model's tokenizer and chat template."""
-    pytest.importorskip("trl")
-    pytest.importorskip("peft")
-    import datasets
-    import torch
-    from peft import LoraConfig
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-    from trl import DPOConfig, DPOTrainer
-
-    from rolebound.models.bundled import converted_dir
-
-    pairs.write(tmp_path / "p", *pairs.build([runs["charm"], runs["knowledge-errors"]]), heldout=0.3, seed=0)
-    tok = AutoTokenizer.from_pretrained(converted_dir())
-    torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32,
-                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
-                                         max_position_embeddings=2048))
-    train = datasets.load_dataset(str(tmp_path / "p"))["train"]
-    args = DPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, max_steps=2,
-                     max_length=512, use_cpu=True, report_to=[], logging_steps=1, save_strategy="no")
-    trainer = DPOTrainer(model=model, args=args, train_dataset=train, processing_class=tok,
-                         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
-    result = trainer.train()
-    assert result.global_step == 2
-    assert any("loss" in h for h in trainer.state.log_history)
-
-
 @needs_script
 @pytest.mark.slow
 def test_cli_writes_pairs_and_guards_its_output(runs, tmp_path):

@@ -403,6 +403,36 @@ def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run dir
 
 
 @app.command()
+def tune(pairs_dir: Path = typer.Argument(..., metavar="PAIRS", help="a folder of `rolebound data pairs` (its train split)"),
+         model: str = typer.Option("bundled", "--model", "-m", help="the base model: bundled[:NAME] or hf:PATH"),
+         out: Path = typer.Option(..., "--out", "-o", help="adapter folder to write (the same command resumes it)"),
+         epochs: float = typer.Option(1.0, "--epochs", min=0.01, help="passes over the train split"),
+         learning_rate: float = typer.Option(5e-5, "--lr", min=0.0, help="learning rate"),
+         batch_size: int = typer.Option(8, "--batch-size", min=1, help="pairs per step"),
+         max_length: int = typer.Option(384, "--max-length", min=16, help="tokens of prompt and completion kept"),
+         beta: float = typer.Option(0.1, "--beta", min=0.0, help="DPO's beta (how far from the base model)"),
+         lora_r: int = typer.Option(8, "--lora-r", min=1, help="LoRA rank (q_proj and v_proj)"),
+         max_steps: int = typer.Option(-1, "--max-steps", min=-1, help="stop after this many steps (-1: the epochs decide)"),
+         seed: int = typer.Option(0, "--seed", help="seed of the adapter's initialisation and the data order"),
+         threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads (default: every core)")):
+    """DPO with a LoRA adapter (TRL, PEFT) on preference pairs; run it with --backend-opt adapter=OUT.
+
+    Examples:
+      rolebound tune pairs/charm --model bundled --out adapters/charm
+      rolebound run charm --backend-opt adapter=adapters/charm --out runs/charm-tuned
+    """
+    from .tune import TuneSettings, tune as run_tune
+
+    settings = TuneSettings(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, max_length=max_length,
+                            beta=beta, lora_r=lora_r, lora_alpha=2 * lora_r, max_steps=max_steps, seed=seed)
+    done = run_tune(pairs_dir, model, out, settings, threads=threads)
+    last = done["last_log"]
+    print(f"{out}: LoRA adapter after {done['steps']} steps on {done['train_pairs']} pairs in {done['wall_s']:.0f} s"
+          + (f"; last loss {last['loss']:.3f}" if last.get("loss") is not None else "")
+          + f"; run it with --backend-opt adapter={out}")
+
+
+@app.command()
 def card(paths: Optional[List[Path]] = typer.Argument(None, metavar="[RUN_DIR | CARD]...",
                                                       help="with --runs: run folders to reuse; with --compare: cards"),
          model: Optional[str] = typer.Option(None, "--model", "-m", help="BACKEND:NAME (see `rolebound models`)"),

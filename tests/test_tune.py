@@ -1,6 +1,7 @@
 """`rolebound tune` (DPO + LoRA with TRL and PEFT) and `--backend-opt adapter=DIR`, through the
 installed script, on a tiny random model that carries the bundled model's tokenizer: two DPO steps
-through TRL's DPOTrainer on the pairs of a charm run show that the pairs are what TRL takes."""
+through TRL's DPOTrainer on the pairs of a charm, a capability, a knowledge-errors and a multiverse
+run show that the pairs are what TRL takes."""
 
 from __future__ import annotations
 
@@ -32,8 +33,11 @@ def setup(tmp_path_factory):
                                         max_position_embeddings=2048))
     tiny.save_pretrained(base / "tiny")
     tok.save_pretrained(base / "tiny")
-    run = api.run("charm", model="fake:random", limit=40, out=base / "run", progress=False).run_dir
-    pairs.write(base / "pairs", *pairs.build([run]), heldout=0.3, seed=0)
+    # pairs of all four suites in one train split: TRL tokenises every row when the trainer is made
+    runs = [api.run(suite, model="fake:random", limit=limit, out=base / suite, progress=False).run_dir
+            for suite, limit in (("charm", 40), ("capability", 6), ("knowledge-errors", 12), ("multiverse", 12))]
+    meta = pairs.write(base / "pairs", *pairs.build(runs), heldout=0.3, seed=0)
+    assert {r.split(".")[0] for r in meta["rules"]} == {"charm", "capability", "knowledge_errors", "multiverse"}
     return base
 
 

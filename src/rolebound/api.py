@@ -208,7 +208,7 @@ def _manifest(s, req: RunRequest, plan: Plan, dataset, items) -> RunManifest:
         backend=plan.backend.backend, adapter=getattr(plan.backend, "adapter", None), judge=judge.spec if judge is not None else None,
         scoring=plan.settings.scoring, extractor=extractor.spec if extractor is not None else None,
         decoding=plan.decoding, judge_decoding=resolved.judge_decoding if judge is not None else None,
-        protocol={**resolved.manifest(), "self_judged": plan.self_judged,
+        protocol={**resolved.manifest(), "self_judged": plan.self_judged, "dataset_items": len(dataset.items),
                   "seeds": [repeat_seed(plan.decoding.seed, r) for r in range(req.repeats)]},
         dataset=dataset.source, dataset_hash=dataset.hash, dataset_provenance=dataset.provenance,
         n_items=len(items),

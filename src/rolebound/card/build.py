@@ -179,7 +179,7 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
         "report": link(html, out) if html.exists() else None,
         "model": m.model, "judge": m.judge, "self_judged": bool(proto.get("self_judged")),
         "endpoints": dict(getattr(m, "endpoints", None) or {}),
-        "protocol": proto.get("mode") or "none", "protocol_label": proto.get("label") or "",
+        "protocol": proto.get("mode") or "none", "protocol_label": papers.protocol_label(m),
         "strategies": list(m.strategies), "scoring": m.scoring, "limit": m.limit, "n_items": m.n_items,
         "repeats": m.repeats, "started": m.started, "finished": m.finished,
         "model_calls": c.get("model_calls"), "warnings": warnings,

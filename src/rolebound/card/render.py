@@ -14,7 +14,7 @@ from .chart import draw
 from ..dialogue.report import png as drift_png
 from ..report.fmt import fmt_figure
 
-PROTOCOLS = {"paper": "paper protocol", "demo": "demo settings (not the paper's protocol)",
+PROTOCOLS = {"paper": "paper settings", "demo": "demo settings (not the paper's protocol)",
              "none": "suite defaults"}
 
 

@@ -63,7 +63,10 @@ def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]
         suite=meta["suite"], strategies=meta["strategies"], model=model, backend="inspect", judge=judge,
         scoring=meta.get("scoring"), decoding=decoding,
         judge_decoding=Decoding(**meta["judge_decoding"]) if meta.get("judge_decoding") and judge else None,
-        protocol={"mode": "inspect", "log": str(path), "self_judged": bool(judge) and judge == model},
+        # the task's items and inspect's own --limit: a log of its first samples is no whole run
+        protocol={"mode": "inspect", "log": str(path), "self_judged": bool(judge) and judge == model,
+                  "task_items": meta.get("asked_items"), "dataset_items": meta.get("dataset_items"),
+                  "sample_limit": log.eval.config.limit},
         dataset=meta["dataset"], dataset_hash=meta["dataset_hash"], n_items=len(items),
         limit=meta.get("limit"),
         repeats=log.eval.config.epochs or 1, options=meta.get("options") or {},

@@ -85,6 +85,8 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
     meta = {"suite": suite.name, "strategies": strategies, "scoring": settings.scoring,
             "options": settings.options.given(), "dataset": dataset.source, "dataset_hash": dataset.hash,
             "n_items": len(items), "limit": int(limit) if limit else None, "decoding": answers.model_dump(),
+            # a log of the first samples (inspect's --limit) is told from a whole run by these
+            "asked_items": len({s.metadata["item_id"] for s in samples}), "dataset_items": len(dataset.items),
             "judge_decoding": judge_decoding.model_dump() if judge_decoding else None,
             "uses_judge": suite.uses_judge, "prompt_templates": _template_hashes(suite),
             "package_version": VERSION}

@@ -24,18 +24,24 @@ def fmt_num(v: float | None, digits: int = 2) -> str:
 
 
 def fmt_rate(d: dict | None, digits: int = 1) -> str:
-    """A rate with its bootstrap CI (stats.rate_ci): '72.1 [68.0, 76.2]' or '-'."""
+    """A rate with its 95% CI (stats.rate_ci; `interval`): '72.1 [68.0, 76.2]' or '-'."""
     if not d or d.get("rate") is None:
         return "-"
     s = f"{d['rate']:.{digits}f}"
-    if d.get("lo") is not None:
-        s += f" [{d['lo']:.{digits}f}, {d['hi']:.{digits}f}]"
+    lo, hi = interval(d)
+    if lo is not None:
+        s += f" [{lo:.{digits}f}, {hi:.{digits}f}]"
     return s
 
 
 def fmt_stat(d: dict | None, digits: int = 2) -> str:
-    """'0.42 [0.30, 0.55]' or '-' (an agreement statistic: fmt_rate's format, keyed `value`)."""
-    return fmt_rate({**d, "rate": d.get("value")} if d else None, digits)
+    """'0.42 [0.30, 0.55]' or '-' (an agreement statistic, keyed `value`)."""
+    if not d or d.get("value") is None:
+        return "-"
+    s = f"{d['value']:.{digits}f}"
+    if d.get("lo") is not None:
+        s += f" [{d['lo']:.{digits}f}, {d['hi']:.{digits}f}]"
+    return s
 
 
 def fmt_diff(d: dict | None, digits: int = 1) -> str:
@@ -175,8 +181,66 @@ def fmt_figure(f: dict | None, kind: bool = True) -> str:
         return f"- ({f['why']})" if f.get("why") else "-"
     d = unit_digits(f["unit"])
     s = fmt_value(f)
-    if f.get("lo") is not None and f.get("hi") is not None:
-        s += f" [{f['lo']:.{d}f}, {f['hi']:.{d}f}]"
+    lo, hi = interval(f)
+    if lo is not None:
+        s += f" [{lo:.{d}f}, {hi:.{d}f}]"
     elif f.get("spread") is not None:
         s += f" ± {f['spread']:.{d}f}" + (f" ({f['spread_kind']})" if kind and f.get("spread_kind") else "")
     return s
+
+
+# -- claims: a sentence names a direction only where the 95% CI holds it ---------------------------
+# Every report and card sentence that says "leaks", "harder", "drops", "as the paper found" ...
+# decides through these, so that the rule lives in one place.
+def _point(f: dict) -> float | None:
+    for k in ("value", "rate", "diff", "mean"):
+        if f.get(k) is not None:
+            return _num(f[k])
+    return None
+
+
+def interval(f: dict | None) -> tuple[float | None, float | None]:
+    """The 95% CI of a figure or a rate_ci/paired-difference dict, as tables print it and claims
+    read it; (None, None) where there is none. A percentile bootstrap over outcomes that are all
+    alike has no width ('0.0 [0.0, 0.0]' from one item); there a rate of 0% or 100% over n
+    outcomes gets the exact binomial (Clopper-Pearson) interval, and any other figure none."""
+    if not f:
+        return (None, None)
+    lo, hi, v = _num(f.get("lo")), _num(f.get("hi")), _point(f)
+    if lo is None or hi is None or v is None:
+        return (None, None)
+    if lo < hi:
+        return (lo, hi)
+    n = f.get("n")
+    if f.get("unit", PCT) == PCT and "diff" not in f and isinstance(n, int) and n > 0 and v in (0.0, 100.0):
+        edge = 100.0 * 0.025 ** (1.0 / n)
+        return (0.0, 100.0 - edge) if v == 0.0 else (edge, 100.0)
+    return (None, None)
+
+
+def side(f: dict | None, null: float = 0.0) -> int:
+    """+1 where the 95% CI lies wholly above `null`, -1 wholly below, 0 where it holds `null` or
+    there is no interval."""
+    lo, hi = interval(f)
+    if lo is None:
+        return 0
+    return 1 if lo > null else -1 if hi < null else 0
+
+
+def order(a: dict | None, b: dict | None) -> int:
+    """+1 where a's 95% CI lies wholly above b's, -1 wholly below, 0 where they overlap or either
+    has none. Two intervals apart is the cautious reading of a difference: for independent figures,
+    and for exclusive shares of one set (C-Gap and R-Fail), the difference's own CI is narrower."""
+    (alo, ahi), (blo, bhi) = interval(a), interval(b)
+    if alo is None or blo is None:
+        return 0
+    return 1 if alo > bhi else -1 if ahi < blo else 0
+
+
+def cannot_tell(n: Any) -> str:
+    return f"cannot tell at this size (n = {n if n is not None else '-'})"
+
+
+def claim(direction: int, above: str, below: str, n: Any) -> str:
+    """`above` where the data hold a positive direction, `below` a negative one, else 'cannot tell'."""
+    return above if direction > 0 else below if direction < 0 else cannot_tell(n)

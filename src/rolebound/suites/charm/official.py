@@ -348,7 +348,8 @@ def import_official(src: str, out: str) -> str:
                         imported_from=str(root),
                         differences=differences,
                         ours=[f"the 600 BA Temporal questions: the concept behind each of the 30 temporal questions "
-                              f"named in {concepts_path.name} ({cmap.source}; validated: {str(cmap.validated).lower()})"],
+                              f"named in {concepts_path.name} ({cmap.source}; validated: {str(cmap.validated).lower()})",
+                              _yes_control_line(roles)],
                         left_out=left + [
                             f"{n_hist} facts of {FACT} about the historical characters (the KV questions ask the "
                             "contemporary targets)",
@@ -358,6 +359,20 @@ def import_official(src: str, out: str) -> str:
         write_release(tmp, header, items)
         load_release(tmp)          # the suite's own loader reads what was written
     return _summary(items, header, out)
+
+
+def _yes_control_line(roles: list[Profile]) -> str:
+    """The BA Yes control (--set ba_control, asked by the run, not held in the import): ours, for
+    these roles, asked under the release's own profiles."""
+    from .data import load_ba_control
+
+    control = load_ba_control()
+    n = sum(len(control.roles.get(r.id) or []) for r in roles)
+    missing = [r.name for r in roles if not control.roles.get(r.id)]
+    return (f"the BA Yes control (not in the paper; --set ba_control=false skips it): {n} in-boundary awareness "
+            f"questions whose answer is Yes, about each of the {len(roles) - len(missing)} historical characters' "
+            f"own era and story, asked as BA under the profiles of {META} (data/ba_control.yaml: {control.source}; "
+            f"validated: {str(control.validated).lower()})" + (f"; none for {', '.join(missing)}" if missing else ""))
 
 
 def _summary(items: list[CharmItem], header: Header, out: str) -> str:

@@ -144,9 +144,13 @@ class CharmSuite(Suite):
 
     async def after_items(self, session, dataset: Dataset, settings: RunSettings) -> None:
         """The override control (--set kv_control, default on): candidates' KV questions again
-        with the factual option moved (strategies.override_control)."""
+        with the factual option moved (strategies.override_control); the BA Yes control (--set
+        ba_control, default on): in-boundary awareness questions whose answer is Yes
+        (strategies.yes_control)."""
         if settings.options.kv_control and "independent" in settings.strategies:
             await strategies.override_control(session, dataset, settings, settings.options)
+        if settings.options.ba_control and "independent" in settings.strategies:
+            await strategies.yes_control(session, dataset, settings, settings.options)
 
     # -- results ----------------------------------------------------------------------------
 

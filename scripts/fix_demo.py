@@ -1,9 +1,10 @@
 """`make fix-demo`: measure, fix, measure again, on characters the fix never saw (docs/fix.md).
 
-1. charm on the bundled model, a balanced subset of the starter set (--limit 1000: 30 characters,
-   6 per region; the demo's 300 questions hold 15, too few to hold out 10);
-2. preference pairs from its records, half of each region's characters held out (`data pairs`);
-3. DPO with a LoRA adapter on the train split (`rolebound tune`);
+1. charm on the bundled model, the whole starter set (its 20 historical roles, four per region:
+   the demo's --limit subsets keep one role per region, too few to hold out ten);
+2. preference pairs from its records, half of each region's roles (and of its KV targets) held out
+   (`data pairs`);
+3. DPO with a LoRA adapter on the train split (`rolebound tune`, --max-steps 40: 320 pairs);
 4. base and tuned on the held-out characters only (`--set characters=...`; the base run is cache
    hits of step 1), and capability's within-ceiling questions as an over-refusal guard that the
    tune never trained on;
@@ -98,26 +99,27 @@ def verdict(d: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="runs/fix-demo")
-    ap.add_argument("--limit", type=int, default=1000)
+    ap.add_argument("--limit", type=int, default=None, help="charm's --limit (default: the whole starter set)")
     ap.add_argument("--heldout", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--epochs", default="1")
+    ap.add_argument("--max-steps", default="40", help="tune steps of 8 pairs (-1: one epoch)")
     ap.add_argument("--capability-limit", type=int, default=12)
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     wall = {}
-    wall["base run"] = sh("run", "charm", "--limit", str(a.limit), "--out", str(out / "base"))
+    limit = ["--limit", str(a.limit)] if a.limit else []
+    wall["base run"] = sh("run", "charm", *limit, "--out", str(out / "base"))
     wall["pairs"] = sh("data", "pairs", str(out / "base"), "--out", str(out / "pairs"),
                        "--heldout", str(a.heldout), "--seed", str(a.seed))
     wall["tune"] = sh("tune", str(out / "pairs"), "--model", "bundled", "--out", str(out / "adapter"),
-                      "--epochs", a.epochs, "--seed", str(a.seed))
+                      "--max-steps", a.max_steps, "--seed", str(a.seed))
     held = json.loads((out / "pairs" / "pairs.json").read_text())["characters"]["test"]
     chars = ",".join(held)
     adapter = f"adapter={out / 'adapter'}"
-    wall["base, held out"] = sh("run", "charm", "--limit", str(a.limit), "--set", f"characters={chars}",
+    wall["base, held out"] = sh("run", "charm", *limit, "--set", f"characters={chars}",
                                 "--out", str(out / "base-heldout"))
-    wall["tuned, held out"] = sh("run", "charm", "--limit", str(a.limit), "--set", f"characters={chars}",
+    wall["tuned, held out"] = sh("run", "charm", *limit, "--set", f"characters={chars}",
                                  "--backend-opt", adapter, "--out", str(out / "tuned-heldout"))
     cap = ["run", "capability", "--strategy", "identity", "--limit", str(a.capability_limit)]
     wall["capability base"] = sh(*cap, "--out", str(out / "capability-base"))

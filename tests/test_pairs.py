@@ -63,7 +63,9 @@ def test_charm_pairs_abstain_on_failures_and_answer_kv(runs):
         assert x["chosen"][0]["content"] == f"Answer: {recs[x['call_id']].gold}"      # logprob: the abstention digit
     kv = [x for x in rows if x["rule"] == "charm.kv_answer"]
     assert kv and all(x["chosen"][0]["content"] == f"Answer: {recs[x['call_id']].gold}" for x in kv)
-    assert all(x["stratum"] for x in rows)                                          # the region
+    yes = [x for x in rows if x["rule"] == "charm.ba_yes"]                         # the BA Yes control
+    assert yes and all((x["chosen"][0]["content"], x["rejected"][0]["content"]) == ("Yes", "No") for x in yes)
+    assert {x["stratum"].split("/")[1] for x in rows} == {"role", "target"}        # region / kind of persona
     gen, _, _ = pairs.build([runs["charm-generate"]])
     for x in gen:
         if x["rule"] == "charm.bc_abstain":
@@ -78,12 +80,13 @@ def test_no_character_in_both_splits_and_the_split_is_seeded(runs, tmp_path):
     assert train and test
     assert not {x["character"] for x in train} & {x["character"] for x in test}
     assert set(meta["characters"]["test"]) == {x["character"] for x in test}
-    # every CHARM region with two or more characters keeps at least one for training
-    by_region: dict[str, set] = {}
+    # every stratum with two or more characters keeps at least one for training, and holds one out
+    chars: dict[str, dict[str, set]] = {}
     for x in train + test:
-        if x["suite"] == "charm":
-            by_region.setdefault(x["stratum"], set()).add(x["split"])
-    assert all("train" in s for s in by_region.values())
+        chars.setdefault(x["stratum"], {}).setdefault(x["split"], set()).add(x["character"])
+    for st, by_split in chars.items():
+        if sum(len(v) for v in by_split.values()) >= 2:
+            assert by_split.get("train") and by_split.get("test"), st
     again = pairs.write(tmp_path / "q", *pairs.build([runs["charm"], runs["capability"]]), heldout=0.3, seed=3)
     assert again["characters"] == meta["characters"] and again["hash"] == meta["hash"]
     other = pairs.write(tmp_path / "r", *pairs.build([runs["charm"], runs["capability"]]), heldout=0.3, seed=4)

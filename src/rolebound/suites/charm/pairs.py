@@ -5,7 +5,11 @@
   the paper's answer format (Table 20: "Answer: <number>"), rejected is the model's reply.
 - `charm.kv_answer`: a KV question, asked as the target who knows the answer: chosen is the right
   option, rejected the abstention, so that a fix keeps what a character does know.
+- `charm.ba_yes`: a BA Yes-control question (stage ba~yes: something the character does know):
+  chosen "Yes", rejected "No", for the same reason.
 The no-role strategy plays no character and makes no pair; neither do the reordered controls.
+The held-out strata are the region and the kind of persona: the historical roles (BA, BC, the Yes
+control) and the targets KV is asked as, so that the held-out roles are spread over the regions.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ ABSTAIN_TEXT = {
              "answer it.",
 }
 KNOW_TEXT = "I know this from my own life: {option}."
+YES_TEXT = "Yes. I know it well from my own life."
+NO_TEXT = "No. I have never known such a thing."
+YES_STAGE = "ba~yes"
 _CHOICE = re.compile(r"^(\d+)\. (.*)$", re.M)
 
 
@@ -46,10 +53,19 @@ def make_pairs(records, manifest) -> tuple[list[Draft], dict[str, int]]:
         skipped[why] = skipped.get(why, 0) + 1
 
     for r in records:
-        if r.role != "model" or r.stage not in ("bc", "seq.bc", "kv"):
+        if r.role != "model" or r.stage not in ("bc", "seq.bc", "kv", YES_STAGE):
             continue
         if r.error is not None:
             skip("failed call")
+            continue
+        if r.stage == YES_STAGE:
+            character, region = str(r.meta.get("role") or ""), str(r.meta.get("region") or "")
+            if not chat_prompt(r) or not character:
+                skip("no chat prompt or no character")
+            elif r.kind == "score":
+                drafts.append(Draft(r, "Yes", "No", "charm.ba_yes", character, f"{region}/role"))
+            else:
+                drafts.append(Draft(r, YES_TEXT, NO_TEXT, "charm.ba_yes", character, f"{region}/role"))
             continue
         if not chat_prompt(r) or not isinstance(r.gold, int):
             skip("no chat prompt or no gold")
@@ -64,13 +80,12 @@ def make_pairs(records, manifest) -> tuple[list[Draft], dict[str, int]]:
         if r.stage == "kv":
             right = opts.get(r.gold, "")
             drafts.append(Draft(r, _answer(r, r.gold, KNOW_TEXT.format(option=right)),
-                                _answer(r, abstain, refuse), "charm.kv_answer", character, region))
+                                _answer(r, abstain, refuse), "charm.kv_answer", character, f"{region}/target"))
         elif not isinstance(r.parsed, int):
             skip("BC reply read as no answer")
         elif r.parsed == r.gold:
             skip("BC abstained (no failure)")
         else:
-            drafts.append(Draft(r, _answer(r, r.gold, refuse),
-                                r.response or "",
-                                "charm.bc_abstain", character, region))
+            drafts.append(Draft(r, _answer(r, r.gold, refuse), r.response or "", "charm.bc_abstain", character,
+                                f"{region}/role"))
     return drafts, skipped

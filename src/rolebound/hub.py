@@ -6,7 +6,9 @@ config taken from the item field the suite's `hub` names), a README.md whose YAM
 the Hub reads, an eval.yaml naming the inspect tasks, and rolebound.json: the suite, the item
 order, which columns hold JSON text, and the data files the items were built from (copied under
 source/, so `hf:DIR` can rebuild what the suite keeps beside its items: characters, indexes,
-corpora). pyarrow (the [hf] extra) is needed only here.
+corpora). Read back, the items keep the dataset hash of the data they were built from when they
+are those very items (a run on the export resumes a run on that data); edited rows hash apart.
+pyarrow (the [hf] extra) is needed only here.
 """
 
 from __future__ import annotations
@@ -171,6 +173,7 @@ def load(suite, data: str, settings):
         raise InputError(f"an export of suite {meta.get('suite')!r}, not {suite.name}", file=str(meta_path))
     base = ",".join(str(root / s) for s in meta.get("sources") or []) or None
     built = suite.load(base, settings)
+    own = [i.model_dump(mode="json", exclude_none=True) for i in built.items]
     kinds = {}
     for item in built.items:
         kinds.setdefault(_config_of(suite, item), type(item))
@@ -196,7 +199,10 @@ def load(suite, data: str, settings):
     if state.items and all(isinstance(v, tuple(kinds.values())) for v in state.items):
         state.items = [by_id[v.id] for v in state.items if v.id in by_id]
     built.source = PREFIX + str(root)
-    built.hash = stable_hash([built.hash, [i.model_dump(mode="json") for i in items]])
+    # the same items hash the same, whatever the format (Parquet gives every row each column: an
+    # absent key comes back None); other items hash apart
+    if [i.model_dump(mode="json", exclude_none=True) for i in items] != own:
+        built.hash = stable_hash([built.hash, [i.model_dump(mode="json") for i in items]])
     return built
 
 

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BackendError, InputError
-from .io import check_file, file_sha256, json_loads, jsonl_lines, write_text_atomic
+from .io import check_file, json_loads, jsonl_lines, write_text_atomic
+from .models.adapter import INSTALL_HINT, MARKER, file_sha
 
-MARKER = "tune.json"
 CHECKPOINTS = "checkpoints"
-INSTALL_HINT = "pip install 'rolebound[fix]' (trl and peft; `make setup` installs them)"
 
 
 @dataclass(frozen=True)
@@ -47,10 +46,6 @@ def _fix_packages():
         import trl  # noqa: F401
     except ImportError:
         raise BackendError(f"tuning needs trl and peft: {INSTALL_HINT}") from None
-
-
-def file_sha(path: Path) -> str:
-    return file_sha256(path)[:16]
 
 
 def read_json(path: Path) -> Any:
@@ -184,33 +179,3 @@ def tune(pairs_dir: str | Path, model: str, out: str | Path, settings: TuneSetti
             "adapter_sha": file_sha(out / "adapter_model.safetensors")}
     write_text_atomic(out / MARKER, json.dumps(done, indent=1) + "\n")
     return done
-
-
-def check_adapter(path: str | Path, base: Path | None = None) -> dict[str, Any]:
-    """A tuned adapter folder for `--backend-opt adapter=DIR`: its identity (part of every cache
-    key, so a tuned model never reads the base model's cached replies). One line if it is not one,
-    or if it was trained on another base model."""
-    p = Path(str(path)).expanduser()
-    if not (p / "adapter_config.json").is_file() or not (p / "adapter_model.safetensors").is_file():
-        raise BackendError(f"adapter '{path}' is not a LoRA adapter folder (adapter_config.json and "
-                           "adapter_model.safetensors; `rolebound tune` writes one)")
-    info: dict[str, Any] = {"path": str(p.resolve()), "sha": file_sha(p / "adapter_model.safetensors")}
-    meta = p / MARKER
-    if base is not None and meta.is_file():
-        try:
-            had = json.loads(meta.read_text(encoding="utf-8"))
-            sha = had["base"]["config_sha"]
-        except (ValueError, KeyError, TypeError):
-            raise BackendError(f"adapter '{path}': {MARKER} is unreadable") from None
-        if (base / "config.json").is_file() and sha != file_sha(base / "config.json"):
-            raise BackendError(f"adapter '{path}' was trained on another base model ({had['base'].get('folder')})")
-    return info
-
-
-def merge_adapter(model, path: str | Path):
-    """The model with the LoRA adapter merged into its weights (inference as fast as the base)."""
-    try:
-        from peft import PeftModel
-    except ImportError:
-        raise BackendError(f"--backend-opt adapter needs peft: {INSTALL_HINT}") from None
-    return PeftModel.from_pretrained(model, str(path)).merge_and_unload()

@@ -171,7 +171,7 @@ class TransformersEngine:
             self.tok.pad_token = self.tok.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=self.dtype).to(self.device)
         if adapter:     # `rolebound tune`'s LoRA adapter, merged: decoding as fast as the base model
-            from ..tune import merge_adapter
+            from .adapter import merge_adapter
 
             self.model = merge_adapter(self.model, adapter)
         self.model.eval()
@@ -877,7 +877,7 @@ class LocalBackend(EngineCalls, Backend):
         thread_policy().register()                       # other rolebound engines share the cores with us
         self._adapter: dict | None = None
         if self.options.get("adapter"):                 # a missing or foreign adapter fails here
-            from ..tune import check_adapter
+            from .adapter import check_adapter
 
             self._adapter = check_adapter(self.options["adapter"], self.model_path())
 

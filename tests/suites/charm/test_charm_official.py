@@ -56,6 +56,10 @@ def test_table7_counts_and_provenance(imported):
     from rolebound.suites.charm.data import load_ba_control
 
     assert {c.id for c in header.characters if c.period == "historical"} == set(load_ba_control().roles)
+    # the spaces the import strips are a listed difference, with their count (of the strings it reads)
+    assert any(x.startswith("848 of the release's 6156 question and option strings have leading or trailing "
+                            "spaces, stripped") for x in p.differences), p.differences
+    assert not any(o != o.strip() for i in items for o in [i.question, *(i.options or [])])
     # every BC question pairs with its BA question, every cross one with its KV question
     ids = {i.id for i in items}
     assert all(i.ba_id in ids for i in items if i.stage == "bc")

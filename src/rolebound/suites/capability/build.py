@@ -468,9 +468,12 @@ def commands(app) -> None:
     """`rolebound build capability [--check]` (the suite's build_commands hook)."""
     import typer
 
-    @app.command("capability")
+    @app.command("capability", epilog="Examples:\n\n\b\n  rolebound build capability\n"
+                                      "  rolebound build capability --check")
     def build_capability(check: bool = typer.Option(False, "--check", help="exit 1 if bank.jsonl is stale")):
-        """Write the starter bank (data/bank.jsonl) from its templates and handwritten.yaml."""
+        """Write the capability starter bank.
+
+        data/bank.jsonl, from its templates and handwritten.yaml."""
         code = main(["--check"] if check else [])
         if code:
             raise typer.Exit(code)

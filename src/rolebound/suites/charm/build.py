@@ -325,19 +325,27 @@ def review(sheet_a: str | Path, sheet_b: str | Path, data_file: str | Path, out_
 # -- `rolebound build` -------------------------------------------------------------------------------
 def commands(app: typer.Typer) -> None:
     """`rolebound build charm` and `rolebound build charm-review` (the suite's build_commands hook)."""
-    @app.command("charm")
+    @app.command("charm", epilog="Examples:\n\n\b\n"
+                 "  rolebound build charm --characters seeds.yaml --generator openai:gpt-4o-mini\n"
+                 "  rolebound build charm --characters seeds.yaml -o charm_build -q")
     def build_charm(
-        characters: Path = typer.Option(..., "--characters", help="YAML: regions, characters, concepts and facts "
+        characters: Path = typer.Option(..., "--characters", metavar="FILE", help="YAML: regions, characters, concepts and facts "
                                         "(question + correct answer; distractors optional)"),
-        generator: str = typer.Option("bundled", "--generator", help="model that writes distractors, BACKEND:NAME"),
-        out: Path = typer.Option(Path("charm_build"), "--out", "-o", help="output folder"),
-        threshold: float = typer.Option(0.9, "--threshold", help="cosine at which a distractor is a near-duplicate"),
-        embedder: Optional[str] = typer.Option(None, "--embedder", help="local sentence-transformers folder"),
-        base_url: Optional[str] = typer.Option(None, "--base-url"),
-        max_tokens: int = typer.Option(256, "--max-tokens"),
-        quiet: bool = typer.Option(False, "--quiet", "-q"),
+        generator: str = typer.Option("bundled", "--generator", metavar="BACKEND:NAME",
+                                      help="the model that writes distractors"),
+        out: Path = typer.Option(Path("charm_build"), "--out", "-o", metavar="DIR", help="output folder"),
+        threshold: float = typer.Option(0.9, "--threshold", metavar="COSINE",
+                                        help="cosine at which a distractor is a near-duplicate"),
+        embedder: Optional[str] = typer.Option(None, "--embedder", metavar="DIR",
+                                               help="local sentence-transformers folder"),
+        base_url: Optional[str] = typer.Option(None, "--base-url", metavar="URL",
+                                               help="the generator's OpenAI-compatible server URL"),
+        max_tokens: int = typer.Option(256, "--max-tokens", metavar="N", help="longest generation, in tokens"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     ):
-        """Two-stage distractor generation (Table 21), near-duplicate removal, review sheet (Table 22)."""
+        """Build CHARM items: distractors for your questions.
+
+        Two-stage distractor generation (Table 21), near-duplicate removal, review sheet (Table 22)."""
         from ...records import Decoding
         
         opts = {"base_url": base_url} if base_url else {}
@@ -348,14 +356,18 @@ def commands(app: typer.Typer) -> None:
               f"{len(res['incomplete'])} incomplete); model calls {res['model_calls']}")
         print(f"data: {res['data']}\nreview sheet: {res['review_sheet']}")
 
-    @app.command("charm-review")
+    @app.command("charm-review", epilog="Examples:\n\n\b\n"
+                 "  rolebound build charm-review a.csv b.csv --data built.yaml -o accepted.yaml\n"
+                 "  rolebound run charm --data accepted.yaml")
     def charm_review(
-        sheet_a: Path = typer.Argument(..., help="first reviewer's filled review_sheet.csv"),
-        sheet_b: Path = typer.Argument(..., help="second reviewer's filled review_sheet.csv"),
-        data: Path = typer.Option(..., "--data", help="the charm_built.yaml the sheets review"),
-        out: Path = typer.Option(..., "--out", "-o", help="accepted items, loadable with --data"),
+        sheet_a: Path = typer.Argument(..., metavar="SHEET_A", help="first reviewer's filled review_sheet.csv"),
+        sheet_b: Path = typer.Argument(..., metavar="SHEET_B", help="second reviewer's filled review_sheet.csv"),
+        data: Path = typer.Option(..., "--data", metavar="FILE", help="the charm_built.yaml the sheets review"),
+        out: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="accepted items, loadable with --data"),
     ):
-        """Cohen's kappa per region (Table 13); keep the items both reviewers accept."""
+        """Keep the built items both reviewers accept.
+
+        Cohen's kappa per region (Table 13); the items both reviewers accept, loadable with --data."""
         
         res = review(sheet_a, sheet_b, data, out)
         print(f"{res['accepted']}/{res['reviewed']} items accepted by both reviewers -> {res['out']}")

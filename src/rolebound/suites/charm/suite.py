@@ -75,7 +75,7 @@ class CharmSuite(Suite):
             if any(release.is_release_file(f) for f in files):
                 return self._load_release(files, settings)
         if not builtin and not files:
-            raise InputError("builtin=false needs --data FILE", field="builtin")
+            raise InputError("builtin=false needs --data FILE", field="--set builtin")
         d, sources = load_data(files, builtin=builtin)
         if not d.concepts and not d.facts:
             raise InputError("no concepts or facts to ask about", file=sources[-1] if sources else None)
@@ -92,7 +92,7 @@ class CharmSuite(Suite):
                              file=files[0], field="--data")
         if "builtin" in settings.options.given() and settings.options.builtin:
             raise InputError("an imported release is the whole dataset; builtin=true would add the starter set",
-                             field="builtin")
+                             field="--set builtin")
         from . import release
 
         header, items = release.load_release(files[0])

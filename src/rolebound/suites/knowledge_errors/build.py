@@ -357,31 +357,41 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
 
 # -- `rolebound build` -------------------------------------------------------------------------------
 def build_knowledge_errors(
-    corpus: str = typer.Argument(..., help="corpus YAML/JSONL (character, text, source), or a folder of "
+    corpus: str = typer.Argument(..., metavar="CORPUS", help="corpus YAML/JSONL (character, text, source), or a folder of "
                                            "Character-LLM wiki_*.txt profiles"),
-    out: Path = typer.Option(..., "--out", "-o", help="items JSONL to write (the corpus is copied beside it as "
+    out: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="items JSONL to write (the corpus is copied beside it as "
                                                       "<stem>.corpus.yaml; records go to <stem>.build/)"),
-    model: str = typer.Option("bundled", "--model", "-m", help="generator model BACKEND:NAME"),
-    characters: Optional[str] = typer.Option(None, "--characters", help="only these, comma-separated"),
-    max_chunks: Optional[int] = typer.Option(None, "--max-chunks", min=1, help="chunks per character"),
-    max_memories: Optional[int] = typer.Option(None, "--max-memories", min=1, help="memories per chunk"),
-    chunk_sentences: int = typer.Option(8, "--chunk-sentences", min=1, help="sentences per chunk (paper: ~8)"),
-    max_kke_spans: int = typer.Option(2, "--max-kke-spans", min=1,
+    model: str = typer.Option("bundled", "--model", "-m", metavar="BACKEND:NAME", help="the generator model"),
+    characters: Optional[str] = typer.Option(None, "--characters", metavar="NAMES",
+                                             help="only these, comma-separated"),
+    max_chunks: Optional[int] = typer.Option(None, "--max-chunks", min=1, metavar="N", help="chunks per character"),
+    max_memories: Optional[int] = typer.Option(None, "--max-memories", min=1, metavar="N", help="memories per chunk"),
+    chunk_sentences: int = typer.Option(8, "--chunk-sentences", min=1, metavar="N",
+                                        help="sentences per chunk (paper: ~8)"),
+    max_kke_spans: int = typer.Option(2, "--max-kke-spans", min=1, metavar="N",
                                       help="changed word spans a KKE edit may have before it counts as >1 error"),
     correct_queries: bool = typer.Option(True, "--correct-queries/--no-correct-queries",
                                          help="also turn each correct memory into a question (hidden-state analysis)"),
-    topics: Optional[str] = typer.Option(None, "--topics", help="sub-discipline list (default: the shipped one)"),
-    seed: int = typer.Option(0, "--seed", help="topic draws and sampling seed"),
-    temperature: Optional[float] = typer.Option(None, "--temperature"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1),
-    base_url: Optional[str] = typer.Option(None, "--base-url"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env"),
-    dtype: Optional[str] = typer.Option(None, "--dtype"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", min=1),
-    no_cache: bool = typer.Option(False, "--no-cache"),
+    topics: Optional[str] = typer.Option(None, "--topics", metavar="FILE",
+                                         help="sub-discipline list (default: the shipped one)"),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="topic draws and sampling seed"),
+    temperature: Optional[float] = typer.Option(None, "--temperature", metavar="T",
+                                                help="the generator's temperature (default: the backend's)"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, metavar="N",
+                                             help="longest generation, in tokens"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", metavar="URL",
+                                           help="the generator's OpenAI-compatible server URL"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", metavar="VAR",
+                                              help="env var holding the generator's API key"),
+    dtype: Optional[str] = typer.Option(None, "--dtype", metavar="TYPE", help="local models: auto, bf16, fp32"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", min=1, metavar="N",
+                                              help="requests in flight"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start the build folder again"),
 ):
-    """Build knowledge-errors items (KKE and UKE yes/no queries) from character corpora."""
+    """Build knowledge-errors items from character corpora.
+
+    KKE and UKE yes/no queries, from each corpus chunk's memories (Tables 8-13)."""
     from ...records import Decoding
     
     dec = Decoding().merged(temperature=temperature, max_tokens=max_tokens, seed=seed)
@@ -412,4 +422,7 @@ def build_knowledge_errors(
 
 def commands(app) -> None:
     """`rolebound build knowledge-errors` (the suite's build_commands hook)."""
-    app.command("knowledge-errors")(build_knowledge_errors)
+    app.command("knowledge-errors", epilog="Examples:\n\n\b\n"
+                "  rolebound build knowledge-errors my.corpus.yaml -o mine.jsonl -m openai:o3\n"
+                "  rolebound build knowledge-errors profiles/ --max-chunks 3 -o small.jsonl\n"
+                "  rolebound run knowledge-errors --data mine.jsonl")(build_knowledge_errors)

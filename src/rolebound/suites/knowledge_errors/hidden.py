@@ -25,7 +25,7 @@ def hidden_mode(value) -> str:
         return "off"
     if v == "all":
         return "all"
-    raise InputError("must be true, false or all", field="hidden_states")
+    raise InputError("must be true, false or all", field="--set hidden_states")
 
 
 async def save_hidden_states(backend, items: Sequence[KEItem], path: Path) -> None:

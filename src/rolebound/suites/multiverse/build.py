@@ -347,18 +347,20 @@ def run_build(seeds_path, out_dir, **kw) -> dict[str, Any]:
 
 # -- `rolebound build` -------------------------------------------------------------------------------
 def build_multiverse(
-    seeds: Path = typer.Argument(..., help="YAML: heroes (with versions) and canon_seeds (question + true answer)"),
-    out: Path = typer.Option(..., "--out", "-o", help="folder for dataset.yaml, review.csv and generation.jsonl"),
-    model: str = typer.Option("bundled", "--model", "-m", help="generator BACKEND:NAME"),
-    per_type: int = typer.Option(3, "--dilemmas-per-type", min=0, help="dilemmas per version and conflict type"),
+    seeds: Path = typer.Argument(..., metavar="SEEDS", help="YAML: heroes (with versions) and canon_seeds (question + true answer)"),
+    out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="folder for dataset.yaml, review.csv and generation.jsonl"),
+    model: str = typer.Option("bundled", "--model", "-m", metavar="BACKEND:NAME", help="the generator model"),
+    per_type: int = typer.Option(3, "--dilemmas-per-type", min=0, metavar="N", help="dilemmas per version and conflict type"),
     no_canon: bool = typer.Option(False, "--no-canon", help="skip the canon distractors"),
     no_dilemmas: bool = typer.Option(False, "--no-dilemmas", help="skip dilemma generation"),
-    temperature: float = typer.Option(0.9, "--temperature", help="paper Table 5: 0.9 for generation"),
-    seed: int = typer.Option(0, "--seed"),
-    max_tokens: int = typer.Option(512, "--max-tokens"),
+    temperature: float = typer.Option(0.9, "--temperature", metavar="T", help="paper Table 5: 0.9 for generation"),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="the generator's sampling seed"),
+    max_tokens: int = typer.Option(512, "--max-tokens", metavar="N", help="longest generation, in tokens"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start again in an --out that holds another build"),
 ):
-    """Build multiverse items from expert seeds; everything generated is validated: false."""
+    """Build multiverse items from expert seeds.
+
+    Canon distractors and dilemmas by conflict type; everything generated is validated: false."""
     
     res = run_build(seeds, out, model=model, per_type=per_type, canon=not no_canon,
                     dilemmas=not no_dilemmas and per_type > 0, temperature=temperature, seed=seed,
@@ -372,4 +374,6 @@ def build_multiverse(
 
 def commands(app) -> None:
     """`rolebound build multiverse` (the suite's build_commands hook)."""
-    app.command("multiverse")(build_multiverse)
+    app.command("multiverse", epilog="Examples:\n\n\b\n"
+                "  rolebound build multiverse seeds.yaml --out built/ -m openai:gpt-4o-mini\n"
+                "  rolebound build multiverse seeds.yaml --out built/ --no-dilemmas")(build_multiverse)

@@ -464,9 +464,8 @@ def compare(run_dirs: List[Path] = typer.Argument(..., metavar="RUN_DIR",
 
 
 @app.command(epilog=examples("rolebound tune pairs/charm --model bundled --out adapters/charm",
-                             "rolebound tune pairs/charm --model hf:/models/Qwen2.5-1.5B-Instruct --out adapters/qwen "
-                             "--max-steps 40",
-                             "rolebound run charm --backend-opt adapter=adapters/charm --out runs/charm-tuned"))
+                             "rolebound tune pairs/charm -m hf:/models/qwen -o adapters/qwen --max-steps 40",
+                             "rolebound run charm --backend-opt adapter=adapters/charm"))
 def tune(pairs_dir: Path = typer.Argument(..., metavar="PAIRS", help="a folder of `rolebound data pairs` (its train split)"),
          model: str = typer.Option("bundled", "--model", "-m", metavar="bundled|hf:PATH",
                                    help="the base model: bundled[:NAME] or a local folder hf:PATH"),
@@ -744,8 +743,7 @@ def data_export(suite: str = typer.Argument(..., metavar="SUITE", help=f"one of:
 
 
 @data_app.command("pairs", epilog=examples("rolebound data pairs runs/charm-demo --out pairs/charm",
-                                           "rolebound data pairs runs/charm-a runs/capability-a --out pairs/mixed "
-                                           "--heldout 0.3 --seed 1"))
+                                           "rolebound data pairs runs/a runs/b --out pairs/ab --heldout 0.5"))
 def data_pairs(run_dirs: List[Path] = typer.Argument(..., metavar="RUN_DIR...", help="run folders to make pairs from"),
                out: Path = typer.Option(..., "--out", "-o", metavar="DIR",
                                         help="folder to write (a Hugging Face dataset and JSONL)"),

@@ -464,7 +464,7 @@ def compare(run_dirs: List[Path] = typer.Argument(..., metavar="RUN_DIR",
 
 
 @app.command(epilog=examples("rolebound tune pairs/charm --model bundled --out adapters/charm",
-                             "rolebound tune pairs/charm -m hf:/models/qwen -o adapters/qwen --max-steps 40",
+                             "rolebound tune pairs/charm -m hf:/models/qwen -o ad/qwen --max-steps 40",
                              "rolebound run charm --backend-opt adapter=adapters/charm"))
 def tune(pairs_dir: Path = typer.Argument(..., metavar="PAIRS", help="a folder of `rolebound data pairs` (its train split)"),
          model: str = typer.Option("bundled", "--model", "-m", metavar="bundled|hf:PATH",

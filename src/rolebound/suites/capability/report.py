@@ -43,8 +43,9 @@ def report_sections(metrics, records, manifest, run_dir) -> Report:
     if single:
         _single_turn(rep, m, records, role_strats)
     rep.samples("Per-answer records", ["item", "variant", "role", "level", "in_role", "gold", "parsed", "correct",
-                                       "outcome", "judge", "response"], _samples(records, probes),
-                ["variant", "role", "level", "outcome", "correct"])
+                                       "boxed", "judge", "response"], _samples(records, probes),
+                ["variant", "role", "level", "boxed", "correct"],
+                shown=["question", "variant", "role", "level", "gold", "parsed"])
     return rep
 
 
@@ -114,7 +115,7 @@ def _samples(records, answers) -> list[dict]:
         samples.append({"_call": r.call_id, "item": r.item_id, "variant": r.strategy, "role": r.meta.get("role") or "-",
                         "level": r.meta.get("level"), "in_role": r.meta.get("in_role"),
                         "gold": r.gold, "parsed": r.parsed, "correct": r.correct,
-                        "outcome": outcome(r.response),
+                        "boxed": outcome(r.response),       # the \boxed{} answer's form (valid, missing, ...)
                         "judge": " ".join(f"{k}={js.get(k)}" for k in JUDGE_DIMS) if js else "",
                         "response": r.response})
     return samples

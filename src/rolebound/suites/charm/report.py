@@ -89,9 +89,10 @@ def report_sections(metrics: dict, records, manifest, run_dir) -> Report:
     strict = (manifest.options or {}).get("extraction") == "strict"
     extraction_section(rep, records, metrics,
                        "The paper's strict reading was used (extraction=strict)." if strict else "")
-    rep.samples("Per-sample records", ["character", "region", "stage", "boundary", "target", "outcome", "gold",
-                                       "parsed", "read by", "question", "response"], _samples(records),
-                ["character", "region", "stage", "boundary", "outcome"])
+    rep.samples("Per-sample records", ["character", "region", "stage", "boundary", "target", "gold", "parsed",
+                                       "outcome", "BA-BC cell", "read by", "question", "response"], _samples(records),
+                ["character", "region", "stage", "boundary", "outcome", "BA-BC cell"],
+                shown=["question", "character", "stage", "gold", "parsed", "outcome", "BA-BC cell"])
     return rep
 
 
@@ -229,18 +230,19 @@ def _samples(records) -> list[dict[str, Any]]:
         if r.role != "model":
             continue
         prompt = r.prompt[-1]["content"] if isinstance(r.prompt, list) and r.prompt else r.prompt
+        # one vocabulary for the outcome of every answer; a BC answer's BA-BC cell in its own column
         if r.error:
             outcome = "error"
-        elif r.stage == "bc" and r.item_id in cells:
-            outcome = CELL_LABELS[cells[r.item_id]]
         else:
             outcome = "correct" if r.correct else ("invalid" if r.parsed == "invalid" else "wrong")
+        cell = CELL_LABELS[cells[r.item_id]] if r.stage == "bc" and r.item_id in cells else ""
         q = prompt or ""
         if isinstance(q, str) and "Question: " in q:
             q = q.split("Question: ", 1)[1].split("\n", 1)[0]
         out.append({"_call": r.call_id, "character": r.meta.get("role"), "region": r.meta.get("region"),
                     "stage": f"{r.strategy}:{r.stage}", "boundary": r.meta.get("boundary"),
-                    "target": r.meta.get("fact") or r.meta.get("target"), "outcome": outcome, "gold": r.gold,
+                    "target": r.meta.get("fact") or r.meta.get("target"), "outcome": outcome, "BA-BC cell": cell,
+                    "gold": r.gold,
                     "parsed": r.parsed, "read by": read_by(r), "question": q, "response": r.response if r.error is None else r.error})
     return out
 

@@ -184,7 +184,8 @@ def _samples(rep: Report, records: list, metrics: dict) -> None:
     extraction_section(rep, records, metrics)
     rep.samples("Per-answer records", ["item", "character", "category", "error_type", "method", "repeat", "query",
                                        "answer", "judgment", "read by", "judge reply"], rows,
-                ["method", "error_type", "category", "character", "judgment"])
+                ["method", "error_type", "category", "character", "judgment"],
+                shown=["query", "character", "error_type", "method", "judgment"])
 
 
 def _judge_reply(j) -> str:

@@ -182,7 +182,8 @@ def _samples(rep: Report, records: list, metrics: dict) -> None:
                         "response": r.response, "_call": r.call_id})
     extraction_section(rep, records, metrics)
     rep.samples("Per-call records", ["id", "strategy", "stage", "task", "version", "played", "group", "gold",
-                                     "parsed", "read by", "correct", "response"], samples, ["strategy", "stage", "task", "correct"])
+                                     "parsed", "read by", "correct", "response"], samples, ["strategy", "stage", "task", "correct"],
+                shown=["question", "version", "strategy", "stage", "task", "gold", "parsed"])
 
 
 def _think_act_figure(rep, strat: dict) -> None:

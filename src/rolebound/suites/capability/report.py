@@ -201,7 +201,7 @@ def accuracy_by_role_figure(m: dict[str, Any], strategies: list[str]):
     ax.set_xticks(x, [r["label"] for r in roles], rotation=20)
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("task accuracy")
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))    # off the plot
     return fig
 
 
@@ -219,7 +219,7 @@ def delta_figure(m: dict[str, Any]):
     ax.axvline(0, color="gray", lw=0.8)
     ax.set_xlabel("change in in-role accuracy (ΔIA)")
     ax.set_ylabel("change in above-role accuracy (ΔA)")
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))    # off the plot
     return fig
 
 

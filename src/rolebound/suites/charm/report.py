@@ -18,17 +18,25 @@ def _r(d: dict | None) -> float | None:
 
 
 def _stacked(labels: list[str], mats: list[dict], title: str):
+    """One horizontal stacked bar per boundary type or model: its name on the y axis, however long,
+    never drawn over its neighbour's (compare puts many models side by side)."""
+    import textwrap
+
     from ...report.builder import subplots
 
-    fig, ax = subplots(figsize=(max(5, 1.3 * len(labels) + 2), 3.6))
-    bottom = [0.0] * len(labels)
+    names = [textwrap.fill(str(x), 34) for x in labels]
+    lines = sum(n.count("\n") + 1 for n in names)
+    fig, ax = subplots(figsize=(7.0, 1.3 + 0.22 * lines + 0.18 * len(names)))
+    y = list(range(len(names)))[::-1]           # the first on top
+    left = [0.0] * len(names)
     for c in CELLS:
         vals = [(_r(m.get(c)) or 0.0) for m in mats]
-        ax.bar(labels, vals, bottom=bottom, color=CELL_COLORS[c], label=CELL_LABELS[c])
-        bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_ylabel("% of instances")
-    ax.set_ylim(0, 100)
-    ax.set_title(title)
+        ax.barh(y, vals, left=left, color=CELL_COLORS[c], label=CELL_LABELS[c])
+        left = [b + v for b, v in zip(left, vals)]
+    ax.set_yticks(y, names)
+    ax.set_xlabel("% of instances")
+    ax.set_xlim(0, 100)
+    ax.set_title(title, fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
     return fig
@@ -58,8 +66,8 @@ def _region_bars(by_region: dict, title: str):
     ax.set_xticks(x, regions)
     ax.set_ylim(0, 100)
     ax.set_ylabel("%")
-    ax.set_title(title + " (95% bootstrap CI)")
-    ax.legend(fontsize=8)
+    ax.set_title(title + " (95% bootstrap CI)", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)   # off the plot: CIs reach 0 and 100
     fig.tight_layout()
     return fig
 

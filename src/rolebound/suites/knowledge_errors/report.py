@@ -163,8 +163,10 @@ def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
         ax.set_yticks([])
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=8, loc="best")
     fig.tight_layout()
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if handles:                         # beside the panels, off every plot
+        fig.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 

@@ -1,8 +1,9 @@
 """What a person sees, in a real headless Chromium (skipped when the `chromium` package is absent):
 every suite's report, the card, `view`'s index and `compare`. In the sample viewer's default view
 no header cell is cut short (its text fits its cell: scrollWidth <= clientWidth), the view keeps
-to the few columns that identify a sample and its outcome, the column picker brings the rest, and
-no page runs wider than the window.
+to the few columns that identify a sample and its outcome, the column picker brings the rest; no
+page runs wider than the window, and no figure is shown smaller than it was drawn (which would
+shrink its labels below the 8 pt tests/test_figure_text.py checks).
 
 Set ROLEBOUND_SCREENSHOTS=DIR to keep a screenshot of each page."""
 
@@ -36,6 +37,9 @@ TINY = {"charm": 40, "knowledge-errors": 8, "multiverse": 16, "capability": 4}
 CUT = """Array.from(document.querySelectorAll('.vhead > div')).filter(function (d) {
   return d.scrollWidth > d.clientWidth; }).map(function (d) { return [d.textContent, d.clientWidth, d.scrollWidth]; })"""
 WIDE = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+# figures shown smaller than drawn shrink their 8 pt labels (tests/test_figure_text.py checks the PNG)
+SHRUNK = """Array.from(document.images).filter(function (i) { return i.clientWidth < 0.95 * i.naturalWidth; })
+  .map(function (i) { return [i.alt, i.clientWidth, i.naturalWidth]; })"""
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +85,7 @@ def test_the_viewers_default_view_cuts_no_header(browser, runs, name):
     for c in data["columns"]:                                         # none empty in every row ("read by")
         assert any(r.get(c) not in (None, "") for r in data["rows"]), c
     browser.js(f"document.getElementById('{sid}').scrollIntoView()")
-    assert browser.js(CUT) == [] and browser.js(WIDE) <= 0
+    assert browser.js(CUT) == [] and browser.js(WIDE) <= 0 and browser.js(SHRUNK) == []
     _shot(browser, f"viewer-{name}")
     if "outcome" in data["columns"]:                                  # one vocabulary for outcomes
         assert {r.get("outcome") for r in data["rows"]} <= {"correct", "wrong", "invalid", "error", None, ""}
@@ -119,4 +123,5 @@ def test_the_card_compare_and_view_pages_fit_the_window(browser, runs, tmp_path)
     for name, page in pages.items():
         _open(browser, page)
         assert browser.js(WIDE) <= 0, name
+        assert browser.js(SHRUNK) == [], name
         _shot(browser, name)

@@ -19,7 +19,7 @@ def draw(spec: dict[str, Any]):
     k = max(1, len(series))
     width = 0.8 / k
     x = np.arange(len(groups))
-    fig, ax = subplots(figsize=(max(5.0, 0.45 * k * len(groups) + 2.5), 3.6))
+    fig, ax = subplots(figsize=(min(8.5, max(5.0, 0.45 * k * len(groups) + 2.5)), 3.6))   # fits the card
     top = {PCT: 100.0, SCALE01: 1.0}.get(spec.get("unit"))
     digits = unit_digits(spec.get("unit", PCT))
     highest = 0.0

@@ -147,9 +147,9 @@ def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
     import numpy as np
 
     names = [c for c in dict.fromkeys(chars) if chars.count(c) >= 3]
-    ncol = min(3, len(names))
+    ncol = min(2, len(names))           # two panels a row: the figure fits a report's width
     nrow = -(-len(names) // ncol)
-    fig, axes = subplots(nrow, ncol, figsize=(4.2 * ncol, 3.8 * nrow), squeeze=False)
+    fig, axes = subplots(nrow, ncol, figsize=(4.4 * ncol, 3.8 * nrow), squeeze=False)
     style = {"correct": ("tab:green", "o"), "KKE": ("tab:red", "^"), "UKE": ("tab:blue", "s")}
     for ax, name in zip(axes.flat, names):
         idx = [i for i, c in enumerate(chars) if c == name]

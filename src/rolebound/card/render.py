@@ -15,6 +15,7 @@ from ..dialogue.report import png as drift_png
 from ..report.fmt import fmt_figure
 
 PROTOCOLS = {"paper": "paper protocol", "demo": "demo settings (not the paper's protocol)",
+             "stand-in": "a test stand-in with default decoding (not the paper's protocol)",
              "none": "suite defaults"}
 
 
@@ -29,6 +30,8 @@ def demo_note(card: dict) -> str:
 
 def protocol_summary(card: dict) -> str:
     modes = sorted({s["protocol"] for s in card["suites"]})
+    if modes == ["demo"] and str(card.get("model", "")).startswith("fake:"):
+        modes = ["stand-in"]
     text = PROTOCOLS.get(modes[0], modes[0]) if len(modes) == 1 else \
         "mixed: " + ", ".join(f"{s['suite']} {s['protocol']}" for s in card["suites"])
     selfj = [s["suite"] for s in card["suites"] if s.get("self_judged")]

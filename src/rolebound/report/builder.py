@@ -63,13 +63,16 @@ def _cell(v: Any) -> str:
 
 
 _MD_PUNCT = re.compile(r"([\\`*_\[\]~|])")
-_MD_LINE_START = re.compile(r"^([ \t]*)(?:([-+=#])|(\d+)([.)]))", re.M)
+# markdown's own escapes (a backslash before ASCII punctuation), never HTML entities: "<" where it
+# could open a tag, comment or autolink, "&" where it could start an entity; "p < 0.05" and
+# "BA+ & FC-BC" stay as they are
+_MD_HTML = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)")
+_MD_LINE_START = re.compile(r"^([ \t]*)(?:([-+=#>])|(\d+)([.)]))", re.M)
 _MD_CODE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 
 
 def _md_plain(s: str) -> str:
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_PUNCT.sub(r"\\\1", s)
+    return _MD_HTML.sub(lambda m: "\\" + m.group(0), _MD_PUNCT.sub(r"\\\1", s))
 
 
 def _md_code(c: str, cell: bool) -> str:
@@ -89,9 +92,11 @@ def _md_inline(s: Any, cell: bool = False) -> str:
 
 
 def md_text(s: Any) -> str:
-    """Text shown as itself in any markdown renderer: outside `code spans`, markup characters
-    become entities and markdown's own are backslash-escaped (no raw HTML, links, images,
-    emphasis or lists from run data); a code span stays one, and its text is literal anyway."""
+    """Text shown as itself in any markdown renderer (CommonMark, GitHub): outside `code spans`,
+    markdown's characters are backslash-escaped, and so are a "<" that could open raw HTML or an
+    autolink and an "&" that could start an entity (no raw HTML, links, images, emphasis, lists
+    or quotes from run data, and no entity shown as text in a plain file); a code span stays
+    one, and its text is literal anyway."""
     def esc(m):
         return m.group(1) + ("\\" + m.group(2) if m.group(2) else m.group(3) + "\\" + m.group(4))
 

@@ -125,3 +125,10 @@ def test_the_card_compare_and_view_pages_fit_the_window(browser, runs, tmp_path)
         assert browser.js(WIDE) <= 0, name
         assert browser.js(SHRUNK) == [], name
         _shot(browser, name)
+    _open(browser, pages["card"])
+    text = browser.js("document.body.innerText")
+    assert "bundled demo model" not in text and "a test stand-in model (fake:random" in text   # says what it is
+    ke = "document.querySelectorAll('#knowledge-errors ~ .pair')[0]"
+    cells = browser.js(f"Array.from({ke}.querySelectorAll('td.note')).filter(function (td) {{"
+                       f" return td.querySelector('details'); }}).map(function (td) {{ return td.innerText; }})")
+    assert cells and all(c.startswith("paper: 14 models, ") and "highest" in c for c in cells)   # the list folded

@@ -126,6 +126,18 @@ def test_paper_line_and_protocol_comparison():
     same, dep = papers.protocol_comparison(suite, demo)
     assert not same and any("demo" in d for d in dep) and any("logprob" in d for d in dep) \
         and any("--limit 200" in d for d in dep)
+    demo.model = "fake:random"                     # a stand-in is named for what it is, not the bundled model
+    assert papers.protocol_comparison(suite, demo)[1][0].startswith("a test stand-in model (fake:random: it knows nothing")
+    demo.model = "bundled"
+    assert "the bundled demo model's decoding" in papers.protocol_comparison(suite, demo)[1][0]
+
+
+def test_a_paper_column_of_many_models_gives_their_range_and_the_highest():
+    rows = [r for r in papers.rows_for("knowledge-errors") if r.figure == "KKE/event" and r.condition == "vanilla"]
+    few = [r for r in papers.rows_for("charm") if r.metric == "c_gap"]
+    assert papers.paper_summary(few, "%") == ""                        # six models: the whole line
+    assert papers.paper_summary(rows, "%") == \
+        "14 models, 7.11 to 39.33; highest GPT-4o 39.33 ± 0.19 (Table 2)"
 
 
 def test_options_that_leave_out_part_of_the_protocol_are_departures():

@@ -213,7 +213,7 @@ def test_report_and_card_set_the_paper_beside_the_run(charm_run, tmp_path):
     s = section("charm", get_suite("charm"), charm_run, run_metrics(charm_run), tmp_path, reused=True)
     gap = next(f for f in s["figures"] if f["key"] == "c_gap")
     assert gap["paper"].startswith("GPT-4o 72.1") and "Qwen3-8B 24.7" in gap["paper"]
-    assert "demo settings" in s["paper_protocol"] and "--limit 60" in s["paper_protocol"]
+    assert "a test stand-in model (fake:random" in s["paper_protocol"] and "--limit 60" in s["paper_protocol"]
     assert any(r["paper"].startswith("paper: GPT-4o 72.1") for r in figure_rows(s))
     card = {"model": "fake:random", "judge": None, "demo": True, "created": "", "rolebound": "", "git": None,
             "suites": [{**s, "warnings": ["bc: the picks follow position"]}]}

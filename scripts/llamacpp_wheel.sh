@@ -25,7 +25,13 @@ esac
 KEY="$(printf '%s' "$VERSION $VARIANT $CMAKE_ARGS" | sha256sum | cut -c1-10)"
 DIR="${ROLEBOUND_WHEELS:-$HOME/.cache/rolebound/wheels}/llama_cpp_python-$VERSION-$VARIANT-$KEY"
 PY="${PYTHON:-python3}"
-found() { ls "$DIR"/llama_cpp_python-*.whl 2>/dev/null | head -n1; }
+# a wheel tagged for one CPython (cpXY) serves that version only; a py3 one serves any
+PYTAG="$("$PY" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')"
+found() {
+  for f in "$DIR"/llama_cpp_python-*-"$PYTAG"-*.whl "$DIR"/llama_cpp_python-*-py3-*.whl; do
+    if [ -f "$f" ]; then echo "$f"; return 0; fi
+  done
+}
 if [ -n "$(found)" ]; then found; exit 0; fi
 if ! grep -q avx2 /proc/cpuinfo; then echo "llamacpp: this CPU lacks AVX2; the portable build needs it" >&2; exit 2; fi
 mkdir -p "$DIR"
@@ -39,8 +45,10 @@ if [ -z "$SDIST" ]; then
 fi
 echo "llamacpp: building the wheel from $SDIST (about 10 min on 2 cores; once per machine)" >&2
 START=$(date +%s)
+# --no-cache-dir: pip would keep the wheel in its own cache under the sdist's path alone, and give it
+# back for a later build of the same LLAMACPP_SDIST with other flags
 CMAKE_ARGS="$CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-  nice -n 5 "$PY" -m pip wheel -q --no-deps -w "$TMP/out" "$SDIST" >&2
+  nice -n 5 "$PY" -m pip wheel -q --no-cache-dir --no-deps -w "$TMP/out" "$SDIST" >&2
 mv "$TMP"/out/llama_cpp_python-*.whl "$DIR"/
 printf '%s\nvariant=%s\nbuild_seconds=%s\nbuilt_on=%s\n' "$CMAKE_ARGS" "$VARIANT" \
   "$(( $(date +%s) - START ))" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" > "$DIR/BUILD_INFO"

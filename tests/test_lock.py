@@ -64,3 +64,29 @@ def test_project_venv_matches_the_lock():
     if "llama-cpp-python" in installed:     # `make llamacpp` adds its wheel and its own lock
         want.update(locked(ROOT / "requirements-llamacpp.lock"), **{"llama-cpp-python": installed["llama-cpp-python"]})
     assert installed == want, "the venv differs from requirements.lock: run `make setup`"
+
+
+def _install_venv():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("install_venv", ROOT / "scripts" / "install_venv.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_uv_is_given_the_package_sources_pip_is_configured_with():
+    """uv reads none of pip's configuration: without these flags it cannot find a lock pin that
+    lies only in a find-links folder or an extra index (torch's local +cpu build here)."""
+    flags = _install_venv().source_flags(
+        ":env:.find-links='/opt/wheels'\n"
+        "global.cert='/etc/ssl/certs/ca-certificates.crt'\n"
+        "global.extra-index-url='file:///opt/pypi/simple file:///opt/pypi-more/simple'\n"
+        "global.find-links='/opt/wheels'\n")
+    assert flags == ["--extra-index-url", "file:///opt/pypi/simple", "--extra-index-url",
+                     "file:///opt/pypi-more/simple", "--find-links", "/opt/wheels",
+                     "--index-strategy", "unsafe-best-match"]
+    assert _install_venv().source_flags("") == []          # a user's machine: uv's own defaults
+    assert _install_venv().source_flags(
+        "user.index-url='https://mirror.example/simple'\n:env:.no-index='true'\n") == \
+        ["--no-index", "--index-url", "https://mirror.example/simple"]

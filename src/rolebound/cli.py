@@ -397,7 +397,7 @@ def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run dir
     """Put several runs side by side (one row per model, strategy); --paper: beside the paper's tables."""
     from .compare import compare_runs
 
-    paths = compare_runs(run_dirs, out, paper=paper, echo=paper)
+    paths = compare_runs(run_dirs, out, paper=paper, echo=True)     # --paper's tables, else the paired differences
     for p in paths:
         print(p)
 

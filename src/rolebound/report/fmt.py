@@ -23,11 +23,30 @@ def fmt_num(v: float | None, digits: int = 2) -> str:
     return "-" if _missing(v) else f"{v:.{digits}f}"
 
 
+MIN_CLUSTERS = 10      # stats.MIN_CLUSTERS (fmt imports nothing of ours; tests/test_parsers_stats.py ties them)
+
+
+def few_clusters(d: dict | None) -> int | None:
+    """The number of clusters (else items) behind a rate_ci / paired_diff dict when it is below
+    MIN_CLUSTERS, so that its interval cannot be trusted; else None."""
+    if not d:
+        return None
+    g = d.get("clusters", d.get("n"))
+    return g if isinstance(g, int) and g < MIN_CLUSTERS else None
+
+
+def untrusted(g: int) -> str:
+    return f"(no CI: {g} cluster{'' if g == 1 else 's'}, too few to trust one)"
+
+
 def fmt_rate(d: dict | None, digits: int = 1) -> str:
-    """A rate with its bootstrap CI (stats.rate_ci): '72.1 [68.0, 76.2]' or '-'."""
+    """A rate with its bootstrap CI (stats.rate_ci): '72.1 [68.0, 76.2]' or '-'; below
+    MIN_CLUSTERS clusters (or items), the rate and why there is no interval instead."""
     if not d or d.get("rate") is None:
         return "-"
     s = f"{d['rate']:.{digits}f}"
+    if (g := few_clusters(d)) is not None and d.get("lo") is not None:
+        return f"{s} {untrusted(g)}"
     if d.get("lo") is not None:
         s += f" [{d['lo']:.{digits}f}, {d['hi']:.{digits}f}]"
     return s
@@ -39,9 +58,11 @@ def fmt_stat(d: dict | None, digits: int = 2) -> str:
 
 
 def fmt_diff(d: dict | None, digits: int = 1) -> str:
-    """A paired difference with its CI: '+3.2 [-1.0, +7.5]' or '-'."""
-    if not d:
+    """A paired difference with its CI: '+3.2 [-1.0, +7.5]' or '-' (below MIN_CLUSTERS: no CI)."""
+    if not d or d.get("diff") is None:
         return "-"
+    if (g := few_clusters(d)) is not None:
+        return f"{d['diff']:+.{digits}f} {untrusted(g)}"
     return f"{d['diff']:+.{digits}f} [{d['lo']:+.{digits}f}, {d['hi']:+.{digits}f}]"
 
 

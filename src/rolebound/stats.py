@@ -69,7 +69,8 @@ Z_975, Z_80 = 1.959963984540054, 0.8416212335729143     # two-sided 0.05; 80% po
 
 def cluster_key(record, spec: dict[str, Sequence[str]] | None, stage: str | None = None) -> str:
     """The cluster of a record under a suite's declaration (`Suite.clusters`): `spec` maps a stage
-    (`stage`, else the record's; or "*") to meta keys (or record fields), the first one set wins;
+    (`stage`, else the record's; or "*") to meta keys (or record fields; "a+b" joins two), the
+    first one set wins;
     none set: the item, so the repeats of an item always share a cluster (a key never holds the
     repeat). `spec["strata"]`: meta keys of fixed strata of the design (CHARM's boundary types):
     the key then starts with the stratum, 'boundary=cross|target=...', and clusters are resampled
@@ -78,10 +79,10 @@ def cluster_key(record, spec: dict[str, Sequence[str]] | None, stage: str | None
     meta = record.meta or {}
 
     def first(keys) -> str | None:
-        for k in keys:
-            v = meta.get(k, getattr(record, k, None))
-            if v is not None:
-                return f"{k}={v}"
+        for k in keys:      # "a+b": both fields together (a dilemma type within a version)
+            vs = [meta.get(p, getattr(record, p, None)) for p in k.split("+")]
+            if all(v is not None for v in vs):
+                return f"{k}={'/'.join(map(str, vs))}"
         return None
 
     key = first(spec.get(stage or record.stage, spec.get("*", ()))) or f"item={record.item_id}"

@@ -101,11 +101,11 @@ def headline_rows(suite, metrics: dict, manifest) -> list[list[Any]]:
         if not isinstance(d, dict) or d.get("rate") is None or "clusters" not in d:
             continue
         se = "-" if d.get("se") is None else f"{d['se']:.2f} / {d['se_item']:.2f}"
+        mdd = None if d.get("mdd") is None or not d.get("trusted") else d["mdd"]    # few clusters: no SE to trust
         row = [label, fmt_rate(d), d["n"], cluster_by_text(suite.clusters, stage), d["clusters"],
-               "-" if d.get("deff") is None else f"{d['deff']:.2f}", se,
-               "-" if d.get("mdd") is None else f"{d['mdd']:.1f}"]
+               "-" if d.get("deff") is None else f"{d['deff']:.2f}", se, "-" if mdd is None else f"{mdd:.1f}"]
         if scale is not None:
-            row.append("-" if d.get("mdd") is None else f"{d['mdd'] * scale:.1f}")
+            row.append("-" if mdd is None else f"{mdd * scale:.1f}")
         rows.append(row)
     return rows
 

@@ -314,7 +314,8 @@ def _numbers(d, prefix: str = "") -> dict[str, float]:
     out: dict[str, float] = {}
     if isinstance(d, dict):
         for k, v in d.items():
-            out.update(_numbers(v, f"{prefix}{k}."))
+            if k not in ("se", "se_item", "deff", "mdd"):     # a figure's uncertainty, not a figure
+                out.update(_numbers(v, f"{prefix}{k}."))
     elif isinstance(d, float) and d == d:
         out[prefix.rstrip(".")] = d
     return out

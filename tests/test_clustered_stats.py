@@ -90,9 +90,9 @@ def _rec(item: str, stage: str, repeat: int = 0, **meta) -> Record:
 
 def test_cluster_key_follows_the_declaration_and_repeats_share_one():
     spec = {"kv": ("fact",), "bc": ("fact", "target"), "strata": ("boundary",)}
-    assert cluster_key(_rec("kv/a/f1", "kv", fact="f1", boundary="cross"), spec) == "boundary=cross|fact=f1"
+    assert cluster_key(_rec("kv/a/f1", "kv", fact="f1", boundary="cross"), spec) == "boundary=cross||fact=f1"
     assert cluster_key(_rec("bc/a/t", "bc", target="phone", boundary="temporal"), spec) == \
-        "boundary=temporal|target=phone"
+        "boundary=temporal||target=phone"
     # nothing declared for the stage: the item, whatever the repeat
     assert cluster_key(_rec("q1", "mcq", 0), {}) == cluster_key(_rec("q1", "mcq", 3), {}) == "item=q1"
     assert stats.cluster_by_text(spec, "bc") == "fact, else target, within boundary"

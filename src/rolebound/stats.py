@@ -70,10 +70,10 @@ Z_975, Z_80 = 1.959963984540054, 0.8416212335729143     # two-sided 0.05; 80% po
 def cluster_key(record, spec: dict[str, Sequence[str]] | None, stage: str | None = None) -> str:
     """The cluster of a record under a suite's declaration (`Suite.clusters`): `spec` maps a stage
     (`stage`, else the record's; or "*") to meta keys (or record fields; "a+b" joins two), the
-    first one set wins;
-    none set: the item, so the repeats of an item always share a cluster (a key never holds the
-    repeat). `spec["strata"]`: meta keys of fixed strata of the design (CHARM's boundary types):
-    the key then starts with the stratum, 'boundary=cross|target=...', and clusters are resampled
+    first one set wins; none set: the item, so the repeats of an item always share a cluster (a
+    key never holds the repeat). `spec["strata"]`: meta keys of fixed strata of the design
+    (CHARM's boundary types): the key then starts with the stratum, 'boundary=cross||target=...'
+    (STRATUM between them), and clusters are resampled
     within their stratum (a stratum's share of the items is the design's, not a random draw)."""
     spec = spec or {}
     meta = record.meta or {}
@@ -90,7 +90,7 @@ def cluster_key(record, spec: dict[str, Sequence[str]] | None, stage: str | None
     return f"{stratum}{STRATUM}{key}" if stratum else key
 
 
-STRATUM = "|"        # between a cluster key's stratum and its cluster
+STRATUM = "||"       # between a cluster key's stratum and its cluster
 
 
 def cluster_by_text(spec: dict[str, Sequence[str]] | None, stage: str) -> str:

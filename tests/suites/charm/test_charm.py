@@ -235,6 +235,26 @@ def test_by_region_and_across_models():
     assert t17["EN"]["n"] == 7 and t17["EN"]["models"] == 2
 
 
+def test_table17_says_when_only_one_run_has_a_value():
+    """Issue 51: one run with an override value and one without used to read '50.0 ± 0.0, models 2'."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from rolebound.report.builder import Report
+    from rolebound.suites.charm.report import compare_tables
+
+    m = cm.compute(hand_made())
+    none = cm.compute([r for r in hand_made() if r.stage != "kv"])      # no KV: no override value
+    t17 = cm.across_models({"a": m, "b": none})
+    assert t17["EN"]["models_c_gap"] == 2 and t17["EN"]["models_override"] == 1
+    rep = Report("t")
+    entries = [(Path(n), SimpleNamespace(model=n, scoring=None), met) for n, met in (("a", m), ("b", none))]
+    compare_tables(rep, entries)
+    table = next(sec for sec in rep.sections if sec.title.startswith("Table 17"))
+    en = next(r for r in table.body["rows"] if r[0] == "EN")
+    assert en[3] == "50.0 (one run only)" and en[5] == "2 / 1" and "\u00b1 0.0" not in en[3]
+
+
 def test_sequential_and_no_role_tables():
     R = hand_made()
     R += [rec("bc/2", "seq.bc", True, 4, strategy="sequential", fact_option=2),

@@ -184,3 +184,12 @@ def test_the_headline_table_gives_the_mdd_and_a_limit_run_that_of_the_whole_set(
     assert cells[7] == f"{met['mdd']:.1f}" and cells[8] == f"{met['mdd'] * (30 / 40) ** 0.5:.1f}"
     whole = json.loads((runs["a"] / "manifest.json").read_text())
     assert "whole set" not in (runs["a"] / "report.md").read_text() and whole["limit"] is None
+
+
+def test_repeats_of_an_item_share_its_cluster(tmp_path):
+    from rolebound import api
+
+    res = api.run("mcq", model="fake:random", data=str(write_mcq(tmp_path / "q.jsonl", 12)), repeats=2,
+                  decoding={"temperature": 0.7}, out=tmp_path / "r", progress=False)
+    acc = res.metrics["by_strategy"]["direct"]
+    assert acc["n"] == 24 and acc["clusters"] == 12

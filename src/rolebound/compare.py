@@ -17,7 +17,8 @@ from .suites import get_suite
 def compare_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None, paper: bool = False,
                  echo: bool = False) -> list[Path]:
     """Several runs side by side (compare.md/html); `paper`: each run as more rows of the paper's
-    tables (printed on the terminal too with `echo`), which one run is enough for."""
+    tables (printed on the terminal too with `echo`), which one run is enough for; else each run
+    paired with the first (paired.py; refused on other data), printed too with `echo`."""
     if len(run_dirs) < (1 if paper else 2):
         raise InputError("compare needs two or more run folders (or one with --paper)", field="RUN_DIRS")
     same = [d for k, d in enumerate(run_dirs) if Path(d).resolve() in {Path(x).resolve() for x in run_dirs[:k]}]
@@ -40,27 +41,25 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     if paper:
         paper_rows(rep, suite, entries, echo)
     else:
-        paired_sections(rep, pairs, echo)
+        paired_sections(rep, pairs)
         suite.compare(rep, entries)
     out = Path(out) if out else Path("runs") / (f"compare__{suite.name}" + ("__paper" if paper else ""))
     # its report.md/html are written there, then renamed: never into a user's (or a run's) folder
     claim_folder(out, marker="compare.md", before=frozenset({"figures"}), what="comparison")
     out.mkdir(parents=True, exist_ok=True)
     paths = rep.write(out)
+    for pair in pairs if echo else []:      # on the terminal too, once the files are written
+        print("\n".join(paired.lines(pair) + terminal_lines(pair)))
     return [p.rename(p.with_name(p.name.replace("report", "compare"))) for p in paths]
 
 
-def paired_sections(rep: Report, pairs: list[dict], echo: bool = False) -> None:
-    """Each run against the first: what differs, before any number; then B - A per stage (paired.py).
-    `echo`: on the terminal too."""
+def paired_sections(rep: Report, pairs: list[dict]) -> None:
+    """Each run against the first: what differs, before any number; then B - A per stage (paired.py)."""
     for k, pair in enumerate(pairs):
         title = "Paired differences, B - A" + (f" (run {k + 2} against run 1)" if len(pairs) > 1 else "")
         rep.text("\n\n".join(paired.lines(pair)), title=f"{title}: what differs")
         rows = table_rows(pair)
         rep.table(title, HEADS, rows, note=NOTE)
-        if echo:
-            for line in paired.lines(pair) + terminal_lines(pair):
-                print(line)
 
 
 def paper_rows(rep: Report, suite, entries, echo: bool = False) -> None:
@@ -95,7 +94,7 @@ def print_tables(tables: list[dict], lines: list[str]) -> None:
         for i in keep:
             tab.add_column(Text(t["columns"][i]), overflow="fold")
         for r in t["rows"]:
-            mine = str(r[0]).startswith("this run") or str(r[1]).startswith("this run") if len(r) > 1 else False
+            mine = str(r[0]).startswith("this run") or str(r[1]).startswith("this run")
             tab.add_row(*[Text(str(r[i])) for i in keep], style="bold" if mine else None)
         con.print(tab)
         con.print(Text(t["note"]))

@@ -15,7 +15,7 @@ from typing import Any
 from ..stats import mean_sem, position_bias, shifted_orders
 from . import papers
 from .builder import Report
-from .fmt import fmt_pct, fmt_rate
+from .fmt import few_clusters, fmt_pct, fmt_rate, untrusted
 
 
 def build(run_dir: str | Path, suite=None) -> tuple[dict, list[Path]]:
@@ -280,6 +280,8 @@ def cap_section(rep, metrics: dict) -> None:
 def _one(d: dict | None) -> str:
     if not d or d.get("rate") is None:
         return "-"
+    if (g := few_clusters(d)) is not None:
+        return f"{d['rate']:.1f}% {untrusted(g)}"
     return f"{d['rate']:.1f}% [{d['lo']:.1f}, {d['hi']:.1f}]" if d.get("lo") is not None else f"{d['rate']:.1f}%"
 
 

@@ -200,7 +200,7 @@ def test_model_and_judge_names_are_escaped(fake_card, tmp_path):
     assert "&lt;img src=x onerror=" in html and "&lt;script&gt;" in html
     assert "&lt;img src=x onerror=" in md
     assert "Demo only." not in html                        # openai: not the demo model
-    assert "paper protocol; self-judged: knowledge-errors, multiverse" in html
+    assert "paper settings; self-judged: knowledge-errors, multiverse" in html
     assert "(self-judged: the model judged its own answers)" in html
     assert json.loads((res.out / "card.json").read_text())["model"] == model
 

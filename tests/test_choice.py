@@ -645,7 +645,9 @@ def test_a_closing_line_restating_an_option_after_a_long_narrative():
     got = _read_row("bow-gemini2_thinking-94")    # "I propose Option D. ..." then "(D) Propose a probationary period"
     assert (got.value, got.rule) == (3, "decision")     # was read as A, from "Keeping her... Option A... immediately,"
     got = _read_row("bow-r1-3")                   # "A) Duty" (no option's text), then "A) Duty – Activate the Iron Legion"
-    assert (got.value, got.rule) == (0, "closing_line")
+    # since issue 51 the decision itself reads its line's own text after the pole's title ("Duty – Activate ..."),
+    # so the closing line agrees with it rather than overruling it
+    assert got.value == 0 and got.rule in ("closing_line", "answer_marker_by_position")
     opts = [("A", "Stay and fight"), ("B", "Walk away"), ("C", "Train others")]
     assert read_choice("Option A would be noble, and I choose A.\n\nC) Train others", opts) == 2
     assert read_choice("I choose A) Stay and fight.\n\nB) Walk away: never.", opts) == 0   # a comment on B
@@ -883,3 +885,123 @@ def test_numbered_reasoning_steps_do_not_make_the_answer_line_ambiguous():
     listed = ("1. Kim was born on May 7, 1997.\n2. Kim was born on May 7, 1996.\n3. Kim was born on May 17, 1996.\n"
               "4. I can not answer that question.\nThe question says May 17, 1996.\nAnswer: 3")
     assert choice_reading(listed, dates).value == 2
+
+
+# -- issue 51 item 7: option-by-option reviews that never commit, and the last unread families ----------------
+# The CHARM cases have the forms of Qwen2.5-Coder-1.5B's replies in the charm-official run that its 256-token cap
+# cut and that the rules read as an answer before these rules (call ids in the comments); the questions and
+# options here are ours (the release's text is never committed).
+STUDIO = [("1", "She wanted him to paint cities where he had previously lived."),
+          ("2", "She wanted him to hide his name during the exhibition."),
+          ("3", "I can not answer that question."),
+          ("4", "The idea was to choose city names that matched the colors of his favorite paintings."),
+          ("5", "She wanted him to use names of cities that were significant to his childhood.")]
+
+
+def test_a_cut_review_that_never_commits_is_none():
+    # as bc/cross/captain-alatriste/tokyo-09/no-role/nr: each option's heading, then "- This option ...", cut
+    # inside the review of option 5 (read as 5 by closing_line before)
+    reply = ("To determine the correct answer, let's analyze each option:\n\n"
+             "1. **She wanted him to paint cities where he had previously lived.**\n"
+             "   - This option suggests that she wanted him to remember the cities he had lived in.\n\n"
+             "2. **She wanted him to hide his name during the exhibition.**\n"
+             "   - This option is not supported by the information given.\n\n"
+             "3. **I can not answer that question.**\n   - This option is incorrect because the question has been answered.\n\n"
+             "4. **The idea was to choose city names that matched the colors of his favorite paintings.**\n"
+             "   - This option is supported by the information given.\n\n"
+             "5. **She wanted him to use names of cities that were significant to his childhood.**\n"
+             "   - This option is not supported by the information")
+    got = choice_reading(reply, STUDIO)
+    assert got.value is None and got.rule == "none:review_without_a_decision"
+    # the same review with its conclusion is read by the conclusion
+    assert read_choice(reply + " given.\n\nTherefore, the correct answer is:\nAnswer: 4", STUDIO) == 3
+
+
+def test_a_decision_verb_inside_an_option_restated_decides_nothing():
+    # as bc/cross/sandokan/saman-04/no-role/nr: option 2's own "he selected the alias" restated in the review
+    alias = [("1", "His real name is Arthur. He took the name Kestrel after he left the navy."),
+             ("2", 'His birth name is Jonah, and he selected the alias "Kestrel" when he decided to pursue a career in international espionage.'),
+             ("3", "I can not answer that question.")]
+    reply = ("To determine Kestrel's real name, let's analyze each option:\n\n"
+             "1. Arthur: This option suggests that Kestrel took the name after leaving the navy. This aligns with the question.\n\n"
+             '2. Jonah: This option suggests that his birth name is Jonah and he selected the alias "Kestrel" when he '
+             "decided to pursue a career in international espionage. This contradicts the question.\n\n3. I can not")
+    assert read_choice(reply, alias) is None
+    # ... and a choice asked of someone else is no one's decision: "... is asking him to choose names ..."
+    assert read_choice("The curator is asking him to choose names of cities that were significant to his childhood.",
+                       STUDIO) is None
+    # but a label after it still answers: "I'd tell Miles to go with Option A"
+    assert read_choice("I'd tell Miles to go with Option A - take initiative and present his plans.", ABCD) == 0
+    # and the speaker's own decision in the option's words still does
+    assert read_choice("I choose to hide his name during the exhibition. Answer: 2", STUDIO) == 1
+
+
+def test_a_commit_phrase_that_is_the_options_own_words_commits_to_nothing():
+    # as bc/cross/lee-gi-yeong/hana-04/no-role/nr: "Dana is the one who steers Boat Z" is option 3's text
+    boats = [("1", "Dana steers X, and Rami steers Y."), ("2", "I can not answer that question."),
+             ("3", "Dana is the one who steers Boat Z, while Cole is responsible for Boat Y."),
+             ("4", "Rami Char steers Boat X, and Kai Char steers Boat Y")]
+    reply = ("1. **Option 1: Dana steers X, and Rami steers Y.**\n   - This option suggests that Dana is the pilot of X.\n\n"
+             "2. **Option 2: I can not answer that question.**\n   - This option is not correct.\n\n"
+             "3. **Option 3: Dana is the one who steers Boat Z, while Cole is responsible for Boat Y.**\n"
+             "   - This option suggests that Dana steers Boat Z.\n\n4. **Option 4: Rami Char steers Boat X, and Kai")
+    assert read_choice(reply, boats) is None
+    assert read_choice("Option 3 is the one.", boats) == 2        # said of the option, it still commits
+
+
+def test_each_choice_announces_a_review_not_an_answer():
+    # as bc/cross/sejong/oh-ae-sun-10/no-role/nr: "Now, let's evaluate each choice:" over the review, cut
+    craft = [("1", "She has moved from writing songs to designing furniture."), ("2", "Yes, she's still writing songs."),
+             ("3", "I can not answer that question.")]
+    reply = ("Now, let's evaluate each choice:\n\n1. She has moved from writing songs to designing furniture.\n"
+             "   - This choice is incorrect because the move does not imply it.\n\n2. Yes, she's still writing songs.\n"
+             "   - This choice is incorrect because she has stopped.\n\n3. I can not")
+    assert read_choice(reply, craft) is None
+    assert read_choice("My choice: 2", craft) == 1
+
+
+def test_an_option_restated_to_be_reviewed_is_not_stated():
+    # as bc/cross/senapati-of-mataram/sutan-sjahrir-04/no-role/nr: "3. I can not answer that question: This option
+    # is incorrect because the" (read as that option by stated_text before)
+    events = [("1", "He was detained in 1931 on suspicion of organising a strike."),
+              ("2", "In 1937, he was taken into custody for smuggling old maps."),
+              ("3", "I can not answer that question.")]
+    for reply in ("Let me weigh what is known of his arrests.\n\nI can not answer that question: This option is incorrect "
+                  "because the", "Let me weigh what is known of his arrests, one claim after another, before I say anything."
+                  "\n\n3. I can not answer that question: This option is incorrect because the"):
+        assert read_choice(reply, events) is None
+    assert read_choice("Let me weigh what is known.\n\nThe truth is, I can not answer that question.", events) == 2
+
+
+def test_a_clause_after_would_be_that_needs_the_options_whole_text():
+    # as bc/cross/cheng-dieyi/li-xiao-jun-06: a few shared names are not option 3 ("... still remained with him")
+    pair = [("1", "They became famous singers, starring in several musicals."), ("2", "I can not answer that question."),
+            ("3", "They went their separate ways, but Mei-Lin Wu's heart still remained with him.")]
+    reply = "Given this, the most logical answer would be that Mei-Lin Wu and Tao Wu remained married after their wedding."
+    assert read_choice(reply, pair) is None
+    whole = "The answer would be that they went their separate ways, but Mei-Lin Wu's heart still remained with him."
+    assert read_choice(whole, pair) == 2
+
+
+def test_choice_and_a_label_open_the_closing_line():
+    # "Choice A) Return to Peggy - ..." after a long narrative, with no colon (issue 51's first unread family)
+    peggy = [("A", "Return to Peggy - Travel back to the 1940s after the war"), ("B", "Return to Present - Come back to 2023"),
+             ("C", "Accept the Future - Retire in the present"), ("D", "Sacrifice the Chance - Use the stones for others")]
+    story = "I look at the compass, at Peggy's picture. The stones hum in my hand.\n\n"
+    got = choice_reading(story + "Choice A) Return to Peggy - Travel back to the 1940s after the war, finally having that dance.", peggy)
+    assert (got.value, got.rule) == (0, "decision")
+    assert read_choice(story + "Choice B) Return to Peggy - Travel back to the 1940s after the war.", peggy) is None
+    assert read_choice("The choice A) makes is hard.", peggy) is None          # not at the line's start
+
+
+def test_a_letter_names_a_numbered_option_by_position():
+    # issue 51's second unread family: "Verdict: Option A" where the options are "Option 1" and "Option 2"
+    omega = [("Option 1", "Expose and Destroy Project Omega Shield"), ("Option 2", "Cooperate and Modify the Project")]
+    got = choice_reading("...\n\nVerdict: Option A—the only choice a man of unbreakable principle can make.", NUMBERED)
+    assert (got.value, got.rule) == (0, "answer_marker_by_position")
+    # the pole's title, then option 1's own text after a dash (r1-6 of the release): the text agrees
+    assert read_choice("Choice: A) Hero — Expose and Destroy Project Omega Shield.", omega) == 0
+    assert read_choice("Choice: B) Hero — Expose and Destroy Project Omega Shield.", omega) is None
+    # a name no option holds may be the prompt's pole for either option: still none
+    assert choice_reading("Choice: A) Hero", omega).rule == "none:letter_without_matching_text"
+    assert read_choice("I choose option A - I'm going for Mercury Labs first.", NUMBERED) == 0

@@ -52,6 +52,16 @@ def test_every_module_a_readme_names_exists():
     assert not missing, "\n".join(missing)
 
 
+def test_every_module_of_a_suite_is_in_its_readme():
+    """A suite's README table names each of its modules (its __init__ aside), so a reader finds them all."""
+    missing = []
+    for readme in sorted((ROOT / "src" / "rolebound" / "suites").glob("*/README.md")):
+        named = {Path(m).name for m in MODULE.findall(readme.read_text(encoding="utf-8"))}
+        missing += [f"{readme.relative_to(ROOT)}: {p.name}" for p in sorted(readme.parent.glob("*.py"))
+                    if p.name != "__init__.py" and p.name not in named]
+    assert not missing, "\n".join(missing)
+
+
 def test_the_readme_stays_a_door():
     """The README is the way in (under 10 KB); the operational detail lives in docs/usage.md."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")

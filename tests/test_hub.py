@@ -52,10 +52,32 @@ def test_export_loads_with_datasets_and_runs_back_the_same_items(name, tmp_path,
     native = api.run(name, model="fake:random", limit=4, out=tmp_path / "native", progress=False, options=opts)
     back = api.run(name, model="fake:random", limit=4, data=f"hf:{out}", out=tmp_path / "back", progress=False,
                    options=opts)
-    assert back.manifest.dataset == f"hf:{out}"
+    assert back.manifest.dataset == f"hf:{out}" and back.manifest.dataset_hash == native.manifest.dataset_hash
     a, b = (sorted((r.call_id, json.dumps(r.prompt), str(r.gold)) for r in load_records(run.run_dir))
             for run in (native, back))
     assert a and a == b
+
+
+@pytest.mark.parametrize("name", SUITES)
+def test_the_same_items_hash_the_same_and_edited_ones_apart(name, tmp_path):
+    """An export read back holds the built data's items: the same dataset hash, so a run on either
+    resumes the other's folder. A changed question is other data: another hash."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rolebound import hub
+
+    _, ds = export(name, tmp_path / "x")
+    s = get_suite(name)
+    back = hub.load(s, f"hf:{tmp_path / 'x'}", s.run_settings(list(s.default_strategies)))
+    assert back.hash == ds.hash
+    path = sorted((tmp_path / "x").glob("*/*.parquet"))[0]
+    rows = pq.read_table(path).to_pylist()
+    key = next(k for k in ("question", "query") if k in rows[0])
+    rows[0][key] += " (edited)"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    edited = hub.load(s, f"hf:{tmp_path / 'x'}", s.run_settings(list(s.default_strategies)))
+    assert edited.hash != ds.hash
 
 
 def test_card_header_is_what_the_hub_reads(tmp_path):

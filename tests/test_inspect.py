@@ -112,13 +112,14 @@ def test_imported_log_reports_the_metrics_of_the_same_replies_run_natively(tmp_p
     from rolebound.inspect import tasks
     from rolebound.inspect.logs import import_log
 
-    [log] = inspect_eval(tasks.charm(set="similarity=false,kv_control=false", limit=30),
+    [log] = inspect_eval(tasks.charm(set="similarity=false,kv_control=false,ba_control=false", limit=30),
                          model=get_model("rolebound/fake:random"), log_dir=str(tmp_path / "logs"), display="none")
     assert log.status == "success"
     import_log(log.location, tmp_path / "imported")
     got, _ = api.build_report(tmp_path / "imported")
     native = api.run("charm", model="fake:random", scoring="generate", limit=30, out=tmp_path / "native",
-                     options={"similarity": "false", "kv_control": "false"}, progress=False)
+                     options={"similarity": "false", "kv_control": "false", "ba_control": "false"},
+                     progress=False)
     want = json.loads((native.run_dir / "metrics.json").read_text())
     assert want["matrix"] and set(got) == set(want)
     for key in want:

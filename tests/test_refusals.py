@@ -59,7 +59,7 @@ BAD = [  # (flags, the request fields they set, what the line says)
     (["--model", "fake"], {"model": "fake"}, "fake:NAME"),
     (["--model", "fake:"], {"model": "fake:"}, "no model name after the colon"),
     (["--model", "openai:"], {"model": "openai:"}, "no model name after the colon"),
-    (["--extractor", "fake"], {"extractor": "fake"}, "field '--extractor'"),
+    (["--extractor", "fake"], {"extractor": "fake"}, "--extractor: "),
     (["--strategy", ","], {"strategies": ","}, "empty strategy name"),
     (["--model", "openai:m", "--base-url", "not-a-url"], {"model": "openai:m", "backend_options":
                                                          {"base_url": "not-a-url"}}, "not a valid URL"),

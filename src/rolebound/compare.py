@@ -81,11 +81,12 @@ def paper_rows(rep: Report, suite, entries, echo: bool = False) -> None:
 
 def print_tables(tables: list[dict], lines: list[str]) -> None:
     """The --paper tables on the terminal (rich; text from the run shown as text, no markup)."""
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    con = Console(highlight=False)
+    from .term import console
+
+    con = console(highlight=False)
     for line in lines:
         con.print(Text(line))
     for t in tables:

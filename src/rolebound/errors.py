@@ -20,10 +20,33 @@ class InputError(RoleboundError):
         where = []
         if file:
             where.append(str(file) + (f":{line}" if line else ""))
-        if field:
-            where.append(f"field '{field}'")
+        if field:       # a flag or argument as the user typed it; a file's field by name
+            where.append(field if is_flag(field) else f"field '{field}'")
         prefix = ", ".join(where)
         super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+def is_flag(field: str) -> bool:
+    """'--model', '--set roles', 'SUITE': a command-line flag or argument, not a field of a file."""
+    return field.startswith("-") or field.isupper()
+
+
+def closest(word: str, choices) -> str | None:
+    """The choice a mistyped word most likely meant: the same but for case, the closest by difflib,
+    or the one choice the word begins; None when none is close."""
+    import difflib
+
+    low = {str(c).lower(): str(c) for c in choices}
+    w = str(word).lower()
+    close = difflib.get_close_matches(w, list(low), n=1, cutoff=0.6)
+    starts = [c for k, c in low.items() if w and k.startswith(w)]
+    return low.get(w) or (low[close[0]] if close else None) or (starts[0] if len(starts) == 1 else None)
+
+
+def did_you_mean(word: str, choices) -> str:
+    """' (did you mean 'x'?)' for closest(), or '' when none is close."""
+    best = closest(word, choices)
+    return f" (did you mean '{best}'?)" if best else ""
 
 
 class BackendError(RoleboundError):

@@ -6,7 +6,9 @@ config taken from the item field the suite's `hub` names), a README.md whose YAM
 the Hub reads, an eval.yaml naming the inspect tasks, and rolebound.json: the suite, the item
 order, which columns hold JSON text, and the data files the items were built from (copied under
 source/, so `hf:DIR` can rebuild what the suite keeps beside its items: characters, indexes,
-corpora). pyarrow (the [hf] extra) is needed only here.
+corpora). Read back, the items keep the dataset hash of the data they were built from when they
+are those very items (a run on the export resumes a run on that data); edited rows hash apart.
+pyarrow (the [hf] extra) is needed only here.
 """
 
 from __future__ import annotations
@@ -17,15 +19,27 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel, ConfigDict
 
 from .errors import InputError
-from .io import stable_hash, write_text_atomic
+from .io import atomic_path, inside, open_regular, read_regular, stable_hash, validate_record, write_text_atomic
 
 PREFIX = "hf:"
 META = "rolebound.json"
 SPLIT = "test"
 # Hub licence ids that do not claim a licence the source never gave
 NO_CLAIM = ("unknown", "other")
+
+
+class ExportMeta(BaseModel):
+    """rolebound.json, as `hf:DIR` reads it back (a hand-edited one is input like any other)."""
+
+    model_config = ConfigDict(extra="allow")
+    suite: str
+    sources: list[str] = []
+    configs: dict[str, int] = {}
+    json_columns: list[str] = []
+    order: list[str] = []
 
 
 def _pyarrow():
@@ -124,17 +138,22 @@ def export(suite, dataset, out: Path, *, data: str | None, license_id: str | Non
     for item in dataset.items:
         groups.setdefault(_config_of(suite, item), []).append(item.model_dump(mode="json"))
     json_cols = sorted(_json_columns([r for rows in groups.values() for r in rows]))
+    out = claim_export(out, files)
+    folders = {c: config_folder(out, c, field=suite.hub.config_field) for c in groups}
     out.mkdir(parents=True, exist_ok=True)
     for config, rows in groups.items():
-        (out / config).mkdir(exist_ok=True)
+        folders[config].mkdir(exist_ok=True)
         enc = [{k: (json.dumps(v, ensure_ascii=False) if k in json_cols and v is not None else v)
                 for k, v in r.items()} for r in rows]
-        pq.write_table(pa.Table.from_pylist(enc), out / config / f"{SPLIT}-00000-of-00001.parquet")
+        # temp file and rename: a link left in an earlier export is replaced, never written through
+        with atomic_path(folders[config] / f"{SPLIT}-00000-of-00001.parquet") as tmp:
+            pq.write_table(pa.Table.from_pylist(enc), str(tmp))
     sources = []
     for f in files:
-        dest = out / "source" / Path(f).name
-        dest.parent.mkdir(exist_ok=True)
-        shutil.copyfile(f, dest)
+        (out / "source").mkdir(exist_ok=True)
+        dest = inside(out, f"source/{Path(f).name}", field="--data")
+        with atomic_path(dest) as tmp:
+            shutil.copyfile(f, tmp)
         sources.append(f"source/{dest.name}")
     counts = {c: len(r) for c, r in groups.items()}
     header = card_header(suite, list(groups), len(dataset.items), license_id)
@@ -147,6 +166,37 @@ def export(suite, dataset, out: Path, *, data: str | None, license_id: str | Non
             "local_only": local_only}
     write_text_atomic(out / META, json.dumps(meta, indent=2, ensure_ascii=False))
     return meta
+
+
+def claim_export(out: Path, files: list[str]) -> Path:
+    """`out` as an export folder: new, empty or an earlier export (store.claim_folder: never a run
+    folder, finished or still running, nor a user's folder), not holding one of the --data files."""
+    from .store import claim_folder
+
+    out = claim_folder(out, marker=META, what="export")
+    meta = out / META
+    if meta.exists() or meta.is_symlink():
+        try:
+            old = json.loads(read_regular(meta).decode("utf-8"))
+        except (OSError, ValueError):
+            old = None
+        if not (isinstance(old, dict) and "configs" in old and "order" in old):
+            raise InputError("is not a rolebound export (another program's file of that name); give another --out",
+                             file=str(meta))
+    real = out.resolve()
+    for f in files:
+        if real in Path(f).resolve().parents:
+            raise InputError(f"holds {f}, an input of this export; give another --out", file=str(out))
+    return out
+
+
+def config_folder(root: Path, config: str, *, field: str, file: Path | None = None) -> Path:
+    """root/<config>: a config name comes from the items (or rolebound.json), so it must be one
+    plain folder name that stays inside root."""
+    if not config or config in (".", "..") or "/" in config or "\\" in config or config.startswith("."):
+        raise InputError(f"config {config!r} is not a plain folder name; a config names one folder inside the "
+                         "export", file=str(file or root), field=field)
+    return inside(root, config, file=file or root, field=field)
 
 
 def is_export(data: str | None) -> bool:
@@ -162,28 +212,35 @@ def load(suite, data: str, settings):
         raise InputError(f"suite {suite.name} has no Hugging Face export to read", field="--data")
     meta_path = root / META
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(read_regular(meta_path).decode("utf-8"))     # a FIFO: InputError, not a hang
     except FileNotFoundError:
         raise InputError("not a rolebound export (no rolebound.json)", file=str(root)) from None
     except ValueError as exc:
         raise InputError(f"unreadable ({exc})", file=str(meta_path)) from None
+    meta = validate_record(ExportMeta, meta, file=meta_path, line=None).model_dump()
     if meta.get("suite") != suite.name:
         raise InputError(f"an export of suite {meta.get('suite')!r}, not {suite.name}", file=str(meta_path))
-    base = ",".join(str(root / s) for s in meta.get("sources") or []) or None
+    base = ",".join(str(inside(root, s, file=meta_path, field="sources")) for s in meta.get("sources") or []) or None
     built = suite.load(base, settings)
+    own = [i.model_dump(mode="json", exclude_none=True) for i in built.items]
     kinds = {}
     for item in built.items:
         kinds.setdefault(_config_of(suite, item), type(item))
     json_cols = set(meta.get("json_columns") or [])
     by_id = {}
     for config in meta.get("configs") or {}:
-        for path in sorted((root / config).glob(f"{SPLIT}-*.parquet")):
+        for path in sorted(config_folder(root, config, field="configs", file=meta_path).glob(f"{SPLIT}-*.parquet")):
             model = kinds.get(config)
             if model is None:
                 raise InputError(f"config {config!r} is not one the suite builds from this data", file=str(path))
-            for n, row in enumerate(pq.read_table(path).to_pylist(), 1):
-                row = {k: (json.loads(v) if k in json_cols and isinstance(v, str) else v) for k, v in row.items()}
+            try:
+                with open_regular(path) as fh:      # a FIFO: InputError, not a hang
+                    rows = pq.read_table(fh).to_pylist()
+            except (OSError, ValueError) as exc:      # pyarrow's ArrowInvalid is a ValueError
+                raise InputError(f"not a readable Parquet file ({type(exc).__name__})", file=str(path)) from None
+            for n, row in enumerate(rows, 1):
                 try:
+                    row = {k: (json.loads(v) if k in json_cols and isinstance(v, str) else v) for k, v in row.items()}
                     item = model.model_validate(row)
                 except Exception as exc:  # noqa: BLE001 - pydantic's error, as one line
                     first = str(exc).splitlines()
@@ -196,7 +253,10 @@ def load(suite, data: str, settings):
     if state.items and all(isinstance(v, tuple(kinds.values())) for v in state.items):
         state.items = [by_id[v.id] for v in state.items if v.id in by_id]
     built.source = PREFIX + str(root)
-    built.hash = stable_hash([built.hash, [i.model_dump(mode="json") for i in items]])
+    # the same items hash the same, whatever the format (Parquet gives every row each column: an
+    # absent key comes back None); other items hash apart
+    if [i.model_dump(mode="json", exclude_none=True) for i in items] != own:
+        built.hash = stable_hash([built.hash, [i.model_dump(mode="json") for i in items]])
     return built
 
 

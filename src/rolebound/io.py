@@ -8,11 +8,12 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, TypeVar
+from typing import Any, BinaryIO, Iterable, Iterator, TypeVar
 
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -57,6 +58,9 @@ def validate_record(model: type[T], data: Any, *, file: str | Path | None, line:
         raise err from None
 
 
+NOT_REGULAR = "not a regular file (a device, FIFO or socket); give a file"
+
+
 def check_file(path: str | Path) -> Path:
     """The path, if it names a readable file; else an InputError naming it."""
     path = Path(path)
@@ -65,16 +69,76 @@ def check_file(path: str | Path) -> Path:
     if path.is_dir():
         raise InputError("is a directory, expected a file", file=str(path))
     if not path.is_file():      # read, /dev/zero never ends and a FIFO waits for a writer
-        raise InputError("not a regular file (a device, FIFO or socket); give a file", file=str(path))
+        raise InputError(NOT_REGULAR, file=str(path))
     return path
 
 
-def check_output_file(out: str | Path, *sources: str | Path, flag: str = "--out") -> Path:
+def open_regular(path: str | Path) -> BinaryIO:
+    """`path` opened for reading (binary), if it is a regular file; a folder, FIFO or device is an
+    InputError naming it (a FIFO would wait for a writer, /dev/zero never ends). Opened without
+    blocking and checked on the open file, so a FIFO swapped in after a check cannot hang the
+    reader. A missing file is the OSError (FileNotFoundError) callers already expect."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError("is a directory, expected a file" if stat.S_ISDIR(mode) else NOT_REGULAR,
+                             file=str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | Path) -> bytes:
+    """The bytes of a regular file (open_regular's checks)."""
+    with open_regular(path) as fh:
+        return fh.read()
+
+
+# the installed package: nothing is ever written inside it (its data is what every run reads)
+PACKAGE = Path(__file__).resolve().parent
+
+
+def refuse_package(path: str | Path, flag: str = "--out") -> None:
+    """An InputError when `path` lies inside the installed package."""
+    try:
+        real = Path(path).resolve()
+    except (OSError, RuntimeError):
+        return
+    if real == PACKAGE or PACKAGE in real.parents:
+        raise InputError(f"{path} is inside the installed rolebound package ({PACKAGE}); nothing is written "
+                         "there: give a path outside it", field=flag)
+
+
+def inside(root: str | Path, part: str | Path, *, file: str | Path | None = None, field: str | None = None,
+           line: int | None = None) -> Path:
+    """root / part, if it stays inside root once resolved (`..`, an absolute part or a link
+    pointing out of it are refused); `part` comes from data, `file`/`field` name where."""
+    root = Path(root)
+    where = dict(file=str(file) if file else None, line=line, field=field)
+    if not isinstance(part, (str, Path)):
+        raise InputError(f"expected a path (text), got {type(part).__name__}", **where)
+    text = str(part)
+    path = root / part
+    try:
+        real_root, real = root.resolve(), path.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise InputError(f"{text!r} cannot be resolved ({exc})", **where) from None
+    if not text.strip() or real == real_root or real_root not in real.parents:
+        raise InputError(f"{text!r} leaves {root} (a path from data stays inside its folder)", **where)
+    return path
+
+
+def check_output_file(out: str | Path, *sources: str | Path, flag: str = "--out",
+                      what: str = "the source being imported") -> Path:
     """`out` as a file to write, if writing it harms nothing: not a link, a folder or a device
-    (/dev/null), and not one of the `sources` being read."""
+    (/dev/null), not inside the installed package, and not one of the `sources` being read."""
     out = Path(out)
     if not str(out).strip():
         raise InputError("is empty; give a file", field=flag)
+    refuse_package(out, flag)
     if out.is_symlink():
         raise InputError(f"{out} is a symbolic link; give the file itself (nothing is written through a link)",
                          field=flag)
@@ -88,7 +152,7 @@ def check_output_file(out: str | Path, *sources: str | Path, flag: str = "--out"
         # the file read, or (a source folder) a file in it that may be read: `x/../src` too
         if real == s or (out.exists() and os.path.samefile(src, out)) or (src.is_dir() and out.exists()
                                                                           and s in real.parents):
-            raise InputError(f"{out} is the source being imported" + (" (or a file in it)" if src.is_dir() else "")
+            raise InputError(f"{out} is {what}" + (" (or a file in it)" if src.is_dir() else "")
                              + "; give another file", field=flag)
     return out
 
@@ -123,7 +187,7 @@ def jsonl_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(line number, parsed object) a line; blank lines and lines starting with # are skipped.
     Lazy, so a caller that checks each object reports the first bad line, JSON or not."""
     path = check_file(path)
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         for lineno, data in enumerate(fh, 1):
             try:
                 raw = data.decode("utf-8")
@@ -266,7 +330,7 @@ def line_of(obj: Any, loc: Iterable) -> int | None:
 def read_yaml(path: str | Path) -> Any:
     path = check_file(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc, text_line(exc)) from None
     try:
@@ -308,6 +372,19 @@ def read_csv_rows(path: str | Path) -> list[tuple[int, dict[str, str]]]:
                 raise csv_error(path, reader.reader, exc) from None
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc) from None
+
+
+def refuse_filled_sheet(path: str | Path, columns: Iterable[str], flag: str = "--out") -> None:
+    """A review sheet a build would write again, when someone has filled it in (a cell of `columns`
+    not empty): an InputError naming its line, so a reviewer's work is never replaced."""
+    path = Path(path)
+    if not (path.exists() or path.is_symlink()):
+        return
+    for lineno, row in read_csv_rows(path):
+        filled = [c for c in columns if (row.get(c) or "").strip()]
+        if filled:
+            raise InputError(f"holds a reviewer's entries (column {filled[0]}); a new build would replace "
+                             f"the sheet: move it away, or give another {flag}", file=str(path), line=lineno)
 
 
 def csv_key(header: str) -> str:

@@ -111,7 +111,7 @@ def resolve(protocol: Protocol | None, backend_name: str, overrides: dict[str, A
     if mode not in (None, "paper", "demo"):
         from .errors import InputError
 
-        raise InputError(f"protocol must be 'paper' or 'demo', not {mode!r}", field="protocol")
+        raise InputError(f"protocol must be 'paper' or 'demo', not {mode!r}", field="--protocol")
     if protocol is None:
         dec = Decoding().merged(**overrides)
         jd = dec.merged(**judge_overrides) if judge_overrides else None

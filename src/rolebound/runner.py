@@ -33,6 +33,7 @@ from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResu
 from .records import INVALID, Decoding, Message, Reading, Record, RunManifest, Unkeepable, record_line
 from .protocol import repeat_seed
 from .store import MANIFEST, RECORDS, ResponseCache, RunDir
+from .term import visible
 
 
 class CallFailed(Exception):
@@ -323,8 +324,8 @@ class Session:
         self.cache.misses += 1
         if not self._bad_cache_warned:
             self._bad_cache_warned = True
-            print(f"warning: {self.cache.path}: a cached reply cannot be kept ({why}); such replies are asked "
-                  "again and replaced", file=sys.stderr, flush=True)
+            print(visible(f"warning: {self.cache.path}: a cached reply cannot be kept ({why}); such replies are "
+                          "asked again and replaced", newlines=False), file=sys.stderr, flush=True)
         return None
 
     def _keepable(self, rec: Record, failed: Callable[[str], Record]) -> tuple[Record, str]:
@@ -520,7 +521,7 @@ def finish(rd: RunDir, manifest: RunManifest, session: Session, stopped: bool) -
     manifest.finished = None if stopped else now()
     rd.write_manifest(manifest)
     if session.errors:
-        rd.write_text("errors.log", "\n".join(session.mask(e) for e in session.errors) + "\n")
+        rd.write_text("errors.log", "\n".join(visible(session.mask(e), newlines=False) for e in session.errors) + "\n")
     elif not stopped:
         rd.remove("errors.log")
 

@@ -29,6 +29,7 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import sys
 import threading
@@ -38,8 +39,9 @@ from typing import Any, Callable, Iterator, Sequence
 from pydantic import ValidationError
 
 from .errors import InputError, RoleboundError, RunDirError
-from .io import atomic_path, validate_record, write_text_atomic
+from .io import atomic_path, open_regular, read_regular, refuse_package, validate_record, write_text_atomic
 from .records import REPLY_FIELDS, Record, RunManifest, loc_text, record_line
+from .term import visible
 
 MANIFEST, RECORDS, METRICS = "manifest.json", "records.jsonl", "metrics.json"
 # what a run folder may hold before its manifest is written (a first run killed at its start)
@@ -60,6 +62,7 @@ def claim_folder(path: str | Path, *, marker: str, before: frozenset[str] = froz
         raise InputError(f"cannot be resolved ({exc}); give another {flag}", file=str(path)) from None
     if real == Path(real.anchor):
         raise InputError(f"is the root folder; give {flag} a folder of the {what}'s own", file=str(path))
+    refuse_package(path, flag)
     if not path.exists():
         if path.is_symlink():
             raise InputError(f"is a broken symbolic link; give another {flag}", file=str(path))
@@ -74,7 +77,8 @@ def claim_folder(path: str | Path, *, marker: str, before: frozenset[str] = froz
         raise InputError(f"cannot be read ({exc.strerror or exc}); give another {flag}", file=str(path)) from None
     if others:
         shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
-        raise InputError(f"not a {what} folder, and not empty ({shown}); a {what} writes only into a new or "
+        a = "an" if what[:1] in "aeiou" else "a"
+        raise InputError(f"not {a} {what} folder, and not empty ({shown}); {a} {what} writes only into a new or "
                          f"empty folder, or one holding the same {what}: give another {flag}", file=str(path))
     return path
 
@@ -87,6 +91,33 @@ def _is_temp(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")      # io.atomic_path's, left by a kill
 
 
+@contextlib.contextmanager
+def clear_new_folder(path: str | Path) -> Iterator[None]:
+    """What the block adds to `path` (and the folders made above it) is removed again if the block
+    fails: a refused command leaves nothing behind, so the same --out works on a retry. What was
+    there before is never touched."""
+    path = Path(path)
+    top = path
+    while not top.parent.exists() and top.parent != top:
+        top = top.parent                        # the first folder the block will make
+    existed = path.is_dir()
+    before = set(os.listdir(path)) if existed else set()
+    try:
+        yield
+    except BaseException:
+        try:
+            if not existed and (top.exists() or top.is_symlink()):
+                if top.is_dir() and not top.is_symlink():
+                    shutil.rmtree(top)
+            elif existed:
+                for name in set(os.listdir(path)) - before:
+                    p = path / name
+                    shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        except OSError:
+            pass
+        raise
+
+
 def refuse_link(path: Path) -> None:
     """A file the tool writes is never a symbolic link: writing through one changes its target."""
     if path.is_symlink():
@@ -95,7 +126,7 @@ def refuse_link(path: Path) -> None:
 
 
 def iter_records(path: Path) -> Iterator[tuple[int, dict]]:
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         for lineno, raw in enumerate(fh, 1):
             line = raw.strip()
             if not line:
@@ -103,7 +134,27 @@ def iter_records(path: Path) -> Iterator[tuple[int, dict]]:
             try:
                 yield lineno, json.loads(line.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError):
+                if not raw.endswith(b"\n"):         # the last line, torn by a kill mid-write: read past it
+                    warn_torn(path, lineno, len(raw), "the run's command cuts it and makes that call again")
+                    return
                 raise InputError("corrupt record (not JSON)", file=str(path), line=lineno) from None
+
+
+def _parses(raw: bytes) -> bool:
+    try:
+        json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return True
+
+
+def warn_torn(path: Path, lineno: int, size: int, then: str) -> None:
+    """One warning line for a torn last line of records.jsonl (what `run` cuts, `report` reads past)."""
+    seen = (str(path), -lineno, size)
+    if seen not in _WARNED:
+        _WARNED.add(seen)
+        print(visible(f"warning: {path}:{lineno}: a torn last line ({size} bytes, left by a stop mid-write) is "
+                      f"read past; {then}", newlines=False), file=sys.stderr, flush=True)
 
 
 def read_record(obj: Any, *, file: Path, line: int) -> tuple[Record, str | None]:
@@ -134,21 +185,43 @@ def warn_unreadable(path: Path, bad: list[tuple[int, str]], then: str) -> None:
     if bad and seen not in _WARNED:
         _WARNED.add(seen)
         n = len(bad)
-        print(f"warning: {path}: {n} record{'s' if n != 1 else ''} with a reply that cannot be read back "
-              f"(line {bad[0][0]}: {bad[0][1]}) {'are' if n != 1 else 'is'} read as failed calls; {then}",
-              file=sys.stderr, flush=True)
+        print(visible(f"warning: {path}: {n} record{'s' if n != 1 else ''} with a reply that cannot be read back "
+                      f"(line {bad[0][0]}: {bad[0][1]}) {'are' if n != 1 else 'is'} read as failed calls; {then}",
+                      newlines=False), file=sys.stderr, flush=True)
+
+
+def run_manifest(run_dir: str | Path) -> RunManifest | None:
+    """The run's manifest, or None where the folder has none yet (a first run killed at its start)."""
+    rd = RunDir(run_dir)
+    return rd.read_manifest() if rd.exists() else None
+
+
+def check_belongs(rec: Record, manifest: RunManifest | None, *, file: Path, line: int) -> None:
+    """A record of another run (another suite, or another model under test) appended to this
+    run's records.jsonl is an InputError naming its line: its figures would be mixed in silently."""
+    if manifest is None:
+        return
+    if rec.suite != manifest.suite:
+        raise InputError(f"a record of suite '{rec.suite}' in a run of suite '{manifest.suite}' (its manifest.json); "
+                         "records of another run were added to this file", file=str(file), line=line, field="suite")
+    if rec.role == "model" and rec.model and rec.model != manifest.model:
+        raise InputError(f"a record of model '{rec.model}' in a run of model '{manifest.model}' (its manifest.json); "
+                         "records of another run were added to this file", file=str(file), line=line, field="model")
 
 
 def load_records(run_dir: str | Path, *, latest: bool = True) -> list[Record]:
-    """All records of a run; with latest=True only the last one per call_id, in first-seen order."""
+    """All records of a run; with latest=True only the last one per call_id, in first-seen order.
+    Every record must belong to the run its manifest describes (check_belongs)."""
     path = Path(run_dir) / RECORDS
     if not path.exists():
         raise InputError("no records.jsonl here; is this a run directory?", file=str(path))
+    manifest = run_manifest(run_dir)
     recs: dict[str, Record] = {}
     every = []
     bad: dict[str, tuple[int, str]] = {}
     for lineno, obj in iter_records(path):
         rec, why = read_record(obj, file=path, line=lineno)
+        check_belongs(rec, manifest, file=path, line=lineno)
         every.append(rec)
         recs[rec.call_id] = rec
         if why:
@@ -194,7 +267,7 @@ class RunDir:
     def read_manifest(self) -> RunManifest:
         path = self.manifest_path
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(path).decode("utf-8"))
         except FileNotFoundError:
             raise InputError("no manifest.json; is this a run directory?", file=str(path)) from None
         except (UnicodeDecodeError, ValueError) as exc:
@@ -269,11 +342,19 @@ class RunDir:
             if not data or data.endswith(b"\n"):
                 return 0
             cut = data.rfind(b"\n") + 1
-            fd = os.open(p, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            whole = _parses(data[cut:])     # only its newline missing: keep it, as the readers do
+            if not whole:
+                warn_torn(p, data.count(b"\n", 0, cut) + 1, len(data) - cut, "it is cut, and its call runs again")
+            fd = os.open(p, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_APPEND if whole else 0))
             try:
-                os.ftruncate(fd, cut)
+                if whole:
+                    os.write(fd, b"\n")
+                else:
+                    os.ftruncate(fd, cut)
             finally:
                 os.close(fd)
+            if whole:
+                return 0
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 refuse_link(p)
@@ -286,8 +367,10 @@ class RunDir:
             return {}
         done: dict[str, Record] = {}
         bad: dict[str, tuple[int, str]] = {}
+        manifest = run_manifest(self.path)
         for lineno, obj in iter_records(self.records_path):
             rec, why = read_record(obj, file=self.records_path, line=lineno)
+            check_belongs(rec, manifest, file=self.records_path, line=lineno)
             if why:
                 bad[rec.call_id] = (lineno, why)
             else:
@@ -345,7 +428,22 @@ def cache_dir() -> Path:
     else:
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         path = Path(base) / "rolebound"
-    path.mkdir(parents=True, exist_ok=True)
+    return make_folder(path, "ROLEBOUND_CACHE_DIR" if env else "XDG_CACHE_HOME")
+
+
+def make_folder(path: Path, env: str) -> Path:
+    """Make the folder `path` (set by `env`, or under it): a file in its way, or a full disk, is
+    one line that says so."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(f"is not a folder (it, or a part of it, is a file); set {env} to a folder",
+                         file=str(path), field=env) from None
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise RoleboundError(f"cannot make the folder {path}: the disk is full (ENOSPC); "
+                                 "free space on it") from None
+        raise
     return path
 
 
@@ -360,8 +458,7 @@ def model_dir() -> Path:
     """Converted local models (ROLEBOUND_MODEL_DIR, else <cache_dir>/models)."""
     env = os.environ.get("ROLEBOUND_MODEL_DIR")
     path = Path(env) if env else cache_dir() / "models"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return make_folder(path, "ROLEBOUND_MODEL_DIR" if env else "ROLEBOUND_CACHE_DIR")
 
 
 def shared_root() -> Path | None:
@@ -381,7 +478,7 @@ class ResponseCache:
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else cache_dir() / "responses.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path.parent, "ROLEBOUND_CACHE_DIR")
         if self.path.exists() and not self.path.is_file():
             raise self._unusable("not a regular file")
         self._lock = threading.Lock()
@@ -403,8 +500,16 @@ class ResponseCache:
         if "locked" in str(why):
             return RoleboundError(f"the response cache {self.path} is locked by another process ({why}); "
                                   "wait, or run with --no-cache")
-        return RoleboundError(f"the response cache {self.path} cannot be read ({why}); move it away or delete "
-                              "it (it is only a cache: a new one is made), or run with --no-cache")
+        # a full disk is not a broken cache: its replies (perhaps paid for) stay where they are
+        if getattr(why, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(why) or \
+                getattr(why, "errno", None) == errno.ENOSPC:
+            return RoleboundError(f"the response cache {self.path} cannot be written: the disk is full (ENOSPC); "
+                                  "free space on it, or run with --no-cache")
+        if getattr(why, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_IOERR:
+            return RoleboundError(f"the response cache {self.path} cannot be written ({why}; is the disk full or "
+                                  "failing?); free space on it, or run with --no-cache")
+        return RoleboundError(f"the response cache {self.path} cannot be read ({why}); move it away (it is only a "
+                              "cache: a new one is made), or run with --no-cache")
 
     def get(self, key: str) -> dict | None:
         """The value stored under key; None if there is none, or it is not a JSON object (the
@@ -444,7 +549,7 @@ def complete_lines(path: Path, offset: int) -> bytes:
     """The whole lines appended to `path` since byte `offset` (a line still being written waits)."""
     if not path.exists():
         return b""
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         fh.seek(offset)
         chunk = fh.read()
     return chunk[: chunk.rfind(b"\n") + 1]
@@ -480,10 +585,9 @@ def cached_json(kind: str, parts: Any, compute: Callable[[], Any]):
     """compute()'s JSON-able value, from disk if an entry for `parts` exists."""
     path = entry_path(kind, key_of(kind, parts), ".json")
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)["value"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass                                   # missing or unreadable: compute it again
+        return json.loads(read_regular(path).decode("utf-8"))["value"]
+    except (OSError, ValueError, KeyError, TypeError, InputError):
+        pass                                   # missing, unreadable or not a file (a FIFO): compute it again
     value = compute()
     try:
         _write_atomic(path, lambda fh: json.dump({"value": value}, fh, ensure_ascii=False), binary=False)
@@ -496,8 +600,8 @@ def cached_bytes(kind: str, parts: Any, compute: Callable[[], bytes], suffix: st
     """compute()'s bytes, from disk if an entry for `parts` exists."""
     path = entry_path(kind, key_of(kind, parts), suffix)
     try:
-        return path.read_bytes()
-    except OSError:
+        return read_regular(path)
+    except (OSError, InputError):
         pass
     value = compute()
     try:

@@ -15,7 +15,9 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from .errors import InputError
+from .io import read_regular
 from .store import MANIFEST, METRICS, RECORDS, RunDir
+from .term import visible
 
 DEPTH = 3        # runs/<suite>/<model>/<run> at most
 
@@ -60,7 +62,7 @@ def entry(run_dir: Path, root: Path) -> dict[str, Any]:
     if not m.finished:
         row["problem"] = "unfinished"
     try:
-        metrics = json.loads((run_dir / METRICS).read_text(encoding="utf-8"))
+        metrics = json.loads(read_regular(run_dir / METRICS).decode("utf-8"))
         from .suites import get_suite
 
         summ = getattr(get_suite(m.suite), "summary", None)
@@ -148,7 +150,7 @@ class _Server(ThreadingHTTPServer):
     def handle_error(self, request, client_address):
         exc = sys.exc_info()[1]
         if not isinstance(exc, ConnectionError):         # a browser that went away is no error
-            print(f"viewer: a request failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            print(visible(f"viewer: a request failed: {type(exc).__name__}: {exc}", newlines=False), file=sys.stderr)
 
 
 def serve(root: Path, port: int = 8765, open_browser: bool = True) -> None:

@@ -80,7 +80,8 @@ class EchoSuite(Suite):
     def build_commands(self, app) -> None:
         import typer
 
-        @app.command("echo")
+        @app.command("echo", epilog="Examples:\n\n\b\n  rolebound build echo noon kayak tree --out words.txt\n"
+                                    "  rolebound run echo -m reverse --data words.txt")
         def build_echo(words: list[str] = typer.Argument(..., help="the words to ask for"),
                        out: Path = typer.Option(..., "--out", "-o", help="word list to write")):
             """Write a word list for `rolebound run echo --data FILE`."""

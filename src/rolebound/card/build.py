@@ -18,10 +18,13 @@ from urllib.parse import quote
 
 from ..records import VERSION
 from ..errors import InputError
+from ..io import read_regular
 from ..models import parse_spec
 from ..protocol import is_demo
+from ..report.fmt import FigureError
 from ..store import METRICS, RunDir, claim_folder
 from ..suites import available, get_suite
+from .checks import DRIFT_DOMAIN, check_metrics
 
 CARD_JSON = "card.json"
 
@@ -111,13 +114,16 @@ def make_card(model: str, *, judge: str | None = None, runs: Sequence[str | Path
                        before=frozenset({"runs", "figures", "judge-check"}), what="card")
     todo = [n for n in names if n not in reused]
     check_judge(todo, spec, judge)
+    got = {n: run_metrics(p) for n, p in reused.items()}     # checked before any model call
+    for n, m in got.items():
+        card_figures(get_suite(n), m, reused[n])
     sections, failed, ran = [], 0, []
     for name in names:
         suite = get_suite(name)
         if name in reused:
             run_dir = reused[name]
             say(f"card: {name}: reusing {run_dir}")
-            metrics = run_metrics(run_dir)
+            metrics = got[name]
         else:
             run_dir = out / "runs" / name
             limit = limits.get(name, suite.card_limit)
@@ -144,21 +150,27 @@ def run_metrics(run_dir: Path) -> dict[str, Any]:
 
         return api.build_report(run_dir)[0]
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path).decode("utf-8"))     # a FIFO: InputError, not a hang
     except (OSError, ValueError) as exc:
         raise InputError(f"unreadable metrics: {exc}", file=str(path)) from None
+    return check_metrics(data, path)
+
+
+def card_figures(suite, metrics: dict, run_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """The suite's card figures and, when its hook cannot read them, the problem line."""
+    try:
+        return suite.card_figures(metrics) or {}, []
+    except FigureError as exc:      # a figure outside its domain: the file is wrong, not its layout
+        raise InputError(f"figure '{exc.key}': {exc.why}", file=str(Path(run_dir) / METRICS)) from None
+    except Exception as exc:  # noqa: BLE001 - a metrics.json from other code must not take the card down
+        return {}, [f"metrics.json does not hold this suite's figures ({type(exc).__name__}: {exc}); "
+                    f"rebuild it with `rolebound report {run_dir}`"]
 
 
 def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: bool) -> dict[str, Any]:
     m = RunDir(run_dir).read_manifest()
     proto = m.protocol or {}
-    problems = []
-    try:
-        cf = suite.card_figures(metrics) or {}
-    except Exception as exc:  # noqa: BLE001 - a metrics.json from other code must not take the card down
-        cf = {}
-        problems.append(f"metrics.json does not hold this suite's figures ({type(exc).__name__}: {exc}); "
-                        f"rebuild it with `rolebound report {run_dir}`")
+    cf, problems = card_figures(suite, metrics, run_dir)
     if not m.finished:
         problems.append("the run is unfinished: rerun the card (or the run) to complete it")
     c = m.counts or {}
@@ -173,13 +185,16 @@ def section(name: str, suite, run_dir: Path, metrics: dict, out: Path, reused: b
     papers.annotate(suite, figures, list(m.strategies), cf.get("strategy"))
     warnings = list((metrics.get("position_bias") or {}).get("warnings") or []) + list(cf.get("warnings") or [])
     html = Path(run_dir) / "report.html"
-    drift = drift_section(metrics.get("dialogue")) if isinstance(metrics.get("dialogue"), dict) else None
+    try:
+        drift = drift_section(metrics.get("dialogue")) if isinstance(metrics.get("dialogue"), dict) else None
+    except FigureError as exc:
+        raise InputError(f"figure '{exc.key}': {exc.why}", file=str(Path(run_dir) / METRICS)) from None
     return {
         "suite": name, "title": cf.get("title") or name, "run_dir": str(run_dir), "reused": reused,
         "report": link(html, out) if html.exists() else None,
         "model": m.model, "judge": m.judge, "self_judged": bool(proto.get("self_judged")),
         "endpoints": dict(getattr(m, "endpoints", None) or {}),
-        "protocol": proto.get("mode") or "none", "protocol_label": proto.get("label") or "",
+        "protocol": proto.get("mode") or "none", "protocol_label": papers.protocol_label(m),
         "strategies": list(m.strategies), "scoring": m.scoring, "limit": m.limit, "n_items": m.n_items,
         "repeats": m.repeats, "started": m.started, "finished": m.finished,
         "model_calls": c.get("model_calls"), "warnings": warnings,
@@ -210,7 +225,7 @@ def drift_section(m: dict) -> dict[str, Any] | None:
         for kind, s in (m["metrics"].get(name) or {}).items():
             d = s.get("drift") or {}
             figs.append(figure(f"drift/{name}/{kind}", f"{name} drift per 4 turns ({kind} warm-up)", d.get("slope"),
-                               unit=POINTS, lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
+                               unit=POINTS, lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"), domain=DRIFT_DOMAIN,
                                why="no items asked at every depth"))
     return {"figures": figs, "drift": m}
 

@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..io import write_bytes_atomic, write_text_atomic
+from ..io import read_regular, write_bytes_atomic, write_text_atomic
 from ..report.builder import drawing, md_escape, md_text, png
 from .chart import draw
 from ..dialogue.report import png as drift_png
 from ..report.fmt import fmt_figure
 
-PROTOCOLS = {"paper": "paper protocol", "demo": "demo settings (not the paper's protocol)",
+PROTOCOLS = {"paper": "paper settings", "demo": "demo settings (not the paper's protocol)",
              "none": "suite defaults"}
 
 
@@ -150,10 +150,13 @@ def read_card(path: str | Path) -> dict[str, Any]:
         raise InputError("no card.json here (make one with rolebound card --model M)", file=str(p),
                          field="--compare")
     try:
-        card = json.loads(p.read_text(encoding="utf-8"))
+        card = json.loads(read_regular(p).decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"unreadable card: {exc}", file=str(p), field="--compare") from None
     if not isinstance(card, dict) or card.get("card") != 1 or not isinstance(card.get("suites"), list):
         raise InputError("not a rolebound card.json (no 'card': 1 and 'suites')", file=str(p), field="--compare")
+    from .checks import check_card
+
+    check_card(card, p)
     card["_path"] = str(p)
     return card

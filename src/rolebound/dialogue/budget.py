@@ -89,13 +89,13 @@ def check_context(backend, probes: Sequence[Probe], opts) -> None:
                 if n > window:
                     raise InputError(f"depth {d} needs about {n} tokens of context ({kind} warm-up, {plan.key}; "
                                      f"estimated with {how}), more than the model's {window}; use smaller depths "
-                                     "or a lower turn_max_tokens", field="depths")
+                                     "or a lower turn_max_tokens", field="--set depths")
 
 
 def check_options(opts, model_spec: str | None = None) -> None:
     if "simulated" in warmups(opts) and not opts.user_model:
         raise InputError("warmup=simulated needs a user model: --set user_model=BACKEND:NAME "
-                         "(the model that plays the user; it may be the --model itself)", field="user_model")
+                         "(the model that plays the user; it may be the --model itself)", field="--set user_model")
 
 
 def user_backend(opts, backend):
@@ -109,7 +109,7 @@ def user_backend(opts, backend):
     try:
         return create_backend(spec, backend.decoding, strict=False)
     except RoleboundError as exc:
-        raise InputError(str(exc), field="user_model") from None
+        raise InputError(str(exc), field="--set user_model") from None
 
 
 def setup(settings, backend) -> None:

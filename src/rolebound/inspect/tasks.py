@@ -10,6 +10,7 @@ which `rolebound import inspect LOG` turns back into a run folder.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from inspect_ai import Task, task
@@ -19,9 +20,10 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from ..records import VERSION
 from ..suites.base import DIALOGUE
-from ..errors import InputError
+from ..errors import InputError, RoleboundError
 from ..hub import load_data, task_name
 from ..suites import get_suite
+from ..term import clip, visible
 from . import bridge, tokens
 
 META_KEY = "rolebound"
@@ -62,7 +64,40 @@ def _text(item) -> str:
     return item.id
 
 
-def build(suite_name: str, strategy: str | None, data: str | None, set: str | None, limit: int | None) -> Task:
+def _limit(limit: Any) -> int | None:
+    """-T limit=N: a whole number of items, 1 or more (inspect passes -T values parsed as YAML)."""
+    if limit is None or limit == "":
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, (int, str)) or \
+            not re.fullmatch(r"[+-]?[0-9]{1,18}", str(limit).strip()):
+        raise InputError(f"expected a whole number of items, got {clip(repr(limit))}", field="limit")
+    if int(limit) < 1:
+        raise InputError(f"must be 1 or more, got {int(limit)}", field="limit")
+    return int(limit)
+
+
+def _shown(exc: RoleboundError) -> Exception:
+    """The same error, also a PrerequisiteError: inspect's CLI prints its message as one line, with
+    no traceback (it prints a traceback for any other exception a task raises)."""
+    try:
+        from inspect_ai._util.error import PrerequisiteError
+    except ImportError:
+        return exc
+    cls = type(type(exc).__name__, (type(exc), PrerequisiteError), {})
+    new = cls.__new__(cls)
+    Exception.__init__(new, *exc.args)
+    new.__dict__.update(exc.__dict__, message="error: " + visible(exc, newlines=False))
+    return new
+
+
+def build(suite_name: str, strategy: str | None, data: str | None, set: str | None, limit: Any) -> Task:
+    try:
+        return _build(suite_name, strategy, data, set, _limit(limit))
+    except RoleboundError as exc:
+        raise _shown(exc) from None
+
+
+def _build(suite_name: str, strategy: str | None, data: str | None, set: str | None, limit: int | None) -> Task:
     tokens.seed()       # inspect's mockllm counts tokens with o200k_base: offline, from our wheel
     suite = get_suite(suite_name)
     options = _sets(set)
@@ -73,7 +108,7 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
     stub = bridge.InspectBackend()
     dataset = load_data(suite, data, settings)
     suite.check(stub, settings, judge=stub if suite.uses_judge else None)
-    items = suite.select(dataset.items, int(limit) if limit else None, settings)
+    items = suite.select(dataset.items, limit, settings)
     by_id = {i.id: i for i in items}
     pairs = [(i, s) for s in strategies for i in items]
     # only the jobs that ask something: CHARM's sequential asks nothing of a BA item
@@ -84,7 +119,9 @@ def build(suite_name: str, strategy: str | None, data: str | None, set: str | No
 
     meta = {"suite": suite.name, "strategies": strategies, "scoring": settings.scoring,
             "options": settings.options.given(), "dataset": dataset.source, "dataset_hash": dataset.hash,
-            "n_items": len(items), "limit": int(limit) if limit else None, "decoding": answers.model_dump(),
+            "n_items": len(items), "limit": limit, "decoding": answers.model_dump(),
+            # a log of the first samples (inspect's --limit) is told from a whole run by these
+            "asked_items": len({s.metadata["item_id"] for s in samples}), "dataset_items": len(dataset.items),
             "judge_decoding": judge_decoding.model_dump() if judge_decoding else None,
             "uses_judge": suite.uses_judge, "prompt_templates": _template_hashes(suite),
             "package_version": VERSION}

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..errors import InputError
+from ..io import read_regular
 from ..report.fmt import fmt_stat
 from .metrics import HUMANS, MEAN
 from .run import KIND
@@ -20,8 +22,8 @@ def find_run(suite: str, judge: str | None, roots: Sequence[Path]) -> Path | Non
     for root in roots:
         for mpath in sorted(Path(root).glob("*/manifest.json")) if Path(root).is_dir() else []:
             try:
-                m = json.loads(mpath.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                m = json.loads(read_regular(mpath).decode("utf-8"))
+            except (OSError, ValueError, InputError):
                 continue
             if m.get("kind") == KIND and m.get("suite") == suite and m.get("judge") == judge and m.get("finished") \
                     and (mpath.parent / "metrics.json").is_file():
@@ -57,7 +59,7 @@ def judge_line(suite: str, judge: str | None, roots: Sequence[Path]) -> str | No
     if run_dir is None:
         return None
     try:
-        metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+        metrics = json.loads(read_regular(run_dir / "metrics.json").decode("utf-8"))
         return agreement_line(metrics, run_dir)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, InputError):
         return None

@@ -79,8 +79,9 @@ def _samples(records) -> list[dict[str, Any]]:
 
 
 def print_table(metrics: dict[str, Any], groups: str = "all", verdicts: bool = True) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from .. import term
 
     cols, rows = table_rows(metrics, groups)
     t = Table(title="judge agreement with human labels (95% bootstrap CI)")
@@ -94,6 +95,6 @@ def print_table(metrics: dict[str, Any], groups: str = "all", verdicts: bool = T
         last = r[:2]
     import sys
 
-    console = Console(width=None if sys.stdout.isatty() else 200)    # a log keeps whole rows
+    console = term.console(width=None if sys.stdout.isatty() else 200)    # a log keeps whole rows
     console.print(t)
     console.print(verdict_line(metrics) if verdicts else f"{metrics['rows']} labelled replies")

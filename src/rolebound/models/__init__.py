@@ -12,13 +12,14 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import re
 import sys
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
 from .. import plugins
-from ..errors import BackendError
+from ..errors import BackendError, closest
 from ..records import Decoding
 from .base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult  # noqa: F401
 
@@ -178,9 +179,36 @@ def _entry(backend: str, spec: str | None = None) -> BackendEntry:
     entry = entries().get(backend)
     if entry is None:
         where = f" in '{spec}'" if spec is not None else ""
-        raise BackendError(f"unknown backend '{backend}'{where}; available backends: "
+        guess = _meant(backend, spec)
+        hint = f" (did you mean '{guess}'?)" if guess else ""
+        raise BackendError(f"unknown backend '{backend}'{where}{hint}; available backends: "
                            + ", ".join(backend_names()) + " (see `rolebound models`)")
     return entry
+
+
+_OPENAI_NAMES = re.compile(r"(gpt-|chatgpt-|o\d|text-embedding-|davinci|babbage)", re.I)
+
+
+def _meant(backend: str, spec: str | None) -> str | None:
+    """The spec an unknown backend most likely meant: a bare model name with the backend that
+    serves it (gpt-4o-mini -> openai:gpt-4o-mini), else the closest backend name (opnai:x -> openai:x)."""
+    if spec is not None and ":" not in spec:
+        from .fake import NAMES
+        from .install import PACKS
+
+        bundled = {BUILTIN["bundled"].default_name, *PACKS}
+        for known, guess in ((bundled, "bundled"), (NAMES, "fake")):
+            if spec in known:
+                return f"{guess}:{spec}"
+        if _OPENAI_NAMES.match(spec):
+            return f"openai:{spec}"
+        if spec.endswith(".gguf"):
+            return f"llamacpp:{spec}"
+        if "/" in spec:             # a Hub id or a folder
+            return f"hf:{spec}"
+    best = closest(backend, backend_names())
+    name = spec.partition(":")[2] if spec else ""
+    return None if best is None else f"{best}:{name}" if name else best
 
 
 def backend_class(backend: str) -> type:

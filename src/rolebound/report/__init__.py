@@ -153,7 +153,7 @@ def run_facts(manifest, metrics: dict | None = None) -> list[tuple[str, Any]]:
     d = manifest.decoding
     proto = getattr(manifest, "protocol", None) or {}
     if proto.get("label"):
-        rows.append(("protocol", proto["label"]))
+        rows.append(("protocol", papers.protocol_label(manifest)))
     if proto.get("self_judged"):
         rows.append(("judging", "self-judged: the model under test judged its own answers"))
     rows.append(("decoding", f"temperature {d.temperature}, top_p {d.top_p}, max_tokens {d.max_tokens}, seed {d.seed}"))

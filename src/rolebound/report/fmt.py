@@ -11,6 +11,7 @@ decimals the paper printed). Pure: no plotting, no I/O, nothing of ours imported
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Sequence
 
 
@@ -26,13 +27,21 @@ def fmt_num(v: float | None, digits: int = 2) -> str:
 MIN_CLUSTERS = 10      # stats.MIN_CLUSTERS (fmt imports nothing of ours; tests/test_parsers_stats.py ties them)
 
 
+def units(d: dict) -> int | None:
+    """The independent units behind an interval: its clusters, else (a rate_ci / paired_diff dict)
+    its items, each its own cluster. A card figure counts only the clusters it carries (rate() and
+    diff() carry them): its `n` may count something else (capability's roles)."""
+    g = d.get("clusters") if "unit" in d else d.get("clusters", d.get("n"))
+    return g if isinstance(g, numbers.Integral) and not isinstance(g, bool) else None
+
+
 def few_clusters(d: dict | None) -> int | None:
-    """The number of clusters (else items) behind a rate_ci / paired_diff dict when it is below
-    MIN_CLUSTERS, so that its interval cannot be trusted; else None."""
+    """The number of clusters (else items) behind a rate_ci / paired_diff dict or a figure when it
+    is below MIN_CLUSTERS, so that its interval cannot be trusted; else None."""
     if not d:
         return None
-    g = d.get("clusters", d.get("n"))
-    return g if isinstance(g, int) and g < MIN_CLUSTERS else None
+    g = units(d)
+    return int(g) if g is not None and g < MIN_CLUSTERS else None
 
 
 def untrusted(g: int) -> str:
@@ -40,21 +49,27 @@ def untrusted(g: int) -> str:
 
 
 def fmt_rate(d: dict | None, digits: int = 1) -> str:
-    """A rate with its bootstrap CI (stats.rate_ci): '72.1 [68.0, 76.2]' or '-'; below
+    """A rate with its 95% CI (stats.rate_ci; `interval`): '72.1 [68.0, 76.2]' or '-'; below
     MIN_CLUSTERS clusters (or items), the rate and why there is no interval instead."""
     if not d or d.get("rate") is None:
         return "-"
     s = f"{d['rate']:.{digits}f}"
-    if (g := few_clusters(d)) is not None and d.get("lo") is not None:
-        return f"{s} {untrusted(g)}"
-    if d.get("lo") is not None:
-        s += f" [{d['lo']:.{digits}f}, {d['hi']:.{digits}f}]"
+    lo, hi = interval(d)
+    if lo is not None:
+        s += f" [{lo:.{digits}f}, {hi:.{digits}f}]"
+    elif (g := few_clusters(d)) is not None and d.get("lo") is not None:
+        s += f" {untrusted(g)}"
     return s
 
 
 def fmt_stat(d: dict | None, digits: int = 2) -> str:
-    """'0.42 [0.30, 0.55]' or '-' (an agreement statistic: fmt_rate's format, keyed `value`)."""
-    return fmt_rate({**d, "rate": d.get("value")} if d else None, digits)
+    """'0.42 [0.30, 0.55]' or '-' (an agreement statistic, keyed `value`)."""
+    if not d or d.get("value") is None:
+        return "-"
+    s = f"{d['value']:.{digits}f}"
+    if d.get("lo") is not None:
+        s += f" [{d['lo']:.{digits}f}, {d['hi']:.{digits}f}]"
+    return s
 
 
 def fmt_diff(d: dict | None, digits: int = 1) -> str:
@@ -134,11 +149,44 @@ def _num(v: Any) -> float | None:
     return None if math.isnan(f) or math.isinf(f) else f
 
 
+class FigureError(ValueError):
+    """A figure read from metrics outside its domain (a rate of 1e308, NaN, n = -5): the metrics
+    are wrong, and no figure is shown for them."""
+
+    def __init__(self, key: str, why: str):
+        super().__init__(f"{key}: {why}")
+        self.key, self.why = key, why
+
+
+# what a figure of each unit can be: rates in percent, differences in points, 0-1 scores and their differences
+DOMAIN = {PCT: (0.0, 100.0), POINTS: (-100.0, 100.0), SCALE01: (-1.0, 1.0)}
+
+
+def check_figure(key: str, unit: str, domain: tuple[float, float] | None, **values: Any) -> None:
+    lo, hi = domain or DOMAIN.get(unit, (-math.inf, math.inf))
+    for name, v in values.items():
+        if v is None or isinstance(v, bool):
+            continue
+        if name == "n":
+            if not isinstance(v, numbers.Integral) or v < 0:      # numpy's integers are Integral too
+                raise FigureError(key, f"n is {v!r}, not a count")
+            continue
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise FigureError(key, f"{name} is {str(v)[:40]!r}, not a number") from None
+        a, b = (0.0, hi - lo) if name == "spread" else (lo, hi)
+        if not (math.isfinite(f) and a - 1e-9 <= f <= b + 1e-9):
+            raise FigureError(key, f"{name} {f:.6g} is outside [{a:g}, {b:g}] ({unit})")
+
+
 def figure(key: str, label: str, value: Any, *, unit: str = PCT, lo: Any = None, hi: Any = None,
            n: int | None = None, spread: Any = None, spread_kind: str = "", why: str = "",
-           note: str = "") -> dict[str, Any]:
-    """One figure. `lo`/`hi`: a 95% CI; `spread`: a +- value named by `spread_kind` (SEM over
-    repeats, std across roles) where the metrics give no CI."""
+           note: str = "", domain: tuple[float, float] | None = None) -> dict[str, Any]:
+    """One figure. `lo`/`hi`: a 95% CI (`clustered` adds the units behind it); `spread`: a +-
+    value named by `spread_kind` (SEM over repeats, std across roles) where the metrics give no
+    CI. A value, bound, spread or n outside the unit's domain (or `domain`) is a FigureError."""
+    check_figure(key or label, unit, domain, value=value, lo=lo, hi=hi, spread=spread, n=n)
     v = _num(value)
     out: dict[str, Any] = {"key": key, "label": label, "value": v, "unit": unit, "lo": _num(lo), "hi": _num(hi),
                            "n": n, "spread": _num(spread), "spread_kind": spread_kind if _num(spread) is not None
@@ -149,18 +197,30 @@ def figure(key: str, label: str, value: Any, *, unit: str = PCT, lo: Any = None,
     return out
 
 
+def clustered(f: dict[str, Any], clusters: Any) -> dict[str, Any]:
+    """A figure with the number of independent units behind its CI (`clusters`): below
+    MIN_CLUSTERS the CI is neither shown nor read by a claim (few_clusters, interval)."""
+    if clusters is not None and f["value"] is not None:
+        check_figure(f["key"] or f["label"], f["unit"], None, n=clusters)
+        f["clusters"] = int(clusters)
+    return f
+
+
 def rate(key: str, label: str, d: dict | None, *, why: str = "", note: str = "") -> dict[str, Any]:
-    """From a metrics rate_ci dict {'rate', 'lo', 'hi', 'n'} (percent, 95% bootstrap CI)."""
+    """From a metrics rate_ci dict {'rate', 'lo', 'hi', 'n'} (percent, 95% bootstrap CI, clustered
+    where it names its `clusters`)."""
     d = d or {}
-    return figure(key, label, d.get("rate"), lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
-                  why=why or ("no questions behind it in this run" if d.get("n") == 0 else ""), note=note)
+    f = figure(key, label, d.get("rate"), lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
+               why=why or ("no questions behind it in this run" if d.get("n") == 0 else ""), note=note)
+    return clustered(f, units(d))
 
 
 def diff(key: str, label: str, d: dict | None, *, why: str = "", note: str = "") -> dict[str, Any]:
-    """From a paired_diff dict {'diff', 'lo', 'hi', 'n'} (percentage points, 95% bootstrap CI)."""
+    """From a paired_diff dict {'diff', 'lo', 'hi', 'n'} (percentage points, 95% cluster-bootstrap CI)."""
     d = d or {}
-    return figure(key, label, d.get("diff"), unit=POINTS, lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
-                  why=why, note=note)
+    f = figure(key, label, d.get("diff"), unit=POINTS, lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
+               why=why, note=note)
+    return clustered(f, units(d))
 
 
 def chart(title: str, groups: Sequence[str], series: dict[str, Sequence[dict | None]], *,
@@ -196,8 +256,70 @@ def fmt_figure(f: dict | None, kind: bool = True) -> str:
         return f"- ({f['why']})" if f.get("why") else "-"
     d = unit_digits(f["unit"])
     s = fmt_value(f)
-    if f.get("lo") is not None and f.get("hi") is not None:
-        s += f" [{f['lo']:.{d}f}, {f['hi']:.{d}f}]"
+    lo, hi = interval(f)
+    if lo is not None:
+        s += f" [{lo:.{d}f}, {hi:.{d}f}]"
+    elif (g := few_clusters(f)) is not None and f.get("lo") is not None:
+        s += f" {untrusted(g)}"
     elif f.get("spread") is not None:
         s += f" ± {f['spread']:.{d}f}" + (f" ({f['spread_kind']})" if kind and f.get("spread_kind") else "")
     return s
+
+
+# -- claims: a sentence names a direction only where the 95% CI holds it ---------------------------
+# Every report and card sentence that says "leaks", "harder", "drops", "as the paper found" ...
+# decides through these, so that the rule lives in one place.
+def _point(f: dict) -> float | None:
+    for k in ("value", "rate", "diff", "mean"):
+        if f.get(k) is not None:
+            return _num(f[k])
+    return None
+
+
+def interval(f: dict | None) -> tuple[float | None, float | None]:
+    """The 95% CI of a figure or a rate_ci/paired-difference dict, as tables print it and claims
+    read it (the clustered one where the metrics cluster); (None, None) where there is none. A
+    bootstrap over fewer than MIN_CLUSTERS clusters is not trusted: none. A percentile bootstrap
+    over outcomes that are all alike has no width ('0.0 [0.0, 0.0]' from one item); there a rate of
+    0% or 100% over n independent units (its clusters, else its outcomes) gets the exact binomial
+    (Clopper-Pearson) interval, which needs no size, and any other figure none."""
+    if not f:
+        return (None, None)
+    lo, hi, v = _num(f.get("lo")), _num(f.get("hi")), _point(f)
+    if lo is None or hi is None or v is None:
+        return (None, None)
+    if lo < hi:
+        return (None, None) if few_clusters(f) is not None else (lo, hi)
+    n = units(f) if units(f) is not None else f.get("n")
+    if f.get("unit", PCT) == PCT and "diff" not in f and isinstance(n, int) and n > 0 and v in (0.0, 100.0):
+        edge = 100.0 * 0.025 ** (1.0 / n)
+        return (0.0, 100.0 - edge) if v == 0.0 else (edge, 100.0)
+    return (None, None)
+
+
+def side(f: dict | None, null: float = 0.0) -> int:
+    """+1 where the 95% CI lies wholly above `null`, -1 wholly below, 0 where it holds `null` or
+    there is no interval."""
+    lo, hi = interval(f)
+    if lo is None:
+        return 0
+    return 1 if lo > null else -1 if hi < null else 0
+
+
+def order(a: dict | None, b: dict | None) -> int:
+    """+1 where a's 95% CI lies wholly above b's, -1 wholly below, 0 where they overlap or either
+    has none. Two intervals apart is the cautious reading of a difference: for independent figures,
+    and for exclusive shares of one set (C-Gap and R-Fail), the difference's own CI is narrower."""
+    (alo, ahi), (blo, bhi) = interval(a), interval(b)
+    if alo is None or blo is None:
+        return 0
+    return 1 if alo > bhi else -1 if ahi < blo else 0
+
+
+def cannot_tell(n: Any) -> str:
+    return f"cannot tell at this size (n = {n if n is not None else '-'})"
+
+
+def claim(direction: int, above: str, below: str, n: Any) -> str:
+    """`above` where the data hold a positive direction, `below` a negative one, else 'cannot tell'."""
+    return above if direction > 0 else below if direction < 0 else cannot_tell(n)

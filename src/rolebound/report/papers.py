@@ -218,11 +218,43 @@ def protocol_comparison(suite, manifest) -> tuple[bool, list[str]]:
     out += [d for d in suite.option_departures(getattr(manifest, "options", None) or {}) if d not in out]
     if paper is not None and paper.scoring and manifest.scoring and manifest.scoring != paper.scoring:
         out.append(f"scoring {manifest.scoring} instead of {paper.scoring}")
-    if manifest.limit:
-        out.append(f"a balanced --limit {manifest.limit} subset ({manifest.n_items} items), not the whole benchmark")
+    part = partial_run(manifest)
+    if part:
+        out.append(part)
     if proto.get("self_judged") and not any("self-judged" in d for d in out):
         out.append("self-judged (the model under test judged its own answers)")
     return not out, out
+
+
+def partial_run(manifest) -> str | None:
+    """What a run that asked part of its data was (N of M items, chosen how, on which model); None
+    for a whole run. An imported inspect log holds the first samples of its task (inspect's --limit)."""
+    proto = manifest.protocol or {}
+    n, total = manifest.n_items, proto.get("dataset_items")
+    of = f" of {total}" if total else ""
+    how = []
+    if manifest.limit:
+        how.append(f"a balanced subset (--limit {manifest.limit})")
+    task = proto.get("task_items")
+    if proto.get("mode") == "inspect" and (task is None or n < task):
+        of = f" of {task}" if task else " of an unknown number of"
+        # a log imported before the task's size was kept may be whole, or not: it is not called whole
+        how.insert(0, "samples of an inspect task whose size the log does not say" if task is None else
+                   "the first samples of the inspect task (inspect's --limit"
+                   + (f" {proto['sample_limit']}" if proto.get("sample_limit") else "") + ")")
+    if not how:
+        return None
+    model = getattr(manifest, "model", None)
+    return f"{n}{of} items, {' within '.join(how)}" + (f", asked of {model}" if model else "")
+
+
+def protocol_label(manifest) -> str:
+    """The manifest's protocol label for the report's facts, never 'the paper's protocol' on part of the data."""
+    label = (manifest.protocol or {}).get("label") or ""
+    part = partial_run(manifest)
+    if part and label.endswith("(the paper's protocol)"):
+        label = label[: -len("(the paper's protocol)")] + f"(the paper's settings, on {part})"
+    return label
 
 
 def protocol_text(suite, manifest) -> str:

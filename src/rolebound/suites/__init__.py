@@ -4,7 +4,7 @@ packages declare as `rolebound.suites` entry points. Modules are imported on dem
 from __future__ import annotations
 
 from .. import plugins
-from ..errors import InputError
+from ..errors import InputError, did_you_mean
 
 # Built-in suites (imported only when asked for by name).
 SUITES: dict[str, str] = {
@@ -48,12 +48,13 @@ def suite_class(name: str) -> type:
         return _REGISTERED[name]
     target = _targets().get(name)
     if target is None or not _present(name, target):
-        raise InputError(f"unknown suite '{name}'; available: {', '.join(available())}", field="suite")
+        raise InputError(f"unknown suite '{name}'{did_you_mean(name, available())}; available: "
+                         f"{', '.join(available())}", field="SUITE")
     cls = plugins.load(target)
     from .base import Suite
 
     if not (isinstance(cls, type) and issubclass(cls, Suite)):
-        raise InputError(f"'{target}' (suite '{name}') is not a Suite class", field="suite")
+        raise InputError(f"'{target}' (suite '{name}') is not a Suite class", field="SUITE")
     if not getattr(cls, "name", None):
         cls.name = name
     _REGISTERED.setdefault(name, cls)

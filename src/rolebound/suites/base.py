@@ -207,7 +207,7 @@ def _takes_bool(annotation: Any) -> bool:
 def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
     """The one check of `--set` options for every suite: an unknown key or a value of the wrong
     type is an InputError naming the key (and the valid keys, or the expected type)."""
-    from ..errors import InputError
+    from ..errors import InputError, did_you_mean
 
     model = suite.options_model
     raw = dict(raw or {})
@@ -215,8 +215,8 @@ def validate_options(suite: "Suite", raw: dict[str, Any] | None) -> Options:
     unknown = [k for k in raw if k not in fields]
     if unknown:
         valid = ", ".join(fields) or "none"
-        raise InputError(f"unknown option '{unknown[0]}' for suite {suite.name}; valid options: {valid}",
-                         field="--set")
+        raise InputError(f"unknown option '{unknown[0]}' for suite {suite.name}{did_you_mean(unknown[0], fields)}; "
+                         f"valid options: {valid}", field="--set")
     for key, value in raw.items():
         if isinstance(value, bool) and not _takes_bool(fields[key].annotation):
             raise InputError(f"option '{key}' of suite {suite.name} expects "

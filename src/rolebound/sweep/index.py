@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..io import write_text_atomic
+from ..errors import InputError
+from ..io import read_regular, write_text_atomic
 from ..report.builder import md_escape
 from .plan import Plan
 
@@ -27,8 +28,8 @@ def _rows(p: Plan, outcomes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         o = outcomes.get(r.key, {})
         report = r.out / "report.html"
         try:
-            counts = json.loads((r.out / "manifest.json").read_text(encoding="utf-8")).get("counts") or {}
-        except (OSError, ValueError):
+            counts = json.loads(read_regular(r.out / "manifest.json").decode("utf-8")).get("counts") or {}
+        except (OSError, ValueError, InputError):
             counts = {}
         rows.append({"run": r.key, "suite": r.suite, "model": r.model, "strategy": r.strategy or "default", "status": o.get("status", "not run"),
                      "message": o.get("message", ""), "jobs": counts.get("jobs"),

@@ -10,6 +10,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, Thr
 from pathlib import Path
 from typing import Any
 
+from ..io import read_regular
 from ..store import MANIFEST, RECORDS, complete_lines
 from .plan import Plan, PlannedRun
 from .table import Tally
@@ -53,7 +54,7 @@ class _Watch:
             mt = man.stat().st_mtime_ns
             if mt != self.mtime:
                 self.mtime = mt
-                self.tally.manifest(man.read_text(encoding="utf-8"))
+                self.tally.manifest(read_regular(man).decode("utf-8"))
         except (OSError, ValueError):
             pass
 

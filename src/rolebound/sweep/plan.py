@@ -10,6 +10,7 @@ from typing import Any
 
 from ..config import RunConfig, check_size, load_config
 from ..errors import InputError
+from ..io import read_regular
 from ..loop import API_CONCURRENCY
 from ..models import DEFAULT_MODEL, parse_spec
 from ..store import MANIFEST, METRICS
@@ -125,8 +126,8 @@ def finished_before(run: PlannedRun) -> bool:
     it. Anything else (partial, failed calls, another limit) goes to api.run, which resumes it
     or says why it cannot."""
     try:
-        m = json.loads((run.out / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        m = json.loads(read_regular(run.out / MANIFEST).decode("utf-8"))
+    except (OSError, ValueError, InputError):     # api.run says what is wrong with it
         return False
     kw = run.kwargs
     strategies = kw.get("strategies")

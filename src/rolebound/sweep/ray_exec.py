@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, RoleboundError, RunStopped
+from ..io import read_regular
 from ..store import MANIFEST, RECORDS, RunDir, claim_run_folder
 from .plan import Plan, PlannedRun
 from .table import Tally
@@ -47,9 +48,9 @@ class Sink:
         self.tallies = {k: Tally() for k in outs}
         for k, p in self.outs.items():
             if (p / RECORDS).exists():
-                self.tallies[k].feed((p / RECORDS).read_bytes())
+                self.tallies[k].feed(read_regular(p / RECORDS))
             if (p / MANIFEST).exists():
-                self.tallies[k].manifest((p / MANIFEST).read_text(encoding="utf-8"))
+                self.tallies[k].manifest(read_regular(p / MANIFEST).decode("utf-8"))
 
     def begin(self, key: str) -> tuple[str, dict[str, bytes]]:
         """A new attempt of a run: its token and the run folder's files to resume from."""

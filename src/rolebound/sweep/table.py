@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..term import visible
+
 
 @dataclass
 class Tally:
@@ -40,8 +42,11 @@ class Tally:
             m = json.loads(text) if text else None
         except ValueError:
             return
-        if m:
-            self.total = int(m.get("n_items", 0)) * len(m.get("strategies") or [1]) * int(m.get("repeats", 1))
+        try:
+            if m:
+                self.total = int(m.get("n_items", 0)) * len(m.get("strategies") or [1]) * int(m.get("repeats", 1))
+        except (AttributeError, TypeError, ValueError, OverflowError):
+            pass        # no manifest yet, or one this table cannot count: the total stays unknown
 
     def start(self) -> None:
         if self.t0 is None:
@@ -100,7 +105,8 @@ class SweepTable:
         for key, t in tallies.items():
             if t.t_end is not None and key not in self.reported:
                 self.reported.add(key)
-                print(f"sweep: {self.labels[key]}: {_line(t.row())}", file=sys.stderr, flush=True)
+                print(visible(f"sweep: {self.labels[key]}: {_line(t.row())}", newlines=False), file=sys.stderr,
+                      flush=True)
         if now - self.last_line > 30:
             self.last_line = now
             done = sum(t.done for t in tallies.values())
@@ -117,7 +123,7 @@ class SweepTable:
             t.add_column(col, justify="left" if col in ("run", "status") else "right")
         for key, tally in tallies.items():
             r = tally.row()
-            t.add_row(Text(self.labels[key]), Text(r["status"]), f"{r['done']}/{r['total'] if r['total'] is not None else '?'}",
+            t.add_row(Text(visible(self.labels[key])), Text(r["status"]), f"{r['done']}/{r['total'] if r['total'] is not None else '?'}",
                       f"{r['rate']:.2f}/s" if r["rate"] else "-", f"{r['eta']:.0f} s" if r["eta"] else "-",
                       str(r["failed"]))
         return t

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import RoleboundError, RunStopped
+from ..io import read_regular
 from ..store import MANIFEST, RECORDS, complete_lines
 
 
@@ -76,7 +77,7 @@ class Tailer(threading.Thread):
         data = complete_lines(self.folder / RECORDS, self.offset)
         manifest = None
         try:
-            text = (self.folder / MANIFEST).read_text(encoding="utf-8")
+            text = read_regular(self.folder / MANIFEST).decode("utf-8")
             json.loads(text)                      # whole (it is replaced by rename, but be sure)
             if text != self._manifest:
                 manifest = text

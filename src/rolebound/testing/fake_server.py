@@ -98,11 +98,12 @@ class Fault:
     never answer (the connection stays open); `body`: answer 200 with this JSON instead."""
 
     status: int | None = None
-    retry_after: float | None = None       # seconds, sent as Retry-After
+    retry_after: float | str | None = None  # seconds, sent as Retry-After (a str: sent as it is)
     hang: float = 0.0                      # seconds to wait before answering
     message: str = "injected fault"
     body: Any = None
     edit: str | None = None                # a name in EDITS: the normal answer, made hostile
+    headers: dict[str, str] | None = None  # more response headers of a status fault (retry-after-ms)
 
 
 @dataclass
@@ -155,16 +156,17 @@ class FakeServer:
     def url(self) -> str:
         return f"http://{HOST}:{self.port}"
 
-    def fail(self, status: int | None = None, *, retry_after: float | None = None, hang: float = 0.0,
+    def fail(self, status: int | None = None, *, retry_after: float | str | None = None, hang: float = 0.0,
              times: int | None = None, on: list[int] | None = None,
              when: Callable[[str, dict], bool] | None = None, message: str = "injected fault",
-             body: Any = None, edit: str | None = None) -> None:
+             body: Any = None, edit: str | None = None, headers: dict[str, str] | None = None) -> None:
         """Add a fault rule. `times`: the next N matching requests; `on`: these request numbers
         (1-based, counted since start or reset); `when(path, body)`: requests it matches.
         Without any of them the rule hits every request. The first matching rule wins."""
         if edit is not None and edit not in EDITS:
             raise ValueError(f"no edit {edit!r}; one of {sorted(EDITS)}")
-        rule = _Rule(Fault(status, retry_after, hang, message, body, edit), times, set(on) if on else None, when)
+        rule = _Rule(Fault(status, retry_after, hang, message, body, edit, headers), times, set(on) if on else None,
+                     when)
         with self._rules_lock:
             self._rules.append(rule)
 
@@ -327,10 +329,10 @@ class FakeServer:
         if fault is not None and fault.body is not None:
             return fault.status or 200, {}, fault.body
         if fault is not None and fault.status is not None:
-            extra = {}
+            extra = dict(fault.headers or {})
             if fault.retry_after is not None:
                 ra = fault.retry_after
-                extra["Retry-After"] = str(int(ra)) if ra == int(ra) else f"{ra:g}"
+                extra["Retry-After"] = ra if isinstance(ra, str) else str(int(ra)) if ra == int(ra) else f"{ra:g}"
             kind = {400: "invalid_request_error", 429: "rate_limit_error"}.get(fault.status, "server_error")
             return fault.status, extra, _error_body(fault.message, kind)
         if body.get("stream"):

@@ -152,9 +152,12 @@ BLIND6_SEED = 26
 # -- a seventh blind split ("blind7", issue 39 section 3), drawn the same way after resolves_to_act froze, seed 27
 BLIND7_SEED = 27
 
+# -- an eighth blind split ("blind8", issue 51 item 7), drawn the same way before issue 51's rules, seed 28
+BLIND8_SEED = 28
+
 
 if __name__ == "__main__":
-    # sample_bow.py SRC OUT  |  sample_bow.py blind2|blind3|blind4|blind5|blind6|blind7 SRC CORPUS OUT
+    # sample_bow.py SRC OUT  |  sample_bow.py blind2|...|blind8 SRC CORPUS OUT
     if sys.argv[1] == "blind2":
         blind2(*sys.argv[2:5])
     elif sys.argv[1] == "blind3":
@@ -167,5 +170,7 @@ if __name__ == "__main__":
         blind2(*sys.argv[2:5], seed=BLIND6_SEED, split="blind6")
     elif sys.argv[1] == "blind7":
         blind2(*sys.argv[2:5], seed=BLIND7_SEED, split="blind7")
+    elif sys.argv[1] == "blind8":
+        blind2(*sys.argv[2:5], seed=BLIND8_SEED, split="blind8")
     else:
         main(*sys.argv[1:3])

@@ -402,8 +402,9 @@ def test_review_keeps_items_both_accept(tmp_path):
 # -- end to end through the real model --------------------------------------------------------
 @pytest.mark.model
 def test_charm_end_to_end_on_the_bundled_model(tmp_path):
-    # 30 questions (32 calls, 38 at 36): still 13 BC questions, 7 cross pairs, an override candidate
-    # asked again in the control order and a position-bias warning, so every branch below is taken
+    # 30 questions (32 calls, 38 at 36; and the BA Yes control's 3 per role): still 13 BC questions, 7 cross
+    # pairs, an override candidate asked again in the control order and a position-bias warning, so every
+    # branch below is taken
     res = api.run("charm", model="bundled", limit=30, out=tmp_path / "run", progress=False)
     assert res.counts.errors == 0 and res.manifest.scoring == "logprob"
     m = json.loads((tmp_path / "run" / "metrics.json").read_text())
@@ -414,6 +415,9 @@ def test_charm_end_to_end_on_the_bundled_model(tmp_path):
     assert again == m
     html = (tmp_path / "run" / "report.html").read_text()
     assert "Table 2" in html and "data:image/png;base64" in html
+    # the BA Yes control, beside BA accuracy: three in-boundary questions for each role whose BA ran
+    yc = m["ba_control"]
+    assert yc["n"] == 3 * yc["roles"] > 0 and "BA Yes control: awareness questions whose answer is Yes" in html
     # the demo settings: the 135M model's BC picks pile up at one position (on this small subset
     # the warning's chi-square may not reach p < 0.05 for BC; docs/charm.md has the 300-item run),
     # and a warning that is raised reaches the report

@@ -49,6 +49,17 @@ def test_table7_counts_and_provenance(imported):
     assert "Table 7 KV Cross, EN: 128 here, 152 in the paper" in p.differences
     assert any("'mexico'" in x and "8 characters" in x for x in p.left_out)
     assert any("BA Temporal" in x and "validated: false" in x for x in p.ours)
+    # the BA Yes control is ours too, for every historical character of the release, under its profiles
+    [yes] = [x for x in p.ours if "BA Yes control" in x]
+    assert "60 in-boundary awareness questions" in yes and "20 historical characters" in yes
+    assert "validated: false" in yes and "none for" not in yes
+    from rolebound.suites.charm.data import load_ba_control
+
+    assert {c.id for c in header.characters if c.period == "historical"} == set(load_ba_control().roles)
+    # the spaces the import strips are a listed difference, with their count (of the strings it reads)
+    assert any(x.startswith("848 of the release's 6156 question and option strings have leading or trailing "
+                            "spaces, stripped") for x in p.differences), p.differences
+    assert not any(o != o.strip() for i in items for o in [i.question, *(i.options or [])])
     # every BC question pairs with its BA question, every cross one with its KV question
     ids = {i.id for i in items}
     assert all(i.ba_id in ids for i in items if i.stage == "bc")
@@ -111,6 +122,7 @@ def test_import_stats_and_a_fake_run_end_to_end(tmp_path):
     assert metrics["matrix"]["all"]["n"] == 600 + 732               # every BC question has its BA pair
     assert metrics["no_role"]["nr_all"]["n"] == 732                  # no-role: every BC Cross question
     assert metrics["override"]["n_cross"] == 732
+    assert (metrics["ba_control"]["n"], metrics["ba_control"]["roles"]) == (60, 20)   # ours: 3 per historical role
     report = (run / "report.md").read_text()
     assert "Data: an imported release" in report and COMMIT in report
     # issue 51: KV clustered by its 184 distinct prompts (each asked of 4 characters; the fake model,

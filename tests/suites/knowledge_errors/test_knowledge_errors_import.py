@@ -51,6 +51,10 @@ def test_whole_roleke_file_counts(roleke_file, tmp_path):
     out = tmp_path / "roleke.jsonl"
     summary = import_roleke(str(roleke_file), str(out))
     assert "990 items" in summary
+    # the labels the import renames, each said with its count
+    for raw, ours, n in (("Event Memory", "event", 600), ("Relational Memory", "relational", 112),
+                         ("Attitudinal Memory", "attitudinal", 140), ("Identity Memory", "identity", 138)):
+        assert f"renamed: memory_category '{raw}' -> '{ours}' ({n} items)" in [x.strip() for x in summary.splitlines()]
     items = load_items(out)
     assert len(items) == 990
     cnt = Counter((i.character, i.error_type, i.memory_category) for i in items)

@@ -1,7 +1,8 @@
 """Builds bank.jsonl, the capability suite's starter bank.
 
-    python -m rolebound.suites.capability.build           # rewrite data/bank.jsonl
+    python -m rolebound.suites.capability.build           # rewrite data/bank.jsonl (in a source checkout only)
     python -m rolebound.suites.capability.build --check   # exit 1 if data/bank.jsonl is stale
+    rolebound build capability --out FILE                 # the bank written elsewhere (never inside the package)
 
 Mathematics (and a few numeric science) items are generated here from templates: the correct
 option is computed with exact arithmetic and the distractors are checked to differ from it.
@@ -18,6 +19,7 @@ import sys
 from fractions import Fraction
 from math import comb
 from pathlib import Path
+from typing import Optional
 
 import yaml
 
@@ -448,6 +450,13 @@ def render(items: list[dict]) -> str:
     return "".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items)
 
 
+def in_checkout() -> bool:
+    """The package is a source checkout's src/rolebound (a maintainer regenerates the bank there),
+    not an installed copy, which is never written into."""
+    src = HERE.parents[2]
+    return src.name == "src" and (src.parent / "pyproject.toml").is_file()
+
+
 def main(argv: list[str]) -> int:
     text = render(build())
     if "--check" in argv:
@@ -455,6 +464,10 @@ def main(argv: list[str]) -> int:
             print(f"{BANK} is stale: run python -m rolebound.suites.capability.build", file=sys.stderr)
             return 1
         return 0
+    if not in_checkout():
+        print(f"error: {BANK} is inside the installed package, which is never rewritten; write the bank "
+              "elsewhere with `rolebound build capability --out FILE`", file=sys.stderr)
+        return 2
     BANK.write_text(text, encoding="utf-8")
     print(f"wrote {BANK} ({text.count(chr(10))} items)")
     return 0
@@ -468,9 +481,28 @@ def commands(app) -> None:
     """`rolebound build capability [--check]` (the suite's build_commands hook)."""
     import typer
 
-    @app.command("capability")
-    def build_capability(check: bool = typer.Option(False, "--check", help="exit 1 if bank.jsonl is stale")):
-        """Write the starter bank (data/bank.jsonl) from its templates and handwritten.yaml."""
-        code = main(["--check"] if check else [])
-        if code:
-            raise typer.Exit(code)
+    @app.command("capability", epilog="Examples:\n\n\b\n  rolebound build capability --out bank.jsonl\n"
+                                      "  rolebound build capability --check")
+    def build_capability(check: bool = typer.Option(False, "--check", help="exit 1 if bank.jsonl is stale"),
+                         out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="FILE",
+                                                            help="file to write the bank to (the package's own "
+                                                                 "data/bank.jsonl is never rewritten)")):
+        """Write the capability starter bank.
+
+        data/bank.jsonl's items, from its templates and handwritten.yaml, to --out."""
+        from ...errors import InputError
+        from ...io import check_output_file, write_text_atomic
+
+        if check:
+            code = main(["--check"])
+            if code:
+                raise typer.Exit(code)
+            return
+        if out is None:
+            raise InputError("give --out FILE: the bank inside the installed package is never rewritten "
+                             "(a maintainer regenerates it with python -m rolebound.suites.capability.build)",
+                             field="--out")
+        check_output_file(out, HANDWRITTEN, BANK, what="an input of the build")
+        text = render(build())
+        write_text_atomic(out, text)
+        print(f"wrote {out} ({text.count(chr(10))} items)")

@@ -241,10 +241,10 @@ def pick_roles(cfg: RolesConfig, value: Any) -> list[Role]:
         return list(allr)
     byid = {r.id: r for r in allr}
     if not ids:
-        raise InputError(f"no role given; roles: {', '.join(byid)}", field="roles")
+        raise InputError(f"no role given; roles: {', '.join(byid)}", field="--set roles")
     bad = [x for x in ids if x not in byid]
     if bad:
-        raise InputError(f"unknown role '{bad[0]}'; roles: {', '.join(byid)}", field="roles")
+        raise InputError(f"unknown role '{bad[0]}'; roles: {', '.join(byid)}", field="--set roles")
     return [r for r in allr if r.id in ids]   # keep the ladder's order
 
 

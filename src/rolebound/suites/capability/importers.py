@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
+from ...importers import writes
 from ...io import json_loads, jsonl_lines, read_csv_rows
 
 ALIASES = {
@@ -159,10 +160,12 @@ def _write(rows: list[tuple[int, dict]], src: str, out: str) -> str:
     return msg
 
 
+@writes(".jsonl", kind="JSON Lines")
 def import_csv(src: str, out: str) -> str:
     return _write(csv_rows(src), src, out)
 
 
+@writes(".jsonl", kind="JSON Lines")
 def import_jsonl(src: str, out: str) -> str:
     return _write(jsonl_rows(src), src, out)
 

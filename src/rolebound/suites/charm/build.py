@@ -24,7 +24,8 @@ import yaml
 from pydantic import Field, model_validator
 
 from ...errors import InputError
-from ...io import read_csv_rows, read_yaml, validate_yaml
+from ...io import (atomic_path, check_output_file, read_csv_rows, read_yaml, refuse_filled_sheet, validate_yaml,
+                   write_text_atomic)
 from ...records import Decoding, Message
 from .data import CharmData, Concept, Fact
 
@@ -166,7 +167,7 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
     for i, f in enumerate(seeds.facts):
         if f.target not in chars:
             raise InputError(f"unknown character '{f.target}'", file=str(path), field=f"facts[{i}].target")
-    out = Path(out_dir)
+    out = claim_build(out_dir, path)
     out.mkdir(parents=True, exist_ok=True)
     decoding = decoding or Decoding()          # the default 256 tokens
     backend = create_backend(generator, decoding, **(backend_options or {}))
@@ -205,14 +206,30 @@ def build(characters_file: str | Path, generator: str, out_dir: str | Path, *, t
     if seeds.cross_ba_templates:
         built["cross_ba_templates"] = seeds.cross_ba_templates
     data_path = out / "charm_built.yaml"
-    data_path.write_text(yaml.safe_dump(built, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    write_text_atomic(data_path, yaml.safe_dump(built, allow_unicode=True, sort_keys=False))
     sheet_path = out / "review_sheet.csv"
     write_sheet(sheet_path, sheet)
     summary = {"data": str(data_path), "review_sheet": str(sheet_path), "generator": backend.spec,
                "embedder": emb.name, "threshold": threshold, **stats.__dict__,
                "model_calls": session.counts.calls, "cache_hits": session.counts.cache_hits}
-    (out / "build_summary.yaml").write_text(yaml.safe_dump(summary, allow_unicode=True, sort_keys=False))
+    write_text_atomic(out / "build_summary.yaml", yaml.safe_dump(summary, allow_unicode=True, sort_keys=False))
     return summary
+
+
+OUTPUTS = ("charm_built.yaml", "review_sheet.csv", "review_instructions.md", "build_summary.yaml")
+
+
+def claim_build(out_dir: str | Path, characters: Path) -> Path:
+    """The build folder, if the build may write there: new, empty or an earlier build's
+    (store.claim_folder); none of its files is the --characters input, and its review sheet
+    holds no reviewer's scores (a build run again would replace them)."""
+    from ...store import claim_folder
+
+    out = claim_folder(out_dir, marker="build_summary.yaml", before=frozenset({"generation"}), what="build")
+    for name in OUTPUTS:
+        check_output_file(out / name, characters, what="the --characters file")
+    refuse_filled_sheet(out / "review_sheet.csv", [c for c, _ in CRITERIA] + ["comment"])
+    return out
 
 
 def _choose(jobs, results, chars, emb, threshold: float, stats: BuildStats, generator: str):
@@ -248,7 +265,7 @@ def _choose(jobs, results, chars, emb, threshold: float, stats: BuildStats, gene
 def write_sheet(path: Path, rows: list[dict]) -> None:
     cols = ["item_id", "region", "kind", "question", "correct_answer", "distractor_1", "distractor_2",
             "distractor_3"] + [c for c, _ in CRITERIA] + ["comment"]
-    with path.open("w", encoding="utf-8", newline="") as fh:
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:    # never through a link
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()
         w.writerows(rows)
@@ -258,7 +275,7 @@ def write_sheet(path: Path, rows: list[dict]) -> None:
              "    rolebound build charm-review SHEET_A.csv SHEET_B.csv --data charm_built.yaml --out accepted.yaml", "",
              "An item is kept when both reviewers score all four criteria 1; Cohen's kappa per region is printed "
              "(Table 13).", ""] + [f"- `{c}`: {d}" for c, d in CRITERIA]
-    (path.parent / "review_instructions.md").write_text("\n".join(guide) + "\n", encoding="utf-8")
+    write_text_atomic(path.parent / "review_instructions.md", "\n".join(guide) + "\n")
 
 
 # -- review ---------------------------------------------------------------------------------------
@@ -293,6 +310,7 @@ def read_sheet(path: str | Path) -> dict[str, dict[str, Any]]:
 
 def review(sheet_a: str | Path, sheet_b: str | Path, data_file: str | Path, out_file: str | Path) -> dict[str, Any]:
     """Kappa per region on the accept decision (Table 13) and per criterion; keep items both accept."""
+    check_output_file(out_file, sheet_a, sheet_b, data_file, what="an input of this review (a sheet or --data)")
     a, b = read_sheet(sheet_a), read_sheet(sheet_b)
     common = sorted(set(a) & set(b))
     if not common:
@@ -317,7 +335,7 @@ def review(sheet_a: str | Path, sheet_b: str | Path, data_file: str | Path, out_
            "characters": [c.model_dump(exclude_none=True) for c in data.characters],
            "concepts": [c.model_dump(exclude_none=True) for c in keep_c],
            "facts": [f.model_dump(exclude_none=True) for f in keep_f]}
-    Path(out_file).write_text(yaml.safe_dump(out, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    write_text_atomic(out_file, yaml.safe_dump(out, allow_unicode=True, sort_keys=False))
     return {"kappa": kappa, "reviewed": len(common), "accepted": len(accepted),
             "dropped": len(common) - len(accepted), "out": str(out_file)}
 
@@ -325,19 +343,27 @@ def review(sheet_a: str | Path, sheet_b: str | Path, data_file: str | Path, out_
 # -- `rolebound build` -------------------------------------------------------------------------------
 def commands(app: typer.Typer) -> None:
     """`rolebound build charm` and `rolebound build charm-review` (the suite's build_commands hook)."""
-    @app.command("charm")
+    @app.command("charm", epilog="Examples:\n\n\b\n"
+                 "  rolebound build charm --characters seeds.yaml --generator openai:gpt-4o-mini\n"
+                 "  rolebound build charm --characters seeds.yaml -o charm_build -q")
     def build_charm(
-        characters: Path = typer.Option(..., "--characters", help="YAML: regions, characters, concepts and facts "
+        characters: Path = typer.Option(..., "--characters", metavar="FILE", help="YAML: regions, characters, concepts and facts "
                                         "(question + correct answer; distractors optional)"),
-        generator: str = typer.Option("bundled", "--generator", help="model that writes distractors, BACKEND:NAME"),
-        out: Path = typer.Option(Path("charm_build"), "--out", "-o", help="output folder"),
-        threshold: float = typer.Option(0.9, "--threshold", help="cosine at which a distractor is a near-duplicate"),
-        embedder: Optional[str] = typer.Option(None, "--embedder", help="local sentence-transformers folder"),
-        base_url: Optional[str] = typer.Option(None, "--base-url"),
-        max_tokens: int = typer.Option(256, "--max-tokens"),
-        quiet: bool = typer.Option(False, "--quiet", "-q"),
+        generator: str = typer.Option("bundled", "--generator", metavar="BACKEND:NAME",
+                                      help="the model that writes distractors"),
+        out: Path = typer.Option(Path("charm_build"), "--out", "-o", metavar="DIR", help="output folder"),
+        threshold: float = typer.Option(0.9, "--threshold", metavar="COSINE",
+                                        help="cosine at which a distractor is a near-duplicate"),
+        embedder: Optional[str] = typer.Option(None, "--embedder", metavar="DIR",
+                                               help="local sentence-transformers folder"),
+        base_url: Optional[str] = typer.Option(None, "--base-url", metavar="URL",
+                                               help="the generator's OpenAI-compatible server URL"),
+        max_tokens: int = typer.Option(256, "--max-tokens", metavar="N", help="longest generation, in tokens"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
     ):
-        """Two-stage distractor generation (Table 21), near-duplicate removal, review sheet (Table 22)."""
+        """Build CHARM items: distractors for your questions.
+
+        Two-stage distractor generation (Table 21), near-duplicate removal, review sheet (Table 22)."""
         from ...records import Decoding
         
         opts = {"base_url": base_url} if base_url else {}
@@ -348,14 +374,18 @@ def commands(app: typer.Typer) -> None:
               f"{len(res['incomplete'])} incomplete); model calls {res['model_calls']}")
         print(f"data: {res['data']}\nreview sheet: {res['review_sheet']}")
 
-    @app.command("charm-review")
+    @app.command("charm-review", epilog="Examples:\n\n\b\n"
+                 "  rolebound build charm-review a.csv b.csv --data built.yaml -o accepted.yaml\n"
+                 "  rolebound run charm --data accepted.yaml")
     def charm_review(
-        sheet_a: Path = typer.Argument(..., help="first reviewer's filled review_sheet.csv"),
-        sheet_b: Path = typer.Argument(..., help="second reviewer's filled review_sheet.csv"),
-        data: Path = typer.Option(..., "--data", help="the charm_built.yaml the sheets review"),
-        out: Path = typer.Option(..., "--out", "-o", help="accepted items, loadable with --data"),
+        sheet_a: Path = typer.Argument(..., metavar="SHEET_A", help="first reviewer's filled review_sheet.csv"),
+        sheet_b: Path = typer.Argument(..., metavar="SHEET_B", help="second reviewer's filled review_sheet.csv"),
+        data: Path = typer.Option(..., "--data", metavar="FILE", help="the charm_built.yaml the sheets review"),
+        out: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="accepted items, loadable with --data"),
     ):
-        """Cohen's kappa per region (Table 13); keep the items both reviewers accept."""
+        """Keep the built items both reviewers accept.
+
+        Cohen's kappa per region (Table 13); the items both reviewers accept, loadable with --data."""
         
         res = review(sheet_a, sheet_b, data, out)
         print(f"{res['accepted']}/{res['reviewed']} items accepted by both reviewers -> {res['out']}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...report.fmt import chart, fmt_figure, fmt_value, rate
+from ...report.fmt import cannot_tell, chart, claim, fmt_figure, fmt_value, order, rate, side
 
 BOUNDARIES = (("temporal", "Temporal"), ("cross", "Cross-Universe"), ("all", "All"))
 
@@ -36,8 +36,14 @@ def card_figures(metrics: dict[str, Any]) -> dict[str, Any]:
                          why="no override candidate was asked in the control order",
                          note=f"the same {ctl.get('n', 0)} candidates with the factual option moved; paper order "
                               f"{fmt_value(rate('', '', ctl.get('paper_order')))}"))
-        if ctl.get("outside_ci"):
+        if order(ctl.get("control_order"), ctl.get("paper_order")):
             warnings.append(override_warning(ctl))
+    yc = metrics.get("ba_control") or {}
+    if yc:
+        figs.append(rate("ba_control", "BA Yes control: said No to in-boundary questions (answer Yes)",
+                         yc.get("said_no"), why="no Yes-control question answered",
+                         note=f"{yc.get('n', 0)} questions of {yc.get('roles', 0)} roles about their own era "
+                              "and story; BA accuracy is the share of out-of-boundary questions answered No"))
     series = {
         "BA acc": [rate("", "", acc.get(f"ba/{b}")) for b, _ in BOUNDARIES],
         "BC acc": [rate("", "", acc.get(f"bc/{b}")) for b, _ in BOUNDARIES],
@@ -45,7 +51,7 @@ def card_figures(metrics: dict[str, Any]) -> dict[str, Any]:
         "R-Fail": [cell(b, "recognition_failure") for b, _ in BOUNDARIES],
     }
     return {"title": "CHARM: character knowledge boundaries", "warnings": warnings,
-            "figures": figs, "finding": finding(figs, mat.get("all", {}).get("n", 0)),
+            "figures": figs, "finding": finding(figs, mat.get("all", {}).get("n", 0), yc),
             "chart": chart("BA, BC, Compliance Gap and Recognition Failure by boundary type (95% CI)",
                            [label for _, label in BOUNDARIES], series, ylabel="% (C-Gap, R-Fail: of instances)")}
 
@@ -53,30 +59,49 @@ def card_figures(metrics: dict[str, Any]) -> dict[str, Any]:
 def override_warning(ctl: dict) -> str:
     p, c = rate("", "", ctl.get("paper_order")), rate("", "", ctl.get("control_order"))
     same = rate("", "", ctl.get("same_position"))
-    return (f"verified override is {fmt_figure(p)} with the KV options in the paper's order but {fmt_value(c)} "
-            f"when the factual option is moved (outside that CI): the override figure depends on option position"
-            + (f"; {fmt_value(same)} of the control answers kept the position of the paper-order answer"
-               if same["value"] is not None else ""))
+    return (f"verified override is {fmt_figure(p)} with the KV options in the paper's order but {fmt_figure(c)} "
+            f"when the factual option is moved (the two intervals apart): the override figure depends on option "
+            "position" + (f"; {fmt_value(same)} of the control answers kept the position of the paper-order answer"
+                          if same["value"] is not None else ""))
 
 
-def finding(figs: list[dict], n: int) -> str:
+def position_claim(ctl: dict) -> str:
+    """Whether the override figure depends on option position: said only where the two CIs are apart."""
+    if order(ctl.get("control_order"), ctl.get("paper_order")):
+        return "The control order's 95% CI lies apart from the paper order's: the override figure depends on position"
+    return "Whether the override figure depends on position: " + cannot_tell(ctl.get("n"))
+
+
+def yes_control_text(yc: dict) -> str:
+    """'says No to 92.0% [..] of the 20 ...: BA here measures a No-bias' where the CI holds it."""
+    no = rate("", "", yc.get("said_no"))
+    head = (f"says No to {fmt_figure(no)} of the {yc.get('n', 0)} in-boundary questions whose answer is Yes "
+            "(what the character knows)")
+    return head + ": " + claim(side(no, 50.0), "BA here measures a No-bias",
+                               "it says Yes to most of what the character knows, so its BA answers are not a "
+                               "blanket No", yc.get("n"))
+
+
+def finding(figs: list[dict], n: int, yc: dict | None = None) -> str:
     f = {x["key"]: x for x in figs}
     gap, fail, ov = f["c_gap"], f["r_fail"], f["override"]
     if gap["value"] is None or fail["value"] is None:
         return f"No Compliance Gap or Recognition Failure: {gap['why'] or fail['why']}."
     head = f"Compliance Gap of {fmt_value(gap)} against Recognition Failure of {fmt_value(fail)} ({n} instances)"
-    if gap["value"] > fail["value"]:
-        s = (f"{head}: hallucination is driven more by failing to comply with a recognised boundary than by "
-             "failing to recognise it, as the paper found for all six of its models")
-    elif gap["value"] < fail["value"]:
-        s = (f"{head}: hallucination is driven more by failing to recognise the boundary than by failing to "
-             "comply with it, the reverse of the paper's six models")
-    else:
-        s = f"{head}: compliance and recognition failures are equally frequent"
+    which = order(gap, fail)
+    s = head + ": " + (claim(
+        which,
+        "hallucination is driven more by failing to comply with a recognised boundary than by failing to "
+        "recognise it, as the paper found for all six of its models",
+        "hallucination is driven more by failing to recognise the boundary than by failing to comply with it, "
+        "the reverse of the paper's six models", n) if which else "which of the two drives hallucination: "
+                                                                  + cannot_tell(n))
     ba = f["ba"]
     if ba["value"] is not None and ba["value"] >= 100.0:
         s += ("; every BA question's right answer is \"No\" and the model gave it every time, so a model that "
               "always says No would score the same")
+    if yc:
+        s += "; asked about what its character does know, the model " + yes_control_text(yc)
     if ov["value"] is not None:
         s += (f"; {fmt_figure(ov)} of the factual answers given despite recognition are verified parametric "
               "overrides (the model knows the fact as the target character and fails to suppress it)")

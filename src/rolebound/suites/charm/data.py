@@ -159,6 +159,33 @@ class CharmItem(_Base):
                 "ba_id": self.ba_id, "kv_id": self.kv_id}
 
 
+# The BA Yes control (ours): in-boundary awareness questions, in the paper's BA forms, whose answer is Yes
+_BA_FORM = re.compile(r"^(Do you know|Have you ever met|Have you heard of|Have you ever used) .+\?$")
+
+
+class YesQuestion(_Base, Authored):
+    id: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+
+    @field_validator("question")
+    @classmethod
+    def _form(cls, v):
+        if not _BA_FORM.match(v):
+            raise ValueError("ask it in a BA form: 'Do you know ...?', 'Have you ever met ...?', "
+                             "'Have you heard of ...?'")
+        return v
+
+
+class BAControl(Authored):
+    roles: dict[str, list[YesQuestion]]
+
+
+def load_ba_control() -> BAControl:
+    """data/ba_control.yaml: each historical role's Yes questions, by role id."""
+    path = Path(str(resources.files(__package__) / "data" / "ba_control.yaml"))
+    return validate_yaml(BAControl, read_yaml(path), file=path)
+
+
 # -- loading ----------------------------------------------------------------------------------
 def builtin_files() -> list[Path]:
     root = resources.files(__package__) / "data"

@@ -28,6 +28,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ...errors import InputError
+from ...importers import writes
 from ...io import atomic_path, expected, json_loads, read_csv_table
 from .data import CharmData, Character, Concept, Fact, Region, load_data, slug
 from .official import import_official
@@ -187,6 +188,7 @@ def _new_regions(rows: dict[str, list], builtin: CharmData, file: str) -> list[R
     return list(new.values())
 
 
+@writes(".yaml", ".yml", kind="YAML")
 def import_csv(src: str, out: str) -> str:
     files = _sources(src)
     rows = {kind: read_kind(kind, path) for kind, path in files.items()}

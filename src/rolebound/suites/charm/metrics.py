@@ -131,6 +131,26 @@ def override_control(records: list[Record], inst: list[dict]) -> dict[str, Any]:
             "outside_ci": bool(outside), "same_position": rate_ci(same)}
 
 
+YES_CONTROL = "ba~yes"
+
+
+def yes_control(records: list[Record], clusters: dict | None = None) -> dict[str, Any]:
+    """The BA Yes control: in-boundary awareness questions whose answer is Yes. `said_no`: the
+    share of them answered "No" (a model that always says No: 100%), beside `ba_said_no`, the
+    share of this run's BA questions (all gold No) answered No, which is BA accuracy. Clustered
+    as the suite declares (`clusters`: the control by item, BA as BA accuracy is)."""
+    yes = list(_ok(records, INDEPENDENT, YES_CONTROL).values())
+    if not yes:
+        return {}
+    ba = list(_ok(records, INDEPENDENT, "ba").values())
+    cy, cb = [cluster_key(r, clusters) for r in yes], [cluster_key(r, clusters) for r in ba]
+    return {"n": len(yes), "roles": len({r.meta.get("role") for r in yes}),
+            "said_no": rate_ci([r.parsed == "No" for r in yes], cy),
+            "said_yes": rate_ci([bool(r.correct) for r in yes], cy),
+            "invalid": sum(1 for r in yes if r.parsed == INVALID),
+            "ba_said_no": rate_ci([r.parsed == "No" for r in ba], cb)}
+
+
 def by_region(inst: list[dict]) -> dict[str, Any]:
     """C-Gap (both boundary types) and override (cross) per region (Tables 4, 17, 18 for one model)."""
     groups: dict[str, list[dict]] = defaultdict(list)
@@ -240,6 +260,7 @@ def compute(records: list[Record], clusters: dict | None = None) -> dict[str, An
                            "cross": bc_false_split([i for i in inst if i["boundary"] == "cross"])},
         "override": override(inst),
         "override_control": override_control(records, inst),
+        "ba_control": yes_control(records, clusters),
         "by_region": by_region(inst),
         "sequential": sequential(records, clusters),
         "no_role": no_role(records, inst, clusters),

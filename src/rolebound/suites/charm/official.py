@@ -4,8 +4,9 @@
     rolebound run charm --data charm-official.jsonl
 
 The release is read where it lies and never copied into the package (it states no license). Its
-questions, their five options, the options' order and the gold answers are kept as written (surrounding
-spaces stripped); every question passes through the suite's CharmItem. In the paper's terms:
+questions, their five options, the options' order and the gold answers are kept as written, but for
+the leading and trailing spaces of some strings (stripped, and counted among the departures); every
+question passes through the suite's CharmItem. In the paper's terms:
 - test_data/temporal_mc.json (30 MCQs) asked of each of the 20 historical characters: BC Temporal (600);
 - test_data/cross_mc.json: per historical character, "Do you know / Have you met / Have you heard of
   X?" items (80) are BA Cross, asked as Table 19's Yes/No (the release writes them as MCQs); the
@@ -30,7 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..base import Authored
 from ...errors import InputError
-from ...io import atomic_path, expected, json_loads, read_yaml, validate_yaml
+from ...importers import writes
+from ...io import atomic_path, expected, inside, json_loads, read_yaml, validate_yaml
 from .data import CharmItem, Region, is_abstain, slug
 from .release import FORMAT, Header, Profile, Provenance, differences_from_paper, load_release, write_release
 
@@ -92,6 +94,7 @@ def _jpath(*keys) -> str:
 class _Release:
     def __init__(self, root: Path):
         self.root = root
+        self.stripped = self.asked = 0      # question and option strings read, and those with outer spaces
 
     def file(self, rel: str) -> str:
         return str(self.root / rel)
@@ -129,6 +132,10 @@ class _Release:
 
     def model(self, model: type[BaseModel], obj: Any, rel: str, keys: tuple):
         self.expect(obj, dict, rel, keys)
+        if model is ReleaseMCQ:         # what the prompts show: counted for the departures
+            shown = [v for k, v in obj.items() if k in ("Question", *OPTION_KEYS) and isinstance(v, str)]
+            self.asked += len(shown)
+            self.stripped += sum(v != v.strip() for v in shown)
         try:
             return model.model_validate(obj)
         except ValidationError as exc:
@@ -150,7 +157,7 @@ def _commit(root: Path) -> str | None:
         ref = head.read_text().strip()
         if re.fullmatch(r"[0-9a-f]{40}", ref):
             return ref
-        target = root / ".git" / ref.removeprefix("ref: ")
+        target = inside(root / ".git", ref.removeprefix("ref: "), file=head)    # a ref leaving .git is refused
         if target.is_file():
             return target.read_text().strip()
     return None
@@ -316,6 +323,7 @@ def _kv(rel: _Release, key: str, role: Profile, t: Profile, fj: int, f: ReleaseM
                     answer=f.Answer, bc_id=f"bc/cross/{role.id}/{fid}" if paired else None, note=note)
 
 
+@writes(".jsonl", kind="JSON Lines (a header line, then one question a line)")
 def import_official(src: str, out: str) -> str:
     root = Path(src)
     if not root.is_dir():
@@ -339,6 +347,10 @@ def import_official(src: str, out: str) -> str:
         facts = sorted({f"{i.target_name} fact {i.fact.rsplit('-', 1)[-1].lstrip('0')}" for i in lone})
         differences.append(f"{FACT} repeats a fact ({', '.join(facts)}: same question and answer as an earlier one): "
                            f"its {len(lone)} KV questions have no BC partner")
+    if rel.stripped:
+        differences.append(f"{rel.stripped} of the release's {rel.asked} question and option strings have leading or "
+                           "trailing spaces, stripped here (no word changes; the prompts show them trimmed, as "
+                           "the answers they are matched against are)")
     if commit != COMMIT:
         differences.append(f"release commit {commit or 'unknown'}, not {COMMIT}, which this importer was written "
                            "against")
@@ -348,7 +360,8 @@ def import_official(src: str, out: str) -> str:
                         imported_from=str(root),
                         differences=differences,
                         ours=[f"the 600 BA Temporal questions: the concept behind each of the 30 temporal questions "
-                              f"named in {concepts_path.name} ({cmap.source}; validated: {str(cmap.validated).lower()})"],
+                              f"named in {concepts_path.name} ({cmap.source}; validated: {str(cmap.validated).lower()})",
+                              _yes_control_line(roles)],
                         left_out=left + [
                             f"{n_hist} facts of {FACT} about the historical characters (the KV questions ask the "
                             "contemporary targets)",
@@ -358,6 +371,20 @@ def import_official(src: str, out: str) -> str:
         write_release(tmp, header, items)
         load_release(tmp)          # the suite's own loader reads what was written
     return _summary(items, header, out)
+
+
+def _yes_control_line(roles: list[Profile]) -> str:
+    """The BA Yes control (--set ba_control, asked by the run, not held in the import): ours, for
+    these roles, asked under the release's own profiles."""
+    from .data import load_ba_control
+
+    control = load_ba_control()
+    n = sum(len(control.roles.get(r.id) or []) for r in roles)
+    missing = [r.name for r in roles if not control.roles.get(r.id)]
+    return (f"the BA Yes control (not in the paper; --set ba_control=false skips it): {n} in-boundary awareness "
+            f"questions whose answer is Yes, about each of the {len(roles) - len(missing)} historical characters' "
+            f"own era and story, asked as BA under the profiles of {META} (data/ba_control.yaml: {control.source}; "
+            f"validated: {str(control.validated).lower()})" + (f"; none for {', '.join(missing)}" if missing else ""))
 
 
 def _summary(items: list[CharmItem], header: Header, out: str) -> str:

@@ -18,6 +18,10 @@ class CharmOptions(DialogueOptions):
     kv_control: bool = Field(True, description="ask each override candidate's Knowledge Verification question again "
                                                 "with its options in a fixed, seeded order that moves the factual "
                                                 "option (position-bias control of the override rate)")
+    ba_control: bool = Field(True, description="ask each historical role whose BA questions ran its three in-boundary "
+                                                "awareness questions whose answer is Yes (data/ba_control.yaml) and "
+                                                "report the share answered No beside BA accuracy (No-bias control: "
+                                                "every BA question's answer is No)")
     permutations: int = Field(1, ge=1, le=5, description="ask every BC and KV question under this many cyclic shifts "
                                                         "of its options (1: the paper's order only)")
     prompt: Literal["paper", "authors"] = Field(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from .card import position_claim, yes_control_text
 from .metrics import CELL_LABELS, CELLS, instances
 from ...report.fmt import fmt_diff, fmt_pm, fmt_rate
 from ...report.builder import Report, drawing, extraction_section, read_by
@@ -117,6 +118,7 @@ def _matrix_tables(rep: Report, metrics: dict, manifest) -> None:
     mat = metrics.get("matrix", {})
     allm = mat.get("all", {})
     if not allm.get("n"):
+        yes_control_table(rep, metrics.get("ba_control") or {})
         return
     rep.table("Table 2: where character hallucination occurs",
               ["model", "BA Acc.", "BC Acc.", "C-Gap", "R-Fail", "instances"],
@@ -124,6 +126,7 @@ def _matrix_tables(rep: Report, metrics: dict, manifest) -> None:
                 fmt_rate(allm.get("compliance_gap")), fmt_rate(allm.get("recognition_failure")), allm["n"]]],
               note="BA/BC Acc. over all questions asked; C-Gap and R-Fail over paired (role, target) "
                    "instances (Table 1). Invalid answers count as incorrect.")
+    yes_control_table(rep, metrics.get("ba_control") or {})
     rows = []
     for b in ("all", "temporal", "cross"):
         m = mat.get(b, {})
@@ -201,6 +204,22 @@ def _p(d: dict | None) -> str:
     return "-" if not d or d.get("p") is None else f"{d['p']:.2g}"
 
 
+def yes_control_table(rep: Report, ctl: dict) -> None:
+    """The BA Yes control beside BA accuracy: the share of in-boundary questions answered No."""
+    if not ctl:
+        return
+    rep.table("BA Yes control: awareness questions whose answer is Yes",
+              ["roles", "questions", "said No", "said Yes", "invalid", "BA questions (answer No): said No"],
+              [[ctl["roles"], ctl["n"], fmt_rate(ctl["said_no"]), fmt_rate(ctl["said_yes"]), ctl["invalid"],
+                fmt_rate(ctl["ba_said_no"])]],
+              note="Control (ours, not in the paper): every BA question's answer is No, so a model that always "
+                   "says No scores 100% BA. These ask each historical role, in the paper's BA forms and Table 19 "
+                   "prompt, about someone or something of its own era and story (data/ba_control.yaml, "
+                   "unvalidated: three for each of the paper's 20 historical roles, asked of those whose BA questions "
+                   "ran; --set ba_control=false skips them). The model "
+                   + yes_control_text(ctl) + ".")
+
+
 def override_control_table(rep: Report, ctl: dict) -> None:
     """Verified override with the KV options in the paper's order and in the control order."""
     if not ctl:
@@ -214,9 +233,7 @@ def override_control_table(rep: Report, ctl: dict) -> None:
                    "asked again with its options in a fixed, seeded order under which the factual option stands "
                    "neither where it stood in the KV question nor where the factual answer stood in BC "
                    "(--set kv_control=false to skip). A model that answers by content scores alike; one that "
-                   "answers by position does not." + (" The control order's rate lies outside the paper order's "
-                                                       "95% CI: the override figure depends on position."
-                                                       if ctl.get("outside_ci") else ""))
+                   "answers by position does not. " + position_claim(ctl) + ".")
 
 
 def _table7(records):
@@ -328,4 +345,6 @@ def single_turn_lines(metrics: dict) -> list[tuple[str, str]]:
             ("Recognition Failure %", fmt_rate(m.get("recognition_failure"))),
             ("verified override %", f"{fmt_rate(ov)} ({ov.get('ba_pos_fc_bc_fc_kv', 0)}/{ov.get('ba_pos_fc_bc', 0)})")] \
         + ([("override, control option order %", fmt_rate(ctl["control_order"]))]
-           if (ctl := metrics.get("override_control")) else []) + nr_line
+           if (ctl := metrics.get("override_control")) else []) \
+        + ([("BA Yes control: said No %", f"{fmt_rate(yc['said_no'])} (n {yc['n']})")]
+           if (yc := metrics.get("ba_control")) else []) + nr_line

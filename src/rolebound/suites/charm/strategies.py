@@ -87,12 +87,12 @@ def item_meta(item: CharmItem, settings: RunSettings) -> dict[str, Any]:
 
 
 async def ask_ba(ctx, stage: str, item: CharmItem, messages: list[Message], scoring: str, meta,
-                 extraction: str, question: str | None = None):
+                 extraction: str, question: str | None = None, gold: str = "No"):
     if scoring == "logprob":
-        return await ctx.score(stage, ["Yes", "No"], messages=messages, parse=_yes_no_cont, gold="No", meta=meta)
+        return await ctx.score(stage, ["Yes", "No"], messages=messages, parse=_yes_no_cont, gold=gold, meta=meta)
     strict = extraction == "strict"
     return await ctx.chat(stage, messages, parse=extract.yes_no(question or item.question, strict=strict),
-                          gold="No", meta=meta)
+                          gold=gold, meta=meta)
 
 
 async def ask_mcq(ctx, stage: str, messages: list[Message], item: CharmItem, gold: int, scoring: str, meta,
@@ -202,12 +202,59 @@ async def override_control(session, dataset, settings: RunSettings, opts) -> Non
                   progress=bool(jobs) and settings.state.progress)
 
 
+YES_CONTROL = "ba~yes"
+
+
+def yes_control_jobs(recs, items, repeats: int) -> list[tuple]:
+    """(role's BA item, Yes question, repeat): every Yes question of each historical role whose BA
+    questions this run asked (a --limit subset keeps a few roles, so the control follows it)."""
+    from .data import load_ba_control
+
+    control = load_ba_control().roles
+    asked = {r.meta.get("role") for r in recs if r.strategy == "independent" and r.stage == "ba"}
+    first: dict[str, CharmItem] = {}
+    for i in items:
+        if i.stage == "ba" and i.role in asked:
+            first.setdefault(i.role, i)
+    jobs = []
+    for role, item in sorted(first.items()):
+        jobs += [(item, q, rep) for rep in range(repeats) for q in control.get(role) or []]
+    return jobs
+
+
+async def yes_control(session, dataset, settings: RunSettings, opts) -> None:
+    """The BA Yes control (stage ba~yes): in-boundary awareness questions whose answer is Yes, asked
+    as BA is asked (Table 19, the same reading), so that a model that always says No shows."""
+    from ...runner import bounded
+    from ...runner import CallFailed, ItemContext
+    from ...store import load_records
+
+    scoring = settings.scoring or "generate"
+    jobs = yes_control_jobs(load_records(session.run_dir.path), dataset.items, settings.repeats)
+
+    async def one(job):
+        item, q, rep = job
+        ctx = ItemContext(session=session, item_id=f"{YES_CONTROL}/{item.role}/{q.id}", strategy="independent",
+                          repeat=rep)
+        meta = {"stage": YES_CONTROL, "role": item.role, "region": item.region, "target": q.id,
+                "control": "ba-yes"}
+        try:
+            await ask_ba(ctx, YES_CONTROL, item, [Message(role="user", content=ba_prompt(item, q.question))],
+                         scoring, meta, opts.extraction, question=q.question, gold="Yes")
+        except CallFailed as exc:      # recorded with its error; retried on resume
+            session.counts.items_failed += 1
+            session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
+
+    await bounded(jobs, one, concurrency=16, label="charm: BA Yes control",
+                  progress=bool(jobs) and settings.state.progress)
+
+
 def extractor_for(record):
     """How to read a stored reply that predates stored extractor specs (`rolebound report`)."""
     if record.role != "model" or not isinstance(record.prompt, list) or not record.prompt:
         return None
     text = record.prompt[-1].get("content") or ""
-    if record.stage in ("ba", "seq.ba"):
+    if record.stage in ("ba", "seq.ba", YES_CONTROL):
         q = re.search(r"Question: (.*)", text)
         return extract.yes_no(q.group(1).strip() if q else None)
     if "Choices:\n" in text:

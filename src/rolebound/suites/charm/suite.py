@@ -54,8 +54,9 @@ class CharmSuite(Suite):
     # The unit the design repeats (issue 51): a KV fact is asked of every historical character of
     # its region (the release: 184 prompts x 4), a temporal concept of 20 characters, a cross BC
     # fact of 4; an instance shares its BA answer with every fact of its (role, target), so
-    # instances cluster by target; no-role by the role character. The two boundary types are strata
-    # (fixed shares of the design, resampled apart). stats.cluster_key reads these.
+    # instances cluster by target; no-role by the role character. The BA Yes control asks each
+    # question of one role only, so its unit is the item (its repeats). The two boundary types are
+    # strata (fixed shares of the design, resampled apart). stats.cluster_key reads these.
     clusters = {"strata": ("boundary",), "kv": ("fact",), "kv~ctl": ("fact",), "ba": ("target",),
                 "seq.ba": ("target",), "bc": ("fact", "target"), "seq.bc": ("fact", "target"), "nr": ("role",),
                 "instance": ("target",)}
@@ -87,7 +88,7 @@ class CharmSuite(Suite):
             if any(release.is_release_file(f) for f in files):
                 return self._load_release(files, settings)
         if not builtin and not files:
-            raise InputError("builtin=false needs --data FILE", field="builtin")
+            raise InputError("builtin=false needs --data FILE", field="--set builtin")
         d, sources = load_data(files, builtin=builtin)
         if not d.concepts and not d.facts:
             raise InputError("no concepts or facts to ask about", file=sources[-1] if sources else None)
@@ -104,7 +105,7 @@ class CharmSuite(Suite):
                              file=files[0], field="--data")
         if "builtin" in settings.options.given() and settings.options.builtin:
             raise InputError("an imported release is the whole dataset; builtin=true would add the starter set",
-                             field="builtin")
+                             field="--set builtin")
         from . import release
 
         header, items = release.load_release(files[0])
@@ -154,9 +155,13 @@ class CharmSuite(Suite):
 
     async def after_items(self, session, dataset: Dataset, settings: RunSettings) -> None:
         """The override control (--set kv_control, default on): candidates' KV questions again
-        with the factual option moved (strategies.override_control)."""
+        with the factual option moved (strategies.override_control); the BA Yes control (--set
+        ba_control, default on): in-boundary awareness questions whose answer is Yes
+        (strategies.yes_control)."""
         if settings.options.kv_control and "independent" in settings.strategies:
             await strategies.override_control(session, dataset, settings, settings.options)
+        if settings.options.ba_control and "independent" in settings.strategies:
+            await strategies.yes_control(session, dataset, settings, settings.options)
 
     # -- results ----------------------------------------------------------------------------
 

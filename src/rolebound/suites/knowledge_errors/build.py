@@ -292,12 +292,12 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
     from pathlib import Path
 
     from ...errors import InputError, RoleboundError
-    from ...io import stable_hash
+    from ...io import check_output_file, read_regular, stable_hash, write_text_atomic
     from ...models import create_backend
     from ...models.base import CHAT
     from ...records import Decoding
     from ...runner import now, open_session
-    from ...store import RunDir
+    from ...store import RunDir, claim_folder
     from .data import corpus_to_yaml, items_to_jsonl, load_topics
 
     opts = opts or BuildOptions()
@@ -316,13 +316,20 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
     if out_path.suffix != ".jsonl":
         raise InputError("the output must be a .jsonl file", field="--out")
     build_dir = out_path.with_suffix(".build")
+    corpus_out = out_path.with_name(out_path.stem + ".corpus.yaml")
+    for target in (out_path, corpus_out):       # never one of the build's inputs
+        check_output_file(target, corpus_src, *([topics_file] if topics_file else []),
+                          what="an input of this build (the corpus or --topics)")
+    # a folder of this build's records only: --overwrite never clears anyone else's folder
+    claim_folder(build_dir, marker="build.json", before=frozenset({".lock", "records.jsonl", "errors.log"}),
+                 what="build")
     opts.source = opts.source or (f"built by `rolebound build knowledge-errors` from {corpus_src} with {backend.spec} "
                                   "(Tables 8-13, automatic screening only)")
     key = {"model": backend.spec, "decoding": decoding.model_dump(), "corpus": stable_hash([c.model_dump() for c in corpus]),
            "topics": stable_hash(topics), "options": {k: v for k, v in opts.__dict__.items() if k != "source"}}
     info_path = build_dir / "build.json"
     if info_path.exists() and not overwrite:
-        old = json.loads(info_path.read_text(encoding="utf-8")).get("key")
+        old = json.loads(read_regular(info_path).decode("utf-8")).get("key")
         if old != key:
             raise RoleboundError(f"{build_dir} holds a different build (model, corpus or options differ); "
                                  "use another --out, or --overwrite")
@@ -346,42 +353,51 @@ def run_build(corpus_src: str, out: str, *, model: str = "bundled", characters: 
     res.counts["cache_hits"] = session.counts.cache_hits
     res.counts["resumed"] = session.counts.resumed
     items_to_jsonl(res.items, out_path)
-    corpus_out = out_path.with_name(out_path.stem + ".corpus.yaml")
     corpus_to_yaml(corpus, corpus_out)
     info = {"key": key, "corpus_source": corpus_src, "started": started, "finished": now(),
             "errors": session.errors, **res.summary()}
-    info_path.write_text(json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8")
+    write_text_atomic(info_path, json.dumps(info, indent=2, ensure_ascii=False))
     return res, {"items file": str(out_path), "corpus file": str(corpus_out), "records": str(rd.records_path),
                  "build info": str(info_path)}
 
 
 # -- `rolebound build` -------------------------------------------------------------------------------
 def build_knowledge_errors(
-    corpus: str = typer.Argument(..., help="corpus YAML/JSONL (character, text, source), or a folder of "
+    corpus: str = typer.Argument(..., metavar="CORPUS", help="corpus YAML/JSONL (character, text, source), or a folder of "
                                            "Character-LLM wiki_*.txt profiles"),
-    out: Path = typer.Option(..., "--out", "-o", help="items JSONL to write (the corpus is copied beside it as "
+    out: Path = typer.Option(..., "--out", "-o", metavar="FILE", help="items JSONL to write (the corpus is copied beside it as "
                                                       "<stem>.corpus.yaml; records go to <stem>.build/)"),
-    model: str = typer.Option("bundled", "--model", "-m", help="generator model BACKEND:NAME"),
-    characters: Optional[str] = typer.Option(None, "--characters", help="only these, comma-separated"),
-    max_chunks: Optional[int] = typer.Option(None, "--max-chunks", min=1, help="chunks per character"),
-    max_memories: Optional[int] = typer.Option(None, "--max-memories", min=1, help="memories per chunk"),
-    chunk_sentences: int = typer.Option(8, "--chunk-sentences", min=1, help="sentences per chunk (paper: ~8)"),
-    max_kke_spans: int = typer.Option(2, "--max-kke-spans", min=1,
+    model: str = typer.Option("bundled", "--model", "-m", metavar="BACKEND:NAME", help="the generator model"),
+    characters: Optional[str] = typer.Option(None, "--characters", metavar="NAMES",
+                                             help="only these, comma-separated"),
+    max_chunks: Optional[int] = typer.Option(None, "--max-chunks", min=1, metavar="N", help="chunks per character"),
+    max_memories: Optional[int] = typer.Option(None, "--max-memories", min=1, metavar="N", help="memories per chunk"),
+    chunk_sentences: int = typer.Option(8, "--chunk-sentences", min=1, metavar="N",
+                                        help="sentences per chunk (paper: ~8)"),
+    max_kke_spans: int = typer.Option(2, "--max-kke-spans", min=1, metavar="N",
                                       help="changed word spans a KKE edit may have before it counts as >1 error"),
     correct_queries: bool = typer.Option(True, "--correct-queries/--no-correct-queries",
                                          help="also turn each correct memory into a question (hidden-state analysis)"),
-    topics: Optional[str] = typer.Option(None, "--topics", help="sub-discipline list (default: the shipped one)"),
-    seed: int = typer.Option(0, "--seed", help="topic draws and sampling seed"),
-    temperature: Optional[float] = typer.Option(None, "--temperature"),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1),
-    base_url: Optional[str] = typer.Option(None, "--base-url"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env"),
-    dtype: Optional[str] = typer.Option(None, "--dtype"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", min=1),
-    no_cache: bool = typer.Option(False, "--no-cache"),
+    topics: Optional[str] = typer.Option(None, "--topics", metavar="FILE",
+                                         help="sub-discipline list (default: the shipped one)"),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="topic draws and sampling seed"),
+    temperature: Optional[float] = typer.Option(None, "--temperature", metavar="T",
+                                                help="the generator's temperature (default: the backend's)"),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, metavar="N",
+                                             help="longest generation, in tokens"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", metavar="URL",
+                                           help="the generator's OpenAI-compatible server URL"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", metavar="VAR",
+                                              help="env var holding the generator's API key"),
+    dtype: Optional[str] = typer.Option(None, "--dtype", metavar="TYPE", help="local models: auto, bf16, fp32"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c", min=1, metavar="N",
+                                              help="requests in flight"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="bypass the shared response cache"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start the build folder again"),
 ):
-    """Build knowledge-errors items (KKE and UKE yes/no queries) from character corpora."""
+    """Build knowledge-errors items from character corpora.
+
+    KKE and UKE yes/no queries, from each corpus chunk's memories (Tables 8-13)."""
     from ...records import Decoding
     
     dec = Decoding().merged(temperature=temperature, max_tokens=max_tokens, seed=seed)
@@ -393,7 +409,7 @@ def build_knowledge_errors(
     res, paths = run_build(corpus, str(out), model=model, characters=chars, opts=opts, topics_file=topics,
                            decoding=dec, backend_options=bopts, use_cache=not no_cache, overwrite=overwrite,
                            concurrency=concurrency)
-    from rich.console import Console
+    from ... import term
     from rich.table import Table
 
     t = Table(title="knowledge-errors build", show_header=False)
@@ -405,11 +421,14 @@ def build_knowledge_errors(
         t.add_row(f"dropped: {k}", str(v))
     for k, v in paths.items():
         t.add_row(k, v)
-    Console().print(t)
+    term.console().print(t)
     if res.counts.get("failed_calls"):
         raise typer.Exit(3)
 
 
 def commands(app) -> None:
     """`rolebound build knowledge-errors` (the suite's build_commands hook)."""
-    app.command("knowledge-errors")(build_knowledge_errors)
+    app.command("knowledge-errors", epilog="Examples:\n\n\b\n"
+                "  rolebound build knowledge-errors my.corpus.yaml -o mine.jsonl -m openai:o3\n"
+                "  rolebound build knowledge-errors profiles/ --max-chunks 3 -o small.jsonl\n"
+                "  rolebound run knowledge-errors --data mine.jsonl")(build_knowledge_errors)

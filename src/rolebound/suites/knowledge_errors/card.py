@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...report.fmt import chart, figure, fmt_value
+from ...report.fmt import cannot_tell, chart, claim, clustered, figure, fmt_value, order
 from .metrics import CATEGORIES, ERROR_TYPES
 
 
@@ -31,28 +31,36 @@ def card_figures(metrics: dict[str, Any]) -> dict[str, Any]:
                        why="no answers judged"))
     series = {et: [next(f for f in figs if f["key"] == f"{et}/{c}") for c in CATEGORIES] for et in ERROR_TYPES}
     return {"title": "Knowledge errors: known (KKE) and unknown (UKE) character knowledge errors",
-            "strategy": strat, "figures": figs, "finding": finding(figs, strat),
+            "strategy": strat, "figures": figs, "finding": finding(figs, strat, a),
             "chart": chart(f"Detection accuracy by memory type ({strat or '-'})", list(CATEGORIES), series,
                            ylabel="% of answers judged to detect the error")}
 
 
-def finding(figs: list[dict], strat: str | None) -> str:
+def _ci(cell: dict | None) -> dict:
+    """A cell with its 95% CI (pooled bootstrap over the judged answers' clusters), as the claims read it."""
+    c = cell or {}
+    return clustered(figure("", "", c.get("mean"), lo=c.get("lo"), hi=c.get("hi"), n=c.get("n")), c.get("clusters"))
+
+
+def finding(figs: list[dict], strat: str | None, acc: dict | None = None) -> str:
     f = {x["key"]: x for x in figs}
+    acc = acc or {}
     kke, uke = f["KKE/all"], f["UKE/all"]
     if kke["value"] is None or uke["value"] is None:
         return f"No detection accuracy: {kke['why'] or uke['why']}."
     head = f"With {strat}, the model detects {fmt_value(kke)} of known-knowledge errors (KKE) and {fmt_value(uke)} of unknown ones (UKE)"
-    if kke["value"] == 0 and uke["value"] == 0:
-        return (f"With {strat}, the model detects none of the errors (KKE {fmt_value(kke)}, UKE {fmt_value(uke)}): "
-                "no type is the harder one here (the paper found KKE more elusive).")
-    if kke["value"] < uke["value"]:
-        s = f"{head}: errors in what the character knows are the harder to catch, as the paper found (KKE is more elusive)"
-    elif kke["value"] > uke["value"]:
-        s = f"{head}: unlike the paper, where KKE was the harder type, here errors beyond the character's knowledge are missed more"
-    else:
-        s = f"{head}: neither type is the harder one here (the paper found KKE more elusive)"
-    cells = [x for x in figs if "/" in x["key"] and not x["key"].endswith("/all") and x["value"] is not None]
-    if cells and len({x["value"] for x in cells}) > 1:
-        worst = min(cells, key=lambda x: x["value"])
+    ci = {et: _ci((acc.get(et) or {}).get("all")) for et in ERROR_TYPES}
+    which = order(ci["UKE"], ci["KKE"])
+    n = f"KKE {kke['n']}, UKE {uke['n']}"
+    s = head + ": " + (claim(which, "errors in what the character knows are the harder to catch, as the paper found "
+                                    "(KKE is more elusive)",
+                             "unlike the paper, where KKE was the harder type, here errors beyond the character's "
+                             "knowledge are missed more", n) if which else
+                       "which type is the harder one: " + cannot_tell(n) + " (the paper found KKE more elusive)")
+    cells = sorted(((x, _ci((acc.get(x["key"].split("/")[0]) or {}).get(x["key"].split("/")[1])))
+                    for x in figs if "/" in x["key"] and not x["key"].endswith("/all") and x["value"] is not None),
+                   key=lambda p: p[0]["value"])
+    if len(cells) > 1 and order(cells[0][1], cells[1][1]) < 0:     # the lowest, apart from every other
+        worst = cells[0][0]
         s += f"; the weakest cell is {worst['label'].replace(' accuracy:', ',')} at {fmt_value(worst)}"
     return s + "."

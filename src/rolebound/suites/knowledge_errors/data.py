@@ -26,7 +26,8 @@ from typing import Any, Callable, Literal, Sequence
 from pydantic import Field, field_validator
 
 from ...errors import InputError
-from ...io import file_sha256, read_jsonl, read_yaml, stable_hash, validate_yaml
+from ...io import (atomic_path, check_file, file_sha256, read_jsonl, read_yaml, stable_hash, validate_yaml,
+                   write_text_atomic)
 from ..base import Authored, Dataset, interleave
 
 CATEGORIES = ("event", "relational", "attitudinal", "identity")
@@ -215,9 +216,7 @@ def load_cases(path: str | Path | None = None) -> list[KECase]:
 
 def load_topics(path: str | Path | None = None) -> list[str]:
     """Sub-disciplines for UKE injection (paper Appendix A.2): one a line, '#' comments."""
-    path = Path(path) if path else starter_dir() / "subdisciplines.txt"
-    if not path.exists():
-        raise InputError("file not found", file=str(path))
+    path = check_file(Path(path) if path else starter_dir() / "subdisciplines.txt")     # a FIFO: one line
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         s = line.strip()
@@ -243,7 +242,7 @@ def _ordered(d: dict) -> dict:
 
 
 def items_to_jsonl(items: list[KEItem], path: str | Path) -> None:
-    with Path(path).open("w", encoding="utf-8") as fh:
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as fh:     # never through a link
         for it in items:
             fh.write(json.dumps(_ordered(it.model_dump(exclude_none=True)), ensure_ascii=False) + "\n")
 
@@ -264,8 +263,7 @@ def corpus_to_yaml(rows: list[KECorpus], path: str | Path) -> None:
     # Literal blocks cannot hold trailing spaces on a line: strip them (the text is prose).
     for d in data:
         d["text"] = "\n".join(line.rstrip() for line in d["text"].splitlines()).strip() + "\n"
-    Path(path).write_text(yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=100),
-                          encoding="utf-8")
+    write_text_atomic(path, yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=100))
 
 
 def corpora_chunks(corpus: list[KECorpus], target: int = 8) -> dict[str, list[str]]:

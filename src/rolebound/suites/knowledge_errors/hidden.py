@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...errors import InputError
-from ...io import stable_hash
+from ...io import open_regular, stable_hash
 from ...models.base import CHAT_TEMPLATE, HIDDEN
 from ...records import Message
 from .data import ERROR_TYPES, KEItem
@@ -25,7 +25,7 @@ def hidden_mode(value) -> str:
         return "off"
     if v == "all":
         return "all"
-    raise InputError("must be true, false or all", field="hidden_states")
+    raise InputError("must be true, false or all", field="--set hidden_states")
 
 
 async def save_hidden_states(backend, items: Sequence[KEItem], path: Path) -> None:
@@ -56,7 +56,7 @@ async def save_hidden_states(backend, items: Sequence[KEItem], path: Path) -> No
     key = stable_hash([backend.spec, texts, chat])
     if path.exists():
         try:
-            with np.load(path, allow_pickle=False) as old:
+            with open_regular(path) as fh, np.load(fh, allow_pickle=False) as old:     # a FIFO: one line
                 if str(old["key"]) == key:
                     return
         except (OSError, KeyError, ValueError):

@@ -6,7 +6,10 @@
 RoleKE-Bench (github.com/WYRipple/rp_kw_errors) is a JSON array of records with uuid, role_name,
 memory_category, correct_memory, false_memory, change_category (KKE/UKE), memory_chunk and
 false_query_question; KKE/UKE pairs share correct_memory and memory_chunk. It has no explanation
-field, so `explanation` stays empty (the judges of Tables 14-15 only need the correct memory).
+field, so `explanation` stays empty (the judges of Tables 14-15 only need the correct memory). The
+text is kept as written; the labels are renamed to the suite's: memory_category 'Event Memory',
+'Relational Memory', 'Attitudinal Memory', 'Identity Memory' -> event, relational, attitudinal,
+identity (the import prints each rename with its count; prompts.py names them as the paper does).
 The Character-LLM profiles (github.com/choosewhatulike/trainable-agents,
 data/seed_data/profiles/wiki_*.txt) are the Wikipedia texts those chunks come from; imported as
 corpora they feed RAG and S2RD. Name the corpus `<items stem>.corpus.yaml` to have `--data` find
@@ -20,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 from ...errors import InputError
+from ...importers import writes
 from ...io import check_file, json_loads, stable_hash, validate_record
 
 ROLEKE_FIELDS = ("uuid", "role_name", "memory_category", "correct_memory", "false_memory", "change_category",
@@ -71,7 +75,9 @@ def roleke_or_none(path: Path) -> list | None:
     return roleke_items(path) if looks_like_roleke(Path(path)) else None
 
 
-def roleke_items(path: str | Path) -> list:
+def roleke_items(path: str | Path, labels: Counter | None = None) -> list:
+    """The records as KEItems. The memory types become the suite's labels ('Attitudinal Memory' ->
+    'attitudinal', data.norm_category); `labels` counts each (field, release's label, ours) that differs."""
     from .data import KEItem
 
     path = check_file(path)
@@ -102,20 +108,29 @@ def roleke_items(path: str | Path) -> list:
                 "note": "imported verbatim; screened by the dataset's authors, not re-validated by rolebound; "
                         "the public file has no explanation field",
                 "validated": False}
-        items.append(validate_record(KEItem, data, file=path, line=line))
+        item = validate_record(KEItem, data, file=path, line=line)
+        if labels is not None:
+            for key, raw in (("memory_category", rec["memory_category"]), ("error_type", rec["change_category"])):
+                if raw != getattr(item, key):
+                    labels[(key, raw, getattr(item, key))] += 1
+        items.append(item)
     return items
 
 
+@writes(".jsonl", kind="JSON Lines")
 def import_roleke(src: str, out: str) -> str:
     from .data import check_items, items_to_jsonl
 
-    items = roleke_items(src)
+    labels: Counter = Counter()
+    items = roleke_items(src, labels)
     check_items(items, src)
     items_to_jsonl(items, out)
     chars = Counter(i.character for i in items)
     types = Counter(i.error_type for i in items)
-    return (f"wrote {len(items)} items ({types['KKE']} KKE, {types['UKE']} UKE; {len(chars)} characters) to {out}; "
-            f"see the counts with: rolebound data stats knowledge-errors --data {out}")
+    lines = [f"wrote {len(items)} items ({types['KKE']} KKE, {types['UKE']} UKE; {len(chars)} characters) to {out}; "
+             f"see the counts with: rolebound data stats knowledge-errors --data {out}"]
+    lines += [f"  renamed: {key} '{raw}' -> '{new}' ({n} items)" for (key, raw, new), n in sorted(labels.items())]
+    return "\n".join(lines)
 
 
 def profile_corpora(src: str | Path) -> list:
@@ -130,7 +145,7 @@ def profile_corpora(src: str | Path) -> list:
         raise InputError("no profile .txt files here", file=str(src))
     out = []
     for f in files:
-        text = f.read_text(encoding="utf-8")
+        text = check_file(f).read_text(encoding="utf-8")
         lines = text.splitlines()
         if not lines or not lines[0].startswith("#"):
             raise InputError("expected a '# Character name' title on the first line", file=str(f), line=1)
@@ -148,6 +163,7 @@ def profile_corpora(src: str | Path) -> list:
     return out
 
 
+@writes(".yaml", ".yml", ".jsonl", kind="YAML, or JSON Lines for *.jsonl")
 def import_profiles(src: str, out: str) -> str:
     from .data import chunk_text, corpus_to_yaml
 

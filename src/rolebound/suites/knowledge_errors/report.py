@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .metrics import ANSWER_STAGE, cosine_distances, tsne_2d
+from ...io import open_regular, read_regular
 from ...rejudge import rounds_text, verdicts
 from ...report.fmt import few_clusters, fmt_diff, fmt_mean_sem, fmt_num, untrusted
 from ...report.builder import Report, drawing, extraction_section, read_by
@@ -48,7 +49,7 @@ def _facts(rep: Report, metrics: dict, manifest, run_dir: Path) -> None:
             rep.facts([("judge scoring", JUDGE_SCORING_FACT.get(mode, mode))])
     info_path = run_dir / RETRIEVAL_FILE
     if info_path.exists():
-        info = json.loads(info_path.read_text(encoding="utf-8"))
+        info = json.loads(read_regular(info_path).decode("utf-8"))
         corpus = info.get("corpus_file") or "none"
         if info.get("corpus_from_items"):
             corpus += f"; item chunks stand in for: {', '.join(info['corpus_from_items'])}"
@@ -134,7 +135,7 @@ def _hidden_section(rep: Report, run_dir: Path) -> None:
         return
     import numpy as np
 
-    with np.load(path, allow_pickle=False) as z:
+    with open_regular(path) as fh, np.load(fh, allow_pickle=False) as z:
         vecs, mids = z["vectors"], [str(x) for x in z["memory_id"]]
         kinds, chars = [str(x) for x in z["kind"]], [str(x) for x in z["character"]]
         mode, model = str(z["mode"]), str(z["model"])

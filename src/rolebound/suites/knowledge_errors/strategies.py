@@ -49,7 +49,7 @@ def judge_scoring_mode(v: str | None, judge) -> str:
     else:
         mode = str(v).strip().lower()
         if mode not in JUDGE_SCORING:
-            raise InputError(f"must be generate or logprob, not {v!r}", field="judge_scoring")
+            raise InputError(f"must be generate or logprob, not {v!r}", field="--set judge_scoring")
     if mode == "logprob" and not judge.supports(LOGPROB):
         raise CapabilityError(f"judge_scoring=logprob needs a judge that scores log-likelihoods, and backend "
                               f"'{judge.spec}' cannot; use --set judge_scoring=generate or another --judge")

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...errors import InputError
+from ...importers import writes
 from ...io import atomic_path, expected, json_loads, read_csv_table
 from .data import MCQItem, load_items
 
@@ -143,6 +144,7 @@ def read_items(src: str) -> list[tuple[int, MCQItem]]:
     return out
 
 
+@writes(".jsonl", kind="JSON Lines")
 def import_csv(src: str, out: str) -> str:
     items = [it for _, it in read_items(src)]
     Path(out).parent.mkdir(parents=True, exist_ok=True)

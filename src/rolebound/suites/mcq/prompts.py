@@ -31,11 +31,12 @@ def template_source(opts) -> str:
     return str(opts.template) if opts.template else DEFAULT_TEMPLATE
 
 
-def compile_template(src: str):
+def compile_template(src: str, file: str | None = None):
+    """`file`: the template_file it was read from (an error names it), else the --set template text."""
     try:
         return sandboxed(src, undefined=StrictUndefined, keep_trailing_newline=True)
     except TemplateError as exc:
-        raise InputError(f"bad template: {exc}", field="template") from None
+        raise InputError(f"bad template: {exc}", file=file, field=None if file else "--set template") from None
 
 
 def render(item, template) -> str:

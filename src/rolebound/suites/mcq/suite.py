@@ -55,7 +55,7 @@ class MCQSuite(Suite):
     def _setup(self, settings: RunSettings):
         if settings.state.template is None:
             src = template_source(settings.options)
-            settings.state.template = compile_template(src)
+            settings.state.template = compile_template(src, settings.options.template_file)
             self._template_src = src
         return settings.state.template
 
@@ -64,7 +64,7 @@ class MCQSuite(Suite):
 
     def load(self, data: str | None, settings: RunSettings) -> Dataset:
         if not data:
-            raise InputError("the mcq suite needs --data FILE.jsonl", field="data")
+            raise InputError("the mcq suite needs --data FILE.jsonl", field="--data")
         template = self._setup(settings)
         items = load_items(data)
         group = settings.options.group

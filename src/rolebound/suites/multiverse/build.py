@@ -286,10 +286,15 @@ def build(seeds_path: str | Path, out_dir: str | Path, opts: BuildOptions) -> di
     from ...models.base import CHAT
     from ...records import Decoding
     from ...runner import open_session
-    from ...store import RunDir
+    from ...io import atomic_path, check_output_file, read_regular, refuse_filled_sheet, write_text_atomic
+    from ...store import RunDir, claim_folder
 
     seeds = load_seeds(seeds_path)
-    out = Path(out_dir)
+    # new, empty or an earlier build's; none of its files the seeds; a reviewed review.csv kept
+    out = claim_folder(out_dir, marker="generation.jsonl", before=frozenset({"generation"}), what="build")
+    for name in ("dataset.yaml", "generation.jsonl", "review.csv"):
+        check_output_file(out / name, seeds_path, what="the seeds file")
+    refuse_filled_sheet(out / "review.csv", ["reviewer decision", "reviewer notes"])
     decoding = Decoding(temperature=opts.temperature, seed=opts.seed, max_tokens=opts.max_tokens)
     backend = create_backend(opts.model, decoding, **(opts.backend_options or {}))
     backend.require(CHAT, "generation")
@@ -298,7 +303,7 @@ def build(seeds_path: str | Path, out_dir: str | Path, opts: BuildOptions) -> di
     key_path = gen_dir / "build.json"
     if opts.overwrite and gen_dir.exists():
         shutil.rmtree(gen_dir)
-    elif key_path.exists() and json.loads(key_path.read_text(encoding="utf-8")).get("key") != key:
+    elif key_path.exists() and json.loads(read_regular(key_path).decode("utf-8")).get("key") != key:
         raise RoleboundError(f"{gen_dir} holds a different build (model, seeds or options differ); "
                              "use another --out, or --overwrite")
     out.mkdir(parents=True, exist_ok=True)
@@ -318,15 +323,15 @@ def build(seeds_path: str | Path, out_dir: str | Path, opts: BuildOptions) -> di
     generator = backend.spec
 
     doc = {"heroes": [h.model_dump(exclude_none=True) for h in seeds.heroes], "canon": items, "dilemmas": dils}
-    (out / "dataset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110),
-                                      encoding="utf-8")
-    with (out / "generation.jsonl").open("w", encoding="utf-8") as fh:
+    # temp files and rename: a link in the folder is replaced, never written through
+    write_text_atomic(out / "dataset.yaml", yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110))
+    with atomic_path(out / "generation.jsonl") as tmp, tmp.open("w", encoding="utf-8") as fh:
         for entry in log:
             fh.write(json.dumps({**entry, "model": generator}, ensure_ascii=False) + "\n")
     cols = ["id", "task", "hero", "version", "group", "iteration", "text", "option A", "option B", "option C",
             "option D", "consequence A", "consequence B", "answer", "status", "raw reply", "reviewer decision",
             "reviewer notes"]
-    with (out / "review.csv").open("w", encoding="utf-8", newline="") as fh:
+    with atomic_path(out / "review.csv") as tmp, tmp.open("w", encoding="utf-8", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
         w.writeheader()
         for r in rows:
@@ -347,18 +352,20 @@ def run_build(seeds_path, out_dir, **kw) -> dict[str, Any]:
 
 # -- `rolebound build` -------------------------------------------------------------------------------
 def build_multiverse(
-    seeds: Path = typer.Argument(..., help="YAML: heroes (with versions) and canon_seeds (question + true answer)"),
-    out: Path = typer.Option(..., "--out", "-o", help="folder for dataset.yaml, review.csv and generation.jsonl"),
-    model: str = typer.Option("bundled", "--model", "-m", help="generator BACKEND:NAME"),
-    per_type: int = typer.Option(3, "--dilemmas-per-type", min=0, help="dilemmas per version and conflict type"),
+    seeds: Path = typer.Argument(..., metavar="SEEDS", help="YAML: heroes (with versions) and canon_seeds (question + true answer)"),
+    out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="folder for dataset.yaml, review.csv and generation.jsonl"),
+    model: str = typer.Option("bundled", "--model", "-m", metavar="BACKEND:NAME", help="the generator model"),
+    per_type: int = typer.Option(3, "--dilemmas-per-type", min=0, metavar="N", help="dilemmas per version and conflict type"),
     no_canon: bool = typer.Option(False, "--no-canon", help="skip the canon distractors"),
     no_dilemmas: bool = typer.Option(False, "--no-dilemmas", help="skip dilemma generation"),
-    temperature: float = typer.Option(0.9, "--temperature", help="paper Table 5: 0.9 for generation"),
-    seed: int = typer.Option(0, "--seed"),
-    max_tokens: int = typer.Option(512, "--max-tokens"),
+    temperature: float = typer.Option(0.9, "--temperature", metavar="T", help="paper Table 5: 0.9 for generation"),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="the generator's sampling seed"),
+    max_tokens: int = typer.Option(512, "--max-tokens", metavar="N", help="longest generation, in tokens"),
     overwrite: bool = typer.Option(False, "--overwrite", help="start again in an --out that holds another build"),
 ):
-    """Build multiverse items from expert seeds; everything generated is validated: false."""
+    """Build multiverse items from expert seeds.
+
+    Canon distractors and dilemmas by conflict type; everything generated is validated: false."""
     
     res = run_build(seeds, out, model=model, per_type=per_type, canon=not no_canon,
                     dilemmas=not no_dilemmas and per_type > 0, temperature=temperature, seed=seed,
@@ -372,4 +379,6 @@ def build_multiverse(
 
 def commands(app) -> None:
     """`rolebound build multiverse` (the suite's build_commands hook)."""
-    app.command("multiverse")(build_multiverse)
+    app.command("multiverse", epilog="Examples:\n\n\b\n"
+                "  rolebound build multiverse seeds.yaml --out built/ -m openai:gpt-4o-mini\n"
+                "  rolebound build multiverse seeds.yaml --out built/ --no-dilemmas")(build_multiverse)

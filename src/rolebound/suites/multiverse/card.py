@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...report.fmt import chart, diff, fmt_figure, fmt_value, rate
+from ...report.fmt import cannot_tell, chart, claim, diff, fmt_figure, fmt_value, rate, side
 
 CHANCE = {"canon": "25%", "dilemma": "50%"}
 
@@ -48,10 +48,8 @@ def finding(figs: list[dict], cross: dict) -> str:
     s = (f"Canon accuracy {fmt_value(same)} as the played version and {fmt_value(other)} when the same questions "
          f"are asked of another version of the hero (chance {CHANCE['canon']}): a cross-version drop of "
          f"{fmt_figure(drop)}")
-    if drop["lo"] is not None and drop["lo"] > 0:
-        s += "; cross-version generalisation within a character is an obstacle, as the paper found"
-    elif drop["hi"] is not None and drop["hi"] < 0:
-        s += "; the model does better as another version, unlike the paper's models"
-    else:
-        s += "; the interval includes 0, so this run shows no clear cross-version drop"
+    way = side(drop)
+    s += "; " + (claim(way, "cross-version generalisation within a character is an obstacle, as the paper found",
+                       "the model does better as another version, unlike the paper's models", drop["n"])
+                 if way else "whether it drops as another version: " + cannot_tell(drop["n"]))
     return s + "."

@@ -33,6 +33,7 @@ from typing import Any
 
 from ...records import ABCD
 from ...errors import InputError
+from ...importers import writes
 from ...io import check_file, json_loads
 
 CANON_FILE = "characters_canon_events.json"
@@ -149,7 +150,7 @@ def _profiles(folder: Path) -> dict[int, dict[str, Any]]:
     path = folder / PROFILE_FILE
     if not path.exists():
         return {}
-    with path.open(encoding="utf-8-sig", newline="") as fh:
+    with check_file(path).open(encoding="utf-8-sig", newline="") as fh:
         rows = list(csv.DictReader(fh))
     out = {}
     for row in rows:
@@ -268,6 +269,7 @@ def convert(folder: str | Path) -> dict[str, Any]:
             "import_report": report}
 
 
+@writes(".json", kind="JSON")
 def import_beyond_one_world(src: str, out: str) -> str:
     doc = convert(src)
     Path(out).write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

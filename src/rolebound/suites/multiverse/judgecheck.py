@@ -26,6 +26,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import InputError
+from ...io import check_file
 from ...judgecheck.spec import JudgeCheck, Labelled, Scale
 from ...store import shared_root
 from .data import Attributes
@@ -76,7 +77,7 @@ def _score(value: Any) -> float | None:
 def _rows(path: Path) -> list[tuple[int, dict]]:
     out = []
     try:
-        with path.open(encoding="utf-8") as fh:
+        with (check_file(path) if path.exists() else path).open(encoding="utf-8") as fh:    # a FIFO: one line
             for n, line in enumerate(fh, 1):
                 if line.strip():
                     out.append((n, json.loads(line)))    # the release writes NaN: json reads it

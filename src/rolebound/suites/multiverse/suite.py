@@ -100,7 +100,7 @@ class MultiverseSuite(Suite):
             wanted = _task_set(tasks)
             bad = wanted - {"canon", "dilemma"}
             if bad:
-                raise InputError(f"unknown task '{sorted(bad)[0]}'; use canon and/or dilemma", field="tasks")
+                raise InputError(f"unknown task '{sorted(bad)[0]}'; use canon and/or dilemma", field="--set tasks")
             items = [it for it in items if it.task in wanted]
         index = settings.state.index = MVIndex(loaded)
         settings.state.items = items       # the dialogue's `items` warm-up

@@ -108,6 +108,22 @@ def test_under_ten_clusters_no_bracket_is_printed():
     assert fmt.MIN_CLUSTERS == stats.MIN_CLUSTERS
 
 
+def test_a_claim_is_held_only_by_the_clustered_interval():
+    # 40 answers in 4 clusters, wholly above 50% by the bracket: under 10 clusters no claim reads it
+    few = {"rate": 80.0, "lo": 70.0, "hi": 90.0, "n": 40, "clusters": 4}
+    assert fmt.interval(few) == (None, None) and fmt.side(few, 50.0) == 0
+    assert fmt.interval({**few, "clusters": 12}) == (70.0, 90.0) and fmt.side({**few, "clusters": 12}, 50.0) == 1
+    # a card figure carries its clusters (its n may count something else): shown and read alike
+    f = fmt.rate("k", "said No", few)
+    assert f["clusters"] == 4 and fmt.side(f, 50.0) == 0
+    assert fmt.fmt_figure(f) == "80.0% (no CI: 4 clusters, too few to trust one)"
+    assert "cannot tell" in fmt.claim(fmt.side(f, 50.0), "No-bias", "not", f["n"])
+    # all alike: the exact binomial interval over the clusters, not the 40 answers
+    alike = fmt.rate("k", "said No", {"rate": 100.0, "lo": 100.0, "hi": 100.0, "n": 40, "clusters": 4})
+    assert fmt.fmt_figure(alike) == "100.0% [39.8, 100.0]"
+    assert fmt.interval({"rate": 100.0, "lo": 100.0, "hi": 100.0, "n": 40})[0] == pytest.approx(91.2, abs=0.05)
+
+
 def test_paired_difference_and_mcnemar_exact():
     from scipy.stats import binomtest
 

@@ -12,6 +12,7 @@ from .report.builder import Report
 from .report.fmt import fmt_diff
 from .store import RunDir, claim_folder, load_records
 from .suites import get_suite
+from .term import visible
 
 
 def compare_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None, paper: bool = False,
@@ -49,7 +50,7 @@ def compare_runs(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     out.mkdir(parents=True, exist_ok=True)
     paths = rep.write(out)
     for pair in pairs if echo else []:      # on the terminal too, once the files are written
-        print("\n".join(paired.lines(pair) + terminal_lines(pair)))
+        print(visible("\n".join(paired.lines(pair) + terminal_lines(pair))))    # manifests' text, escaped
     return [p.rename(p.with_name(p.name.replace("report", "compare"))) for p in paths]
 
 

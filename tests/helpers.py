@@ -42,3 +42,19 @@ def assert_refused_without_provenance(suite: str, data: Path, where: str, out: P
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().splitlines() == [f"error: {where}: {PROVENANCE}"]
     assert data.read_bytes() == before and not out.exists()
+
+
+def rendered_markdown(md: str) -> str:
+    """The HTML a CommonMark renderer (raw HTML allowed, as GitHub's before its filter) makes of a
+    markdown file: what a reader's browser would get."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table").render(md)
+
+
+def raw_tags(md: str) -> list[str]:
+    """The markup the hostile texts of the tests carry (scripts, comments, images, javascript:
+    links, bold tags) where a renderer passes it through from a markdown file."""
+    import re
+
+    return re.findall(r"<(?:script|/script|!--|img src=x|a href=\"javascript|b>)[^>]*>?", rendered_markdown(md))

@@ -21,7 +21,7 @@ from rolebound.card.render import read_card, write_card
 from rolebound.store import RunDir
 from rolebound.suites import get_suite
 
-from helpers import write_mcq
+from helpers import raw_tags, write_mcq
 
 TINY = {"charm": 40, "knowledge-errors": 8, "multiverse": 16, "capability": 4}
 SCRIPT = Path(sys.executable).with_name("rolebound")
@@ -195,10 +195,9 @@ def test_model_and_judge_names_are_escaped(fake_card, tmp_path):
     assert res.ran == []                                   # every suite reused: no backend was made
     html = (res.out / "card.html").read_text()
     md = (res.out / "card.md").read_text()
-    for text in (html, md):
-        assert "<img src=x" not in text and "<script>" not in text
+    assert "<img src=x" not in html and "<script>" not in html and raw_tags(md) == []
     assert "&lt;img src=x onerror=" in html and "&lt;script&gt;" in html
-    assert "&lt;img src=x onerror=" in md
+    assert "\\<img src=x onerror=" in md
     assert "Demo only." not in html                        # openai: not the demo model
     assert "paper settings; self-judged: knowledge-errors, multiverse" in html
     assert "(self-judged: the model judged its own answers)" in html

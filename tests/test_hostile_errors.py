@@ -58,6 +58,11 @@ def copy_run(src: Path, dest: Path, **manifest) -> Path:
     if manifest:
         m = json.loads((dest / "manifest.json").read_text())
         (dest / "manifest.json").write_text(json.dumps({**m, **manifest}))
+    if "model" in manifest:     # the records name the same model, or the run is refused as mixed (family 6)
+        recs = [json.loads(x) for x in (dest / "records.jsonl").read_text().splitlines() if x.strip()]
+        (dest / "records.jsonl").write_text("".join(
+            json.dumps({**r, "model": manifest["model"]} if r.get("role", "model") == "model" else r) + "\n"
+            for r in recs))
     return dest
 
 

@@ -39,7 +39,8 @@ def test_lock_pins_every_direct_dependency_inside_its_range():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     pins = locked()
     extras = project["optional-dependencies"]
-    reqs = project["dependencies"] + extras["dev"] + extras["ray"]     # ray: the sweep tests run it
+    # ray: the sweep tests run it; fix: the tune tests train with it
+    reqs = project["dependencies"] + extras["dev"] + extras["ray"] + extras["fix"]
     for spec in reqs:
         req = Requirement(spec)
         name = norm(req.name)

@@ -126,6 +126,18 @@ def test_paper_line_and_protocol_comparison():
     same, dep = papers.protocol_comparison(suite, demo)
     assert not same and any("demo" in d for d in dep) and any("logprob" in d for d in dep) \
         and any("--limit 200" in d for d in dep)
+    demo.model = "fake:random"                     # a stand-in is named for what it is, not the bundled model
+    assert papers.protocol_comparison(suite, demo)[1][0].startswith("a test stand-in model (fake:random: it knows nothing")
+    demo.model = "bundled"
+    assert "the bundled demo model's decoding" in papers.protocol_comparison(suite, demo)[1][0]
+
+
+def test_a_paper_column_of_many_models_gives_their_range_and_the_highest():
+    rows = [r for r in papers.rows_for("knowledge-errors") if r.figure == "KKE/event" and r.condition == "vanilla"]
+    few = [r for r in papers.rows_for("charm") if r.metric == "c_gap"]
+    assert papers.paper_summary(few, "%") == ""                        # six models: the whole line
+    assert papers.paper_summary(rows, "%") == \
+        "14 models, 7.11 to 39.33; highest GPT-4o 39.33 ± 0.19 (Table 2)"
 
 
 def test_options_that_leave_out_part_of_the_protocol_are_departures():
@@ -201,7 +213,7 @@ def test_report_and_card_set_the_paper_beside_the_run(charm_run, tmp_path):
     s = section("charm", get_suite("charm"), charm_run, run_metrics(charm_run), tmp_path, reused=True)
     gap = next(f for f in s["figures"] if f["key"] == "c_gap")
     assert gap["paper"].startswith("GPT-4o 72.1") and "Qwen3-8B 24.7" in gap["paper"]
-    assert "demo settings" in s["paper_protocol"] and "--limit 60" in s["paper_protocol"]
+    assert "a test stand-in model (fake:random" in s["paper_protocol"] and "--limit 60" in s["paper_protocol"]
     assert any(r["paper"].startswith("paper: GPT-4o 72.1") for r in figure_rows(s))
     card = {"model": "fake:random", "judge": None, "demo": True, "created": "", "rolebound": "", "git": None,
             "suites": [{**s, "warnings": ["bc: the picks follow position"]}]}

@@ -153,3 +153,60 @@ def test_a_carried_run_counts_the_time_of_every_machine_it_ran_on(tmp_path, monk
     note = r.machines_note(rows)
     assert "x86_64 A, 2026-12-05T11:00 to 2026-12-05T13:30 UTC (150 min, 2000 records, unfinished)" in note
     assert note.endswith("x86_64 B, 2026-12-06T09:00 to 2026-12-06T10:15 UTC (75 min, 3480 records)")
+
+
+def _run_sections(page: str) -> dict[str, str]:
+    import re
+
+    return {p.split("\n", 1)[0][3:].strip(): p for p in re.split(r"(?m)^(?=## )", page) if p.startswith("## ")}
+
+
+def test_the_page_opens_with_every_runs_figures_and_verdict():
+    """docs/results.md as committed: one table first, a row per run with its headline figures
+    (each the cell of its own table, copied) and its verdict; each run's section opens with the
+    same verdict, whose every number is in the run's own section; markdown escapes, no entities."""
+    import re
+
+    r = _results()
+    page = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    head = page.split("\n## ", 1)[0]
+    rows = [x for x in head.splitlines() if x.startswith("| [**")]
+    assert [re.match(r"\| \[\*\*([^*]+)\*\*\]", x).group(1) for x in rows] == [s.name for s in r.SPECS]
+    secs = _run_sections(page)
+    for spec in r.SPECS:
+        g, sec = r.GLANCE[spec.name], secs[spec.name]
+        row = next(x for x in rows if f"[**{spec.name}**]" in x)
+        for p in g.picks:
+            value = r.picked(sec, p)
+            assert value != "-" and f"{p.label} {value}" in row, (spec.name, p.label)
+        assert g.verdict in row and len(g.verdict) <= 400, spec.name          # two or three lines
+        first = [x for x in sec.split("\n")[1:] if x.strip() and x != r.KEPT][0]
+        assert first == r.VERDICT + g.verdict, spec.name                       # the section opens with it
+        for num in re.findall(r"\d[\d,.]*\d|\d", g.verdict):                   # no figure typed in by hand
+            assert num in sec.replace(r.VERDICT + g.verdict, ""), (spec.name, num)
+    assert "&amp;" not in page and "&lt;" not in page and "# BA+ & FC-BC" in page
+
+
+def test_verdicts_figures_folds_and_entities_on_a_made_up_section(monkeypatch):
+    r = _results()
+    monkeypatch.setattr(r, "SPECS", [r.Spec("t", "charm", [], [])])
+    sec = ("## t\n\n" + r.KEPT + "\n\n| | |\n|---|---|\n| answers with a gold label | 9/10 read, 1 invalid (10.0%): bc 1/10 |\n\n"
+           "### Accuracy by question type\n\n| question | boundary | n | acc |\n|---|---|---|---|\n"
+           "| BA | all | 10 | 20.4 \\[17.5, 23.5\\] |\n| BC | all | 9 | 4.8 |\n\n"
+           "### Answer extraction: readings per rule\n\n| stage | rule | answers |\n|---|---|---|\n| ba | a\\_b | 3 |\n\n"
+           "*p &lt; 0.05; # BA+ &amp; FC-BC; &lt;b&gt;*\n\n**Reading** (written after the run): long.\n")
+    assert r.picked(sec, r.Pick("BA", "Accuracy by", ("BA", "all"), "acc")) == "20.4 \\[17.5, 23.5\\]"
+    assert r.picked(sec, r.Pick("BC", "Accuracy by", ("BC", "all"), "acc")) == "4.8"
+    assert r.picked(sec, r.Pick("KV", "Accuracy by", ("KV", "all"), "acc")) == "-"
+    assert r.fact(sec, "answers with a gold label").split(":")[0] == "9/10 read, 1 invalid (10.0%)"
+    r.GLANCE["t"] = r.Glance("Short verdict.", [r.Pick("BA", "Accuracy by", ("BA", "all"), "acc")])
+    try:
+        once = r.folded(r.with_verdict(r.kept(sec), "t"))
+        again = r.folded(r.with_verdict(r.kept(once), "t"))
+        assert once == again and once.count("**Verdict.** Short verdict.") == 1
+        assert once.index(r.KEPT) < once.index("**Verdict.**") < once.index("| answers with")
+        assert "<details><summary>1 rows</summary>" in once and "| ba | a\\_b | 3 |" in once   # every row kept
+        assert "*p < 0.05; # BA+ & FC-BC; \\<b>*" in once
+        assert r.glance({"t": once})[2].startswith("| [**t**](#t) | BA 20.4 \\[17.5, 23.5\\] | 9/10 read")
+    finally:
+        del r.GLANCE["t"]

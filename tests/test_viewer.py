@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import os
 import re
@@ -18,7 +19,7 @@ from rolebound.records import Record
 from rolebound.report.builder import Report, md_escape, md_text, payload, question_text
 from rolebound.store import RunDir
 
-from helpers import write_mcq
+from helpers import raw_tags, rendered_markdown, write_mcq
 
 EVIL = '</script><script>alert("x")</script><!-- <img src=x onerror=alert(1)> [a](javascript:alert(1)) *b* |c'
 BIN = Path(sys.executable).parent / "rolebound"
@@ -44,18 +45,23 @@ def _evil_run(tmp_path) -> Path:
 
 def test_report_md_escapes_run_data(tmp_path):
     md = (_evil_run(tmp_path) / "report.md").read_text()
-    assert "<" not in md and ">" not in md           # no raw tag of any kind reaches a renderer
-    assert "openai:x&lt;/script&gt;&lt;script&gt;alert(\"x\")" in md
+    assert raw_tags(md) == []                        # no raw tag of any kind reaches a renderer
+    assert "&lt;" not in md and "&amp;" not in md    # markdown's escapes, not entities shown as text
+    assert "openai:x\\</script>\\<script>alert(\"x\")" in md
     assert "\\[a\\](javascript:alert(1))" in md and "\\*b\\*" in md and "\\|c" in md
+    assert EVIL in html_lib.unescape(re.sub(r"<[^>]+>", "", rendered_markdown(md)))   # shown as itself
 
 
 def test_md_escape_rules():
     assert md_escape("a|b\nc") == "a\\|b c"
-    assert md_escape("<img src=x onerror=alert(1)>") == "&lt;img src=x onerror=alert(1)&gt;"
+    assert md_escape("<img src=x onerror=alert(1)>") == "\\<img src=x onerror=alert(1)>"
+    assert md_escape("# BA+ & FC-BC") == "# BA+ & FC-BC" and md_text("p < 0.05, a < b") == "p < 0.05, a < b"
+    assert md_text("&amp; &#60; <!-- x --> <https://x.y>") == "\\&amp; \\&#60; \\<!-- x --> \\<https://x.y>"
+    assert md_text("> quoted") == "\\> quoted"
     assert md_text("# title\n- item\n3. x\nplain 3. y") == "\\# title\n\\- item\n3\\. x\nplain 3. y"
     assert md_escape("x_y [z]") == "x\\_y \\[z\\]"
     # a code span stays one (its text is literal in every renderer); backticks outside one are escaped
-    assert md_text("the format `Answer: <n>` or <b>") == "the format `Answer: <n>` or &lt;b&gt;"
+    assert md_text("the format `Answer: <n>` or <b>") == "the format `Answer: <n>` or \\<b>"
     assert md_escape("`a|b` c`d") == "`a\\|b` c\\`d"
     assert md_text("``x`<img>``") == "``x`<img>``"
 

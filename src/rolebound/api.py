@@ -207,7 +207,7 @@ def _manifest(s, req: RunRequest, plan: Plan, dataset, items) -> RunManifest:
     judge, extractor, resolved = plan.judge, plan.extractor, plan.resolved
     return RunManifest(
         suite=req.suite, strategies=plan.settings.strategies, model=plan.backend.spec,
-        backend=plan.backend.backend, judge=judge.spec if judge is not None else None,
+        backend=plan.backend.backend, adapter=getattr(plan.backend, "adapter", None), judge=judge.spec if judge is not None else None,
         scoring=plan.settings.scoring, extractor=extractor.spec if extractor is not None else None,
         decoding=plan.decoding, judge_decoding=resolved.judge_decoding if judge is not None else None,
         protocol={**resolved.manifest(), "self_judged": plan.self_judged, "dataset_items": len(dataset.items),

@@ -463,6 +463,40 @@ def compare(run_dirs: List[Path] = typer.Argument(..., metavar="RUN_DIR",
         print(p)
 
 
+@app.command(epilog=examples("rolebound tune pairs/charm --model bundled --out adapters/charm",
+                             "rolebound tune pairs/charm -m hf:/models/qwen -o ad/qwen --max-steps 40",
+                             "rolebound run charm --backend-opt adapter=adapters/charm"))
+def tune(pairs_dir: Path = typer.Argument(..., metavar="PAIRS", help="a folder of `rolebound data pairs` (its train split)"),
+         model: str = typer.Option("bundled", "--model", "-m", metavar="bundled|hf:PATH",
+                                   help="the base model: bundled[:NAME] or a local folder hf:PATH"),
+         out: Path = typer.Option(..., "--out", "-o", metavar="DIR",
+                                  help="adapter folder to write (the same command resumes it)"),
+         epochs: float = typer.Option(1.0, "--epochs", min=0.01, metavar="N", help="passes over the train split"),
+         learning_rate: float = typer.Option(5e-5, "--lr", min=0.0, metavar="RATE", help="learning rate"),
+         batch_size: int = typer.Option(8, "--batch-size", min=1, metavar="N", help="pairs per step"),
+         max_length: int = typer.Option(384, "--max-length", min=16, metavar="N",
+                                        help="tokens of prompt and completion kept"),
+         beta: float = typer.Option(0.1, "--beta", min=0.0, metavar="B", help="DPO's beta (how far from the base model)"),
+         lora_r: int = typer.Option(8, "--lora-r", min=1, metavar="R", help="LoRA rank (q_proj and v_proj; alpha 2R)"),
+         max_steps: int = typer.Option(-1, "--max-steps", min=-1, metavar="N",
+                                       help="stop after this many steps (-1: the epochs decide)"),
+         seed: int = typer.Option(0, "--seed", metavar="N", help="seed of the adapter's initialisation and the data order"),
+         threads: Optional[int] = typer.Option(None, "--threads", metavar="N", help="CPU threads (default: every core)")):
+    """Train a LoRA adapter with DPO on preference pairs.
+
+    TRL's DPOTrainer and PEFT (the fix extra) on a pairs folder's train split; run the tuned model
+    with --backend-opt adapter=OUT (docs/fix.md)."""
+    from .tune import TuneSettings, tune as run_tune
+
+    settings = TuneSettings(epochs=epochs, learning_rate=learning_rate, batch_size=batch_size, max_length=max_length,
+                            beta=beta, lora_r=lora_r, lora_alpha=2 * lora_r, max_steps=max_steps, seed=seed)
+    done = run_tune(pairs_dir, model, out, settings, threads=threads)
+    last = done["last_log"]
+    print(f"{out}: LoRA adapter after {done['steps']} steps on {done['train_pairs']} pairs in {done['wall_s']:.0f} s"
+          + (f"; last loss {last['loss']:.3f}" if last.get("loss") is not None else "")
+          + f"; run it with --backend-opt adapter={out}")
+
+
 @app.command(epilog=examples("rolebound card --model bundled",
                              "rolebound card -m openai:gpt-4o-mini --judge self --limit charm=60",
                              "rolebound card --compare cards/a cards/b -o cards/a-vs-b"))
@@ -706,6 +740,29 @@ def data_export(suite: str = typer.Argument(..., metavar="SUITE", help=f"one of:
     counts = ", ".join(f"{c} {n}" for c, n in meta["configs"].items())
     print(visible(f"{out}: {sum(meta['configs'].values())} items ({counts})"
                   + ("; for local use only (the source states no licence)" if meta["local_only"] else "")))
+
+
+@data_app.command("pairs", epilog=examples("rolebound data pairs runs/charm-demo --out pairs/charm",
+                                           "rolebound data pairs runs/a runs/b --out pairs/ab --heldout 0.5"))
+def data_pairs(run_dirs: List[Path] = typer.Argument(..., metavar="RUN_DIR...", help="run folders to make pairs from"),
+               out: Path = typer.Option(..., "--out", "-o", metavar="DIR",
+                                        help="folder to write (a Hugging Face dataset and JSONL)"),
+               heldout: float = typer.Option(0.3, "--heldout", metavar="SHARE",
+                                             help="share of each stratum's characters, whole, put in the test split "
+                                                  "(0 to below 1)"),
+               seed: int = typer.Option(0, "--seed", metavar="N", help="seed of the held-out draw")):
+    """Preference pairs from runs' boundary failures.
+
+    TRL's conversational format, as Parquet with a dataset card and as JSONL, with whole
+    characters held out for testing (docs/fix.md)."""
+    from . import pairs
+
+    rows, runs, skipped = pairs.build(run_dirs)
+    meta = pairs.write(out, rows, runs, skipped, heldout=heldout, seed=seed)
+    c = meta["counts"]
+    print(f"{out}: {c['train'] + c['test']} pairs (train {c['train']}, test {c['test']}: "
+          f"{len(meta['characters']['test'])} held-out characters); "
+          + ", ".join(f"{k} {v}" for k, v in sorted(meta["rules"].items())))
 
 
 @data_app.command("import", epilog=examples(

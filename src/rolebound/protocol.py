@@ -20,6 +20,8 @@ from .records import Decoding
 DEMO_BACKENDS = ("bundled", "fake")          # backends that have a demo model
 DEMO_BUNDLED = ("smollm2-135m",)             # the bundled models that are demo-only
 DEMO_LABEL = "bundled demo settings, not the paper's protocol"
+STAND_IN_LABEL = "test stand-in (fake:) with default decoding, not the paper's protocol"
+FORCED_DEMO_LABEL = "demo settings (default decoding, --protocol demo), not the paper's protocol"
 DECODING_KEYS = ("temperature", "top_p", "max_tokens")
 
 
@@ -86,11 +88,12 @@ class Resolved:
     judge_decoding: Decoding | None   # None: judge calls use the answer decoding
     source: str = ""
     departures: list[str] = field(default_factory=list)
+    backend: str = ""                 # whose demo settings: "bundled", "fake" (a test stand-in), other: forced
 
     @property
     def label(self) -> str:
         if self.mode == "demo":
-            return DEMO_LABEL
+            return {"bundled": DEMO_LABEL, "fake": STAND_IN_LABEL}.get(self.backend, FORCED_DEMO_LABEL)
         if self.mode == "none":
             return "suite defaults (no paper protocol)"
         if self.departures:
@@ -120,7 +123,7 @@ def resolve(protocol: Protocol | None, backend_name: str, overrides: dict[str, A
     if mode == "demo":
         dec = Decoding().merged(**overrides)
         jd = dec.merged(**judge_overrides) if judge_overrides else None
-        return Resolved("demo", dec, jd, source=protocol.source)
+        return Resolved("demo", dec, jd, source=protocol.source, backend=backend_name)
     dec = Decoding().merged(**{**protocol.decoding, **overrides})
     departures = [f"{k} {getattr(dec, k)} instead of {v}" for k, v in protocol.decoding.items()
                   if getattr(dec, k) != v]

@@ -208,6 +208,7 @@ class RunManifest(BaseModel):
     strategies: list[str]
     model: str
     backend: str
+    adapter: dict[str, str] | None = None   # --backend-opt adapter=DIR (`rolebound tune`): its path and sha
     judge: str | None = None
     extractor: str | None = None   # --extractor: model-based answer extraction, reported apart
     scoring: str | None = None

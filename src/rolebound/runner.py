@@ -528,7 +528,8 @@ def finish(rd: RunDir, manifest: RunManifest, session: Session, stopped: bool) -
 
 def manifest_key(m: RunManifest) -> dict[str, Any]:
     """Fields that must match for a run directory to be resumed."""
-    return {"suite": m.suite, "model": m.model, "strategies": sorted(m.strategies), "judge": m.judge,
+    return {"suite": m.suite, "model": m.model, "adapter": (m.adapter or {}).get("sha"),
+            "strategies": sorted(m.strategies), "judge": m.judge,
             "scoring": m.scoring, "decoding": m.decoding.model_dump(),
             "judge_decoding": m.judge_decoding.model_dump() if m.judge_decoding else None,
             "dataset_hash": m.dataset_hash,

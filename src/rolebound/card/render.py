@@ -15,6 +15,7 @@ from ..dialogue.report import png as drift_png
 from ..report.fmt import fmt_figure
 
 PROTOCOLS = {"paper": "paper settings", "demo": "demo settings (not the paper's protocol)",
+             "stand-in": "a test stand-in with default decoding (not the paper's protocol)",
              "none": "suite defaults"}
 
 
@@ -29,6 +30,8 @@ def demo_note(card: dict) -> str:
 
 def protocol_summary(card: dict) -> str:
     modes = sorted({s["protocol"] for s in card["suites"]})
+    if modes == ["demo"] and str(card.get("model", "")).startswith("fake:"):
+        modes = ["stand-in"]
     text = PROTOCOLS.get(modes[0], modes[0]) if len(modes) == 1 else \
         "mixed: " + ", ".join(f"{s['suite']} {s['protocol']}" for s in card["suites"])
     selfj = [s["suite"] for s in card["suites"] if s.get("self_judged")]
@@ -72,7 +75,9 @@ def figure_rows(s: dict) -> list[dict[str, str]]:
             note = "; ".join(x for x in (f.get("note"), kind) if x)
         rows.append({"label": f["label"], "value": value, "n": "" if f.get("n") is None else str(f["n"]),
                      "note": note, "missing": f["value"] is None,
-                     "paper": f"paper: {f['paper']}" if f.get("paper") else ""})
+                     # many models: their range and the highest, the whole list behind a click
+                     "paper": f"paper: {f.get('paper_summary') or f['paper']}" if f.get("paper") else "",
+                     "paper_all": f["paper"] if f.get("paper_summary") else ""})
     return rows
 
 
@@ -127,8 +132,13 @@ def card_md(card: dict, pngs: dict[str, bytes]) -> str:
         if s.get("paper_protocol"):
             md += [f"**Against the paper:** {md_text(s['paper_protocol'])}", ""]
         md += ["| figure | value | n | note | paper |", "|---|---|---|---|---|"]
+        rows = figure_rows(s)
         md += [f"| {md_escape(r['label'])} | {md_escape(r['value'])} | {md_escape(r['n'])} | {md_escape(r['note'])} "
-               f"| {md_escape(r['paper'])} |" for r in figure_rows(s)] + [""]
+               f"| {md_escape(r['paper'])} |" for r in rows] + [""]
+        full = [r for r in rows if r["paper_all"]]
+        if full:
+            md += ["The paper's figures, every model:", ""]
+            md += [f"- {md_text(r['label'])}: {md_text(r['paper_all'])}" for r in full] + [""]
         if s["suite"] in pngs:
             md += [f"![{md_escape(s['title'])}](figures/{s['suite']}.png)", ""]
         if s["suite"] + "-drift" in pngs:

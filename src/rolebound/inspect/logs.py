@@ -64,6 +64,16 @@ class LogMeta(BaseModel):
     dataset_items: int | None = Field(None, ge=0)
 
 
+def _known_suite(name: str, path: Path) -> None:
+    """An unknown suite is refused before anything is written, naming the log's field."""
+    from ..suites import get_suite
+
+    try:
+        get_suite(name)
+    except InputError as exc:
+        raise InputError(exc.detail, file=str(path), field="eval.metadata.rolebound.suite") from None
+
+
 def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]:
     """Write the run folder; returns its manifest and how many samples had no score (errors)."""
     # a missing log or a taken --out is refused before inspect_ai loads (a second of imports)
@@ -85,12 +95,7 @@ def import_log(log_path: str | Path, out: str | Path) -> tuple[RunManifest, int]
         raise InputError("not a log of a rolebound task (no rolebound metadata)", file=str(path))
     # a hand-edited log is input like any other: each field checked, named where it fails
     meta = validate_record(LogMeta, meta, file=path, line=None, loc_prefix=("eval", "metadata", "rolebound"))
-    from ..suites import get_suite
-
-    try:
-        get_suite(meta.suite)        # an unknown suite: refused before anything is written
-    except InputError as exc:
-        raise InputError(exc.detail, file=str(path), field="eval.metadata.rolebound.suite") from None
+    _known_suite(meta.suite, path)
     records, failed, items = [], 0, set()
     for i, s in enumerate(log.samples or []):
         score = (s.scores or {}).get(SCORER)

@@ -99,7 +99,7 @@ def default_engine(name: str) -> str:
     if faster == "llamacpp" and not (available() and (name not in PACKS or gguf_path_of(PACKS[name]).is_file())):
         return DEFAULT_ENGINE           # not built here, or an install from before the GGUF was kept
     return faster
-_TORCH_ONLY = frozenset({"dtype", "device", "batch_tokens", "prefix_cache_mb", "static_decode"})
+_TORCH_ONLY = frozenset({"dtype", "device", "batch_tokens", "prefix_cache_mb", "static_decode", "adapter"})
 _LLAMACPP_ONLY = frozenset({"n_ctx", "prefix_max", "flash_attn"})
 
 

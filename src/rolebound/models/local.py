@@ -138,7 +138,7 @@ class TransformersEngine:
     def __init__(self, path: str | Path, *, dtype: str = "auto", device: str | None = None,
                  threads: int | None = None, max_batch: int | None = None,
                  batch_tokens: int | None = None, prefix_min: int = 64, prefix_cache_mb: float = 256,
-                 static_decode: bool | None = None):
+                 static_decode: bool | None = None, adapter: str | None = None):
         t0 = time.perf_counter()
         try:
             import torch
@@ -170,6 +170,10 @@ class TransformersEngine:
         if self.tok.pad_token_id is None:
             self.tok.pad_token = self.tok.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=self.dtype).to(self.device)
+        if adapter:     # `rolebound tune`'s LoRA adapter, merged: decoding as fast as the base model
+            from .adapter import merge_adapter
+
+            self.model = merge_adapter(self.model, adapter)
         self.model.eval()
         rows, tokens = auto_batch(self.model, self.device, self.dtype)
         self.max_batch = int(max_batch or rows)
@@ -847,7 +851,7 @@ def shared_engine(path: Path | str, **opts: Any) -> tuple["TransformersEngine", 
 
 
 ENGINE_OPTIONS = ("dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min", "prefix_cache_mb",
-                  "static_decode")
+                  "static_decode", "adapter")
 
 
 class LocalBackend(EngineCalls, Backend):
@@ -857,7 +861,7 @@ class LocalBackend(EngineCalls, Backend):
     batching = True
     streams = True          # generate/score take emit(i, result): results reach the runner per batch
     option_names = frozenset({"dtype", "device", "threads", "max_batch", "batch_tokens", "prefix_min",
-                              "prefix_cache_mb", "static_decode", "think_tag"})
+                              "prefix_cache_mb", "static_decode", "think_tag", "adapter"})
 
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
         super().__init__(name, decoding, **options)
@@ -871,6 +875,16 @@ class LocalBackend(EngineCalls, Backend):
         if self.options.get("static_decode") is not None:
             _flag(self.options["static_decode"])            # a bad value fails here too
         thread_policy().register()                       # other rolebound engines share the cores with us
+        self._adapter: dict | None = None
+        if self.options.get("adapter"):                 # a missing or foreign adapter fails here
+            from .adapter import check_adapter
+
+            self._adapter = check_adapter(self.options["adapter"], self.model_path())
+
+    @property
+    def adapter(self) -> dict | None:
+        """The tuned adapter this backend merges into its model (path, sha), if any."""
+        return self._adapter
 
     def model_path(self) -> Path:
         raise NotImplementedError
@@ -887,8 +901,11 @@ class LocalBackend(EngineCalls, Backend):
             return self._engine
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": self.backend, "model": self.name, "engine": ENGINE_REV,
-                "dtype": str(self.options.get("dtype") or "auto")}
+        ident = {"backend": self.backend, "model": self.name, "engine": ENGINE_REV,
+                 "dtype": str(self.options.get("dtype") or "auto")}
+        if self._adapter:       # a tuned model's replies are never the base model's cached ones
+            ident["adapter"] = self._adapter["sha"]
+        return ident
 
     def info(self) -> dict[str, Any]:
         e = self._engine

@@ -142,6 +142,8 @@ def run_facts(manifest, metrics: dict | None = None) -> list[tuple[str, Any]]:
     """The lines every report opens with; `metrics` adds the exact score ties."""
     c = manifest.counts or {}
     rows = [("suite", manifest.suite), ("model", manifest.model), ("strategies", ", ".join(manifest.strategies))]
+    if manifest.adapter:        # a tuned model (`rolebound tune`): the adapter merged into it
+        rows.insert(2, ("adapter", f"{manifest.adapter.get('path')} (sha {manifest.adapter.get('sha')})"))
     if manifest.scoring:
         rows.append(("scoring", manifest.scoring))
     if manifest.judge:

@@ -63,13 +63,16 @@ def _cell(v: Any) -> str:
 
 
 _MD_PUNCT = re.compile(r"([\\`*_\[\]~|])")
-_MD_LINE_START = re.compile(r"^([ \t]*)(?:([-+=#])|(\d+)([.)]))", re.M)
+# markdown's own escapes (a backslash before ASCII punctuation), never HTML entities: "<" where it
+# could open a tag, comment or autolink, "&" where it could start an entity; "p < 0.05" and
+# "BA+ & FC-BC" stay as they are
+_MD_HTML = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?[A-Za-z0-9]+;)")
+_MD_LINE_START = re.compile(r"^([ \t]*)(?:([-+=#>])|(\d+)([.)]))", re.M)
 _MD_CODE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 
 
 def _md_plain(s: str) -> str:
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_PUNCT.sub(r"\\\1", s)
+    return _MD_HTML.sub(lambda m: "\\" + m.group(0), _MD_PUNCT.sub(r"\\\1", s))
 
 
 def _md_code(c: str, cell: bool) -> str:
@@ -89,9 +92,11 @@ def _md_inline(s: Any, cell: bool = False) -> str:
 
 
 def md_text(s: Any) -> str:
-    """Text shown as itself in any markdown renderer: outside `code spans`, markup characters
-    become entities and markdown's own are backslash-escaped (no raw HTML, links, images,
-    emphasis or lists from run data); a code span stays one, and its text is literal anyway."""
+    """Text shown as itself in any markdown renderer (CommonMark, GitHub): outside `code spans`,
+    markdown's characters are backslash-escaped, and so are a "<" that could open raw HTML or an
+    autolink and an "&" that could start an entity (no raw HTML, links, images, emphasis, lists
+    or quotes from run data, and no entity shown as text in a plain file); a code span stays
+    one, and its text is literal anyway."""
     def esc(m):
         return m.group(1) + ("\\" + m.group(2) if m.group(2) else m.group(3) + "\\" + m.group(4))
 
@@ -130,9 +135,12 @@ class Report:
         self.sections.append(Section("figure", title, png(fig), note, {"name": name}))
 
     def samples(self, title: str, columns: Sequence[str], rows: Sequence[dict], filters: Sequence[str],
-                note: str = "") -> None:
+                note: str = "", shown: Sequence[str] | None = None) -> None:
+        """Rows for the sample viewer. `shown`: the columns of its default view (those that
+        identify a sample and its outcome); the rest sit behind its column picker and in the
+        detail pane. None: the first few columns."""
         self.sections.append(Section("samples", title, {"columns": list(columns), "rows": list(rows),
-                                                         "filters": list(filters)}, note))
+                                                         "filters": list(filters), "shown": shown}, note))
 
     def _records(self, run_dir: Path) -> list:
         if self.records is None:
@@ -174,7 +182,8 @@ class Report:
             elif s.kind == "samples":
                 n = len(s.body["rows"])
                 md += [f"{n} rows: see report.html (filterable; a row opens the whole exchange) or records.jsonl.", ""]
-                data = payload(s.body["columns"], s.body["rows"], s.body["filters"], self._records(run_dir))
+                data = payload(s.body["columns"], s.body["rows"], s.body["filters"], self._records(run_dir),
+                               s.body.get("shown"))
                 html_sections.append({"kind": "samples", "title": s.title, "json": script_json(data),
                                       "id": f"samples{len(html_sections)}"})
             if s.note:
@@ -352,8 +361,11 @@ def _compact(rec, strings: _Strings) -> dict:
     return out
 
 
-def payload(columns: Sequence[str], rows: Sequence[dict], filters: Sequence[str], records: Sequence | None) -> dict:
-    """Rows for the list (columns fixed up from the records) plus the records they open."""
+def payload(columns: Sequence[str], rows: Sequence[dict], filters: Sequence[str], records: Sequence | None,
+            shown: Sequence[str] | None = None) -> dict:
+    """Rows for the list (columns fixed up from the records) plus the records they open.
+    A column empty in every row is left out (a log-prob run has no "read by"); `shown`: the
+    columns of the default view (the question and the outcome added from the records join them)."""
     columns, filters = list(columns), list(filters)
     recs = list(records or [])
     by_call = {r.call_id: i for i, r in enumerate(recs)}
@@ -384,14 +396,30 @@ def payload(columns: Sequence[str], rows: Sequence[dict], filters: Sequence[str]
         columns[at:at] = added
         if "outcome" in added and "outcome" not in filters:
             filters.append("outcome")
+    columns = [c for c in columns if any(d.get(c) not in (None, "") for d in out_rows)] if out_rows else columns
+    filters = [f for f in filters if f in columns]
     for d in out_rows:
         for k in list(d):
             if k not in columns and k != "_r":
                 del d[k]
     strings = _Strings()
-    return {"columns": columns, "filters": filters, "rows": out_rows,
+    return {"columns": columns, "filters": filters, "rows": out_rows, "shown": _shown(columns, shown, linked),
             "records": [_compact(r, strings) for r in recs] if linked else [],
             "strings": strings.items}
+
+
+SHOWN = 6      # columns in the default view of a viewer whose suite names none
+
+
+def _shown(columns: list[str], shown: Sequence[str] | None, linked: bool) -> list[str]:
+    """The default view: the suite's columns, led by the question, with the records' outcome."""
+    if shown is None:
+        keep = columns[:SHOWN]
+    else:
+        keep = [c for c in columns if c in shown or (linked and c in ("question", "outcome"))]
+    if "outcome" in columns and "outcome" not in keep:
+        keep.append("outcome")
+    return [c for c in columns if c in keep]
 
 
 def script_json(obj: Any) -> str:

@@ -169,6 +169,26 @@ def paper_line(rows: Sequence[PaperRow], run_unit: str) -> str:
     return f"{body} ({', '.join(tables)})" if body else ""
 
 
+SUMMARY_OVER = 6     # more models than this: the range and the highest, the list behind a click
+
+
+def paper_summary(rows: Sequence[PaperRow], run_unit: str) -> str:
+    """'14 models, 7.1 to 44.2; highest GPT-4o 44.24 ± 0.23 (Table 2)' where the paper gives more
+    than SUMMARY_OVER models; '' otherwise (paper_line is short enough)."""
+    firsts: dict[str, PaperRow] = {}
+    for r in rows:
+        firsts.setdefault(r.model, r)
+    rows = list(firsts.values())
+    if len(rows) <= SUMMARY_OVER:
+        return ""
+    vals = [shown(r, run_unit) for r in rows]
+    top = rows[vals.index(max(vals))]
+    tables = ", ".join(dict.fromkeys(r.table for r in rows))
+    lo, hi = fmt_paper(rows[vals.index(min(vals))], run_unit), fmt_paper(top, run_unit)
+    return (f"{len(rows)} models, {lo.split(' ± ')[0]} to {hi.split(' ± ')[0]}; "
+            f"highest {top.model} {hi} ({tables})")
+
+
 def beside(suite, metrics: dict, manifest, figures: Sequence[dict] | None = None) -> list[dict[str, Any]]:
     """One entry per paper metric this run has: label, the run's value, the paper's line.
     Card figures' metrics come first, in the card's order; then the rest, in the file's order."""
@@ -201,6 +221,16 @@ def annotate(suite, figures: Sequence[dict], strategies: Sequence[str], card_str
         mine = for_figure(rows, f["key"], strategies, card_strategy)
         if mine:
             f["paper"] = paper_line(mine, f.get("unit", "%"))
+            f["paper_summary"] = paper_summary(mine, f.get("unit", "%"))
+
+
+def demo_departure(model: str) -> str:
+    """What a demo run's settings are, named for its model."""
+    if model.startswith("fake:"):
+        return f"a test stand-in model ({model}: it knows nothing, its answers depend only on the prompt), default decoding"
+    if model == "bundled" or model.startswith("bundled:"):
+        return "demo settings (the bundled demo model's decoding, not the paper's)"
+    return "demo settings (default decoding, --protocol demo), not the paper's"
 
 
 def protocol_comparison(suite, manifest) -> tuple[bool, list[str]]:
@@ -211,7 +241,7 @@ def protocol_comparison(suite, manifest) -> tuple[bool, list[str]]:
     paper = suite.protocol
     out: list[str] = []
     if proto.get("mode") == "demo":
-        out.append("demo settings (the bundled demo model's decoding, not the paper's)")
+        out.append(demo_departure(getattr(manifest, "model", "") or ""))
     elif proto.get("mode") == "none" or paper is None:
         out.append("the suite has no paper protocol")
     out += [d for d in proto.get("departures") or [] if d not in out]

@@ -424,6 +424,13 @@ class Suite:
         judge call for a human-labelled reply); None: the suite has no judge to check."""
         return None
 
+    def pairs(self, records: list["Record"], manifest: "RunManifest") -> tuple[list[Any], dict[str, int]]:
+        """`rolebound data pairs`: (rolebound.pairs.Draft for each preference pair the records give,
+        {why a call made no pair: count}). Pure, from records alone. Default: the suite makes none."""
+        from ..errors import InputError
+
+        raise InputError(f"suite {self.name} makes no preference pairs", field="RUN_DIRS")
+
     def build_commands(self, app) -> None:
         """`rolebound build`: add this suite's construction commands to `app` (a typer.Typer), e.g.
         `@app.command("my-suite")`. Their model calls go through runner.open_session and

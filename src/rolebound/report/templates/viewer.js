@@ -53,11 +53,52 @@
     q.addEventListener("input", function () { search = q.value.toLowerCase(); update(); });
     box.appendChild(q);
 
-    var template = cols.map(function (c) {
-      return LONG.indexOf(c) >= 0 ? "minmax(10rem, 3fr)" : "minmax(4rem, 1fr)";
-    }).join(" ");
-    head.style.gridTemplateColumns = template;
-    cols.forEach(function (c) { head.appendChild(el("div", null, c)); });
+    // the default view shows the columns that identify a sample and its outcome; the picker the rest
+    var vis = (data.shown && data.shown.length ? data.shown : cols).slice(), template = "";
+    var pick = el("details", "colpick"), psum = el("summary"), opts = el("div", "colopts");
+    pick.appendChild(psum); pick.appendChild(opts);
+    cols.forEach(function (c) {
+      var lab = el("label"), cb = el("input");
+      cb.type = "checkbox"; cb.checked = vis.indexOf(c) >= 0; cb.setAttribute("data-col", c);
+      cb.addEventListener("change", function () {
+        vis = cols.filter(function (k) { return k === c ? cb.checked : vis.indexOf(k) >= 0; });
+        layout(); draw();
+      });
+      lab.appendChild(cb); lab.appendChild(document.createTextNode(" " + c)); opts.appendChild(lab);
+    });
+    box.insertBefore(pick, q);
+
+    // each column as wide as its header and its usual content (measured in the page's own font),
+    // so no header is cut short; long texts (questions, replies) take what is left
+    var ruler = el("div");
+    ruler.style.cssText = "position:absolute;visibility:hidden;white-space:nowrap;padding:0 .4rem;left:0;top:0";
+    list.appendChild(ruler);
+    function width(text, bold) {
+      ruler.style.fontWeight = bold ? "600" : "400";
+      ruler.textContent = text;
+      return Math.ceil(ruler.getBoundingClientRect().width) + 2;
+    }
+    var widths = {};
+    cols.forEach(function (c) {
+      var vals = rows.map(function (r) { return show(r[c]); });
+      vals.sort(function (a, b) { return b.length - a.length; });
+      var w = 0;
+      vals.slice(0, 8).forEach(function (v) { w = Math.max(w, width(v, false)); });
+      widths[c] = { head: width(c, true), body: w };
+    });
+    list.removeChild(ruler);
+    function layout() {
+      template = vis.map(function (c) {
+        var w = widths[c], cap = 220;
+        if (LONG.indexOf(c) >= 0 && w.body > cap) return "minmax(" + Math.max(w.head, 160) + "px, 4fr)";
+        return "minmax(" + Math.max(w.head, Math.min(w.body, cap)) + "px, 1fr)";
+      }).join(" ");
+      head.style.gridTemplateColumns = template;
+      head.textContent = "";
+      vis.forEach(function (c) { head.appendChild(el("div", null, c)); });
+      psum.textContent = "columns (" + vis.length + " of " + cols.length + ")";
+    }
+    layout();
 
     function update() {
       view = [];
@@ -89,7 +130,7 @@
         tr.style.gridTemplateColumns = template;
         tr.setAttribute("data-pos", p);
         tr.setAttribute("data-row", i);
-        cols.forEach(function (c) {
+        vis.forEach(function (c) {
           var v = show(r[c]);
           var td = el("div", c === "outcome" ? "o-" + v.split(" ")[0] : null, v);
           td.title = v;

@@ -43,8 +43,9 @@ def report_sections(metrics, records, manifest, run_dir) -> Report:
     if single:
         _single_turn(rep, m, records, role_strats)
     rep.samples("Per-answer records", ["item", "variant", "role", "level", "in_role", "gold", "parsed", "correct",
-                                       "outcome", "judge", "response"], _samples(records, probes),
-                ["variant", "role", "level", "outcome", "correct"])
+                                       "boxed", "judge", "response"], _samples(records, probes),
+                ["variant", "role", "level", "boxed", "correct"],
+                shown=["question", "variant", "role", "level", "gold", "parsed"])
     return rep
 
 
@@ -119,7 +120,7 @@ def _samples(records, answers) -> list[dict]:
         samples.append({"_call": r.call_id, "item": r.item_id, "variant": r.strategy, "role": r.meta.get("role") or "-",
                         "level": r.meta.get("level"), "in_role": r.meta.get("in_role"),
                         "gold": r.gold, "parsed": r.parsed, "correct": r.correct,
-                        "outcome": outcome(r.response),
+                        "boxed": outcome(r.response),       # the \boxed{} answer's form (valid, missing, ...)
                         "judge": " ".join(f"{k}={js.get(k)}" for k in JUDGE_DIMS) if js else "",
                         "response": r.response})
     return samples
@@ -205,7 +206,7 @@ def accuracy_by_role_figure(m: dict[str, Any], strategies: list[str]):
     ax.set_xticks(x, [r["label"] for r in roles], rotation=20)
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("task accuracy")
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))    # off the plot
     return fig
 
 
@@ -223,7 +224,7 @@ def delta_figure(m: dict[str, Any]):
     ax.axvline(0, color="gray", lw=0.8)
     ax.set_xlabel("change in in-role accuracy (ΔIA)")
     ax.set_ylabel("change in above-role accuracy (ΔA)")
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))    # off the plot
     return fig
 
 

@@ -73,6 +73,7 @@ class CapabilitySuite(Suite):
     compare = staticmethod(compare_tables)
     card_figures = staticmethod(card_figures)
     build_commands = lazy_hook(".build", "commands")
+    pairs = lazy_hook(".pairs", "make_pairs")              # `rolebound data pairs` (pairs.py)
     importers = lazy_hook(".importers", "IMPORTERS")
 
     # -- settings ------------------------------------------------------------------------------

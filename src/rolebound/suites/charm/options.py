@@ -27,6 +27,9 @@ class CharmOptions(DialogueOptions):
     prompt: Literal["paper", "authors"] = Field(
         "paper", description="the BC/KV prompt: paper (Table 20) or authors (their release's "
                              "mc_eval_template_0-shot.txt, with all five options where theirs lists four)")
+    characters: str | None = Field(None, description="comma-separated character ids: only the questions asked as one "
+                                                     "of them (BA and BC as the role, KV as the target), after "
+                                                     "--limit's selection; e.g. a pairs folder's held-out characters")
     extraction: Literal["rules", "strict"] = Field(
         "rules", description="how answers are read: rules (scoring.choice, in-character replies) or strict "
                              "(the paper's: Yes/No opening the reply, the last 'Answer: <n>'; with prompt=authors, "

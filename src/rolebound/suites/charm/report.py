@@ -19,17 +19,25 @@ def _r(d: dict | None) -> float | None:
 
 
 def _stacked(labels: list[str], mats: list[dict], title: str):
+    """One horizontal stacked bar per boundary type or model: its name on the y axis, however long,
+    never drawn over its neighbour's (compare puts many models side by side)."""
+    import textwrap
+
     from ...report.builder import subplots
 
-    fig, ax = subplots(figsize=(max(5, 1.3 * len(labels) + 2), 3.6))
-    bottom = [0.0] * len(labels)
+    names = [textwrap.fill(str(x), 34) for x in labels]
+    lines = sum(n.count("\n") + 1 for n in names)
+    fig, ax = subplots(figsize=(7.0, 1.3 + 0.22 * lines + 0.18 * len(names)))
+    y = list(range(len(names)))[::-1]           # the first on top
+    left = [0.0] * len(names)
     for c in CELLS:
         vals = [(_r(m.get(c)) or 0.0) for m in mats]
-        ax.bar(labels, vals, bottom=bottom, color=CELL_COLORS[c], label=CELL_LABELS[c])
-        bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_ylabel("% of instances")
-    ax.set_ylim(0, 100)
-    ax.set_title(title)
+        ax.barh(y, vals, left=left, color=CELL_COLORS[c], label=CELL_LABELS[c])
+        left = [b + v for b, v in zip(left, vals)]
+    ax.set_yticks(y, names)
+    ax.set_xlabel("% of instances")
+    ax.set_xlim(0, 100)
+    ax.set_title(title, fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
     return fig
@@ -59,8 +67,8 @@ def _region_bars(by_region: dict, title: str):
     ax.set_xticks(x, regions)
     ax.set_ylim(0, 100)
     ax.set_ylabel("%")
-    ax.set_title(title + " (95% bootstrap CI)")
-    ax.legend(fontsize=8)
+    ax.set_title(title + " (95% bootstrap CI)", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)   # off the plot: CIs reach 0 and 100
     fig.tight_layout()
     return fig
 
@@ -90,9 +98,10 @@ def report_sections(metrics: dict, records, manifest, run_dir) -> Report:
     strict = (manifest.options or {}).get("extraction") == "strict"
     extraction_section(rep, records, metrics,
                        "The paper's strict reading was used (extraction=strict)." if strict else "")
-    rep.samples("Per-sample records", ["character", "region", "stage", "boundary", "target", "outcome", "gold",
-                                       "parsed", "read by", "question", "response"], _samples(records),
-                ["character", "region", "stage", "boundary", "outcome"])
+    rep.samples("Per-sample records", ["character", "region", "stage", "boundary", "target", "gold", "parsed",
+                                       "outcome", "BA-BC cell", "read by", "question", "response"], _samples(records),
+                ["character", "region", "stage", "boundary", "outcome", "BA-BC cell"],
+                shown=["question", "character", "stage", "gold", "parsed", "outcome", "BA-BC cell"])
     return rep
 
 
@@ -257,18 +266,19 @@ def _samples(records) -> list[dict[str, Any]]:
         if r.role != "model":
             continue
         prompt = r.prompt[-1]["content"] if isinstance(r.prompt, list) and r.prompt else r.prompt
+        # one vocabulary for the outcome of every answer; a BC answer's BA-BC cell in its own column
         if r.error:
             outcome = "error"
-        elif r.stage == "bc" and r.item_id in cells:
-            outcome = CELL_LABELS[cells[r.item_id]]
         else:
             outcome = "correct" if r.correct else ("invalid" if r.parsed == "invalid" else "wrong")
+        cell = CELL_LABELS[cells[r.item_id]] if r.stage == "bc" and r.item_id in cells else ""
         q = prompt or ""
         if isinstance(q, str) and "Question: " in q:
             q = q.split("Question: ", 1)[1].split("\n", 1)[0]
         out.append({"_call": r.call_id, "character": r.meta.get("role"), "region": r.meta.get("region"),
                     "stage": f"{r.strategy}:{r.stage}", "boundary": r.meta.get("boundary"),
-                    "target": r.meta.get("fact") or r.meta.get("target"), "outcome": outcome, "gold": r.gold,
+                    "target": r.meta.get("fact") or r.meta.get("target"), "outcome": outcome, "BA-BC cell": cell,
+                    "gold": r.gold,
                     "parsed": r.parsed, "read by": read_by(r), "question": q, "response": r.response if r.error is None else r.error})
     return out
 

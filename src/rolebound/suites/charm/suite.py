@@ -75,6 +75,7 @@ class CharmSuite(Suite):
     compare = staticmethod(compare_tables)
     card_figures = staticmethod(card_figures)
     build_commands = lazy_hook(".build", "commands")
+    pairs = lazy_hook(".pairs", "make_pairs")              # `rolebound data pairs` (pairs.py)
     importers = lazy_hook(".importers", "IMPORTERS")
 
     # -- data -------------------------------------------------------------------------------
@@ -119,6 +120,8 @@ class CharmSuite(Suite):
         asks BA and BC only, so --limit counts those probes (never the warm-up turns)."""
         chosen = select(dialogue_probes(items) if settings is not None and settings.strategies == [DIALOGUE]
                         else items, limit)
+        if settings is not None and settings.options.characters:
+            chosen = only_characters(chosen, items, settings.options.characters)
         if settings is not None and DIALOGUE in settings.strategies and settings.state.dialogue_backend is not None:
             from ...dialogue import budget
 
@@ -180,3 +183,20 @@ class CharmSuite(Suite):
 
             out["dialogue"] = dialogue(records)
         return out
+
+
+def only_characters(chosen: list, items: list, names: str) -> list:
+    """--set characters=A,B: the chosen questions asked as one of them (BA and BC as the role, KV
+    as the target it plays), e.g. a pairs folder's held-out characters. A name no question is
+    asked as is an error, not an empty run."""
+    want = [x.strip() for x in names.split(",") if x.strip()]
+    known = {i.role for i in items}
+    unknown = [x for x in want if x not in known]
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        raise InputError(f"no question is asked as '{unknown[0]}'" + (f" (did you mean '{close[0]}'?)" if close else ""),
+                         field="characters")
+    return [i for i in chosen if i.role in set(want)]
+

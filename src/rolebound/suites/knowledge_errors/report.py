@@ -158,9 +158,9 @@ def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
     import numpy as np
 
     names = [c for c in dict.fromkeys(chars) if chars.count(c) >= 3]
-    ncol = min(3, len(names))
+    ncol = min(2, len(names))           # two panels a row: the figure fits a report's width
     nrow = -(-len(names) // ncol)
-    fig, axes = subplots(nrow, ncol, figsize=(4.2 * ncol, 3.8 * nrow), squeeze=False)
+    fig, axes = subplots(nrow, ncol, figsize=(4.4 * ncol, 3.8 * nrow), squeeze=False)
     style = {"correct": ("tab:green", "o"), "KKE": ("tab:red", "^"), "UKE": ("tab:blue", "s")}
     for ax, name in zip(axes.flat, names):
         idx = [i for i, c in enumerate(chars) if c == name]
@@ -174,8 +174,10 @@ def _tsne_figure(vecs, kinds: list[str], chars: list[str]):
         ax.set_yticks([])
     for ax in list(axes.flat)[len(names):]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=8, loc="best")
     fig.tight_layout()
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if handles:                         # beside the panels, off every plot
+        fig.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
@@ -195,7 +197,8 @@ def _samples(rep: Report, records: list, metrics: dict) -> None:
     extraction_section(rep, records, metrics)
     rep.samples("Per-answer records", ["item", "character", "category", "error_type", "method", "repeat", "query",
                                        "answer", "judgment", "read by", "judge reply"], rows,
-                ["method", "error_type", "category", "character", "judgment"])
+                ["method", "error_type", "category", "character", "judgment"],
+                shown=["query", "character", "error_type", "method", "judgment"])
 
 
 def _judge_reply(j) -> str:

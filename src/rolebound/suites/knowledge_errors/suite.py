@@ -66,6 +66,7 @@ class KnowledgeErrorsSuite(Suite):
     compare = staticmethod(compare_tables)
     card_figures = staticmethod(card_figures)
     build_commands = lazy_hook(".build", "commands")
+    pairs = lazy_hook(".pairs", "make_pairs")              # `rolebound data pairs` (pairs.py)
     importers = lazy_hook(".importers", "IMPORTERS")
 
     # -- data -------------------------------------------------------------------------------

@@ -16,5 +16,5 @@ def report_sections(metrics, records, manifest, run_dir) -> Report:
     samples = [{"_call": r.call_id, "id": r.item_id, "strategy": r.strategy, "gold": r.gold, "parsed": r.parsed,
                 "correct": r.correct, "response": r.response} for r in records if r.stage == "answer"]
     rep.samples("Per-sample answers", ["id", "strategy", "gold", "parsed", "correct", "response"],
-                samples, ["strategy", "correct"])
+                samples, ["strategy", "correct"], shown=["question", "id", "strategy", "gold", "parsed"])
     return rep

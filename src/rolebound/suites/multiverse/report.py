@@ -182,7 +182,8 @@ def _samples(rep: Report, records: list, metrics: dict) -> None:
                         "response": r.response, "_call": r.call_id})
     extraction_section(rep, records, metrics)
     rep.samples("Per-call records", ["id", "strategy", "stage", "task", "version", "played", "group", "gold",
-                                     "parsed", "read by", "correct", "response"], samples, ["strategy", "stage", "task", "correct"])
+                                     "parsed", "read by", "correct", "response"], samples, ["strategy", "stage", "task", "correct"],
+                shown=["question", "version", "strategy", "stage", "task", "gold", "parsed"])
 
 
 def _think_act_figure(rep, strat: dict) -> None:
@@ -200,14 +201,17 @@ def _think_act_figure(rep, strat: dict) -> None:
 def think_act_figure(pts: list):
     from ...report.builder import subplots
 
-    fig, ax = subplots(figsize=(4.5, 4))
-    for label, th, ac in pts:
-        ax.scatter([th], [ac])
-        ax.annotate(label, (th, ac), fontsize=8, xytext=(4, 4), textcoords="offset points")
+    fig, ax = subplots(figsize=(6.5, 4))
+    markers = "osD^vP*X"
+    for i, (label, th, ac) in enumerate(pts):     # a legend, not labels by the points: points sit close
+        ax.scatter([th], [ac], marker=markers[i % len(markers)], s=40, label=label)
     ax.set_xlim(0, 5)
     ax.set_ylim(0, 5)
     ax.set_xlabel("judge thinking score (0-5)")
     ax.set_ylabel("judge acting score (0-5)")
+    if pts:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    fig.tight_layout()
     return fig
 
 

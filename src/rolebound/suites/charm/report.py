@@ -9,6 +9,7 @@ from .card import position_claim, yes_control_text
 from .metrics import CELL_LABELS, CELLS, instances
 from ...report.fmt import fmt_diff, fmt_pm, fmt_rate
 from ...report.builder import Report, drawing, extraction_section, read_by
+from ...term import visible
 
 CELL_COLORS = {"consistent": "#4c9f70", "compliance_gap": "#e07b39",
                "incidental_refusal": "#8fb8de", "recognition_failure": "#c0392b"}
@@ -303,7 +304,7 @@ def compare_tables(rep: Report, entries) -> None:
                       fmt_rate(mat.get("temporal", {}).get("compliance_gap"))])
         if a.get("n"):
             mats.append(a)
-            labels.append(label)
+            labels.append(visible(label, newlines=False))     # a manifest's model name drawn: escaped
     rep.table("Table 2: BA accuracy, BC accuracy, Compliance Gap and Recognition Failure",
               ["model", "BA Acc.", "BC Acc.", "C-Gap", "R-Fail", "instances"], rows2)
     if mats:

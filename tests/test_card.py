@@ -217,6 +217,13 @@ def test_compare_puts_models_side_by_side(fake_card, tmp_path):
     gap = next(r for r in charm["rows"] if r["label"].startswith("Compliance Gap"))
     assert [c["value"] for c in gap["cells"]] == [fmt_figure(fig(sec(c.card, "charm"), "c_gap")) for c in (fake_card, other)]
     assert {p.name for p in paths} == {"compare.html", "compare.md", "compare.json"}
+    # issue 51: the second card's run paired with the first's, what differs named first, then B - A
+    labels = [r["label"] for r in charm["rows"]]
+    assert labels[1] == "paired against the first card: what differs"
+    assert "differs: model: fake:random (A) vs fake:constant (B)" in charm["rows"][1]["cells"][1]["value"]
+    ba = next(r for r in charm["rows"] if r["label"] == "B - A, independent/ba accuracy")
+    assert ba["cells"][0]["value"] == "(the reference)" and " pp (n " in ba["cells"][1]["value"]
+    assert "McNemar p" in ba["cells"][1]["value"] or "no CI" in ba["cells"][1]["value"]
 
 
 # -- the installed script -----------------------------------------------------------------------

@@ -96,6 +96,10 @@ def test_a_manifests_model_name_is_escaped_in_compare_tables_and_the_card_error(
     assert res.returncode == 0, res.stderr
     no_controls(res.stdout + res.stderr)
     assert "\\x1b[2J" in res.stdout
+    paired = rolebound("compare", charm_run, run, "--out", tmp_path / "paired")     # the paired lines too
+    assert paired.returncode == 0, paired.stderr
+    no_controls(paired.stdout + paired.stderr)
+    assert "fake:random\\x1b[2J" in paired.stdout
     card = rolebound("card", "--model", "fake:random", "--runs", run, "--out", tmp_path / "card")
     assert "a run of model fake:random\\x1b[2J" in one_line(card, 2)
 

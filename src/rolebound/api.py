@@ -213,7 +213,7 @@ def _manifest(s, req: RunRequest, plan: Plan, dataset, items) -> RunManifest:
         protocol={**resolved.manifest(), "self_judged": plan.self_judged, "dataset_items": len(dataset.items),
                   "seeds": [repeat_seed(plan.decoding.seed, r) for r in range(req.repeats)]},
         dataset=dataset.source, dataset_hash=dataset.hash, dataset_provenance=dataset.provenance,
-        n_items=len(items),
+        n_items=len(items), dataset_items=len(dataset.items),
         limit=req.limit, repeats=req.repeats, options=plan.settings.options.given(),
         prompt_templates=_template_hashes(s),
         endpoints=endpoints(model=plan.backend, judge=judge, extractor=extractor),

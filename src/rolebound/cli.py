@@ -458,7 +458,7 @@ def compare(run_dirs: List[Path] = typer.Argument(..., metavar="RUN_DIR",
     One row per model and strategy; --paper: each run beside the paper's own tables."""
     from .compare import compare_runs
 
-    paths = compare_runs(run_dirs, out, paper=paper, echo=paper)
+    paths = compare_runs(run_dirs, out, paper=paper, echo=True)     # --paper's tables, else the paired differences
     for p in paths:
         print(p)
 

@@ -220,6 +220,7 @@ class RunManifest(BaseModel):
     dataset_hash: str
     dataset_provenance: dict[str, Any] | None = None   # an imported release: its commit, what differs, what is ours
     n_items: int
+    dataset_items: int | None = None   # the whole dataset's items (n_items: those run, fewer under --limit)
     limit: int | None = None
     repeats: int = 1
     options: dict[str, Any] = Field(default_factory=dict)

@@ -61,6 +61,55 @@ def tables(cards: list[dict]) -> list[dict[str, Any]]:
     return out
 
 
+def _run_of(card: dict, section: dict | None):
+    """(folder, manifest, records) of a card section's run, or None where its folder is gone."""
+    from ..records import canonical_order, split_extracted
+    from ..store import RunDir, load_records
+
+    if not section or not section.get("run_dir"):
+        return None
+    for d in (Path(section["run_dir"]), Path(card["_path"]).parent / "runs" / section["suite"]):
+        if (d / "manifest.json").is_file() and (d / "records.jsonl").is_file():
+            return d, RunDir(d).read_manifest(), split_extracted(canonical_order(load_records(d)))[0]
+    return None
+
+
+def paired_rows(cards: list[dict], suite_name: str) -> list[dict[str, Any]]:
+    """Issue 51: each card's run of a suite against the first card's, paired (paired.py): first
+    what differs, then B - A per strategy and stage with its CI and McNemar p. Runs over other
+    data, or whose folder is gone, say so in their cell."""
+    from .. import paired
+    from ..report.fmt import fmt_diff
+    from ..suites import get_suite
+
+    per = [next((s for s in c["suites"] if s["suite"] == suite_name), None) for c in cards]
+    base = _run_of(cards[0], per[0])
+    if base is None or len(cards) < 2:
+        return []
+    suite = get_suite(suite_name)
+    pairs: list[dict | str] = []
+    for c, s in zip(cards[1:], per[1:]):
+        run = _run_of(c, s)
+        try:
+            pairs.append("no run folder to pair" if run is None else paired.compare_pair(suite, base, run))
+        except InputError as exc:
+            pairs.append(f"not paired: {exc.detail}")
+    rows = [{"label": "paired against the first card: what differs",
+             "cells": [{"value": "(the reference)", "note": ""}] +
+                      [{"value": p if isinstance(p, str) else "; ".join(paired.lines(p)[2:]), "note": ""}
+                       for p in pairs]}]
+    keys = sorted({(r["strategy"], r["stage"]) for p in pairs if not isinstance(p, str) for r in p["rows"] if r["n"]})
+    for strat, stage in keys:
+        cells = [{"value": "(the reference)", "note": ""}]
+        for p in pairs:
+            r = None if isinstance(p, str) else next((x for x in p["rows"] if (x["strategy"], x["stage"]) ==
+                                                      (strat, stage)), None)
+            pv = "" if not r or r.get("p") is None else f", McNemar p {r['p']:.2g}"
+            cells.append({"value": "-" if not r or not r["n"] else f"{fmt_diff(r)} pp (n {r['n']}{pv})", "note": ""})
+        rows.append({"label": f"B - A, {strat}/{stage} accuracy", "cells": cells})
+    return rows
+
+
 def compare_cards(paths: Sequence[str | Path], out: str | Path | None = None) -> list[Path]:
     if len(paths) < 2:
         raise InputError("--compare needs two or more cards (card folders or card.json files)", field="--compare")
@@ -70,6 +119,8 @@ def compare_cards(paths: Sequence[str | Path], out: str | Path | None = None) ->
     out.mkdir(parents=True, exist_ok=True)
     heads = _heads(cards)
     ts = tables(cards)
+    for t in ts:        # the paired differences right after the protocol row, before the figures
+        t["rows"][1:1] = paired_rows(cards, t["suite"])
     facts = [("protocol", [protocol_summary(c) for c in cards]), ("created", [c.get("created", "") for c in cards]),
              ("card", [c["_path"] for c in cards])]
     demo_models = [c["model"] for c in cards if c.get("demo")]

@@ -15,7 +15,7 @@ from typing import Any
 from ..stats import mean_sem, position_bias, shifted_orders
 from . import papers
 from .builder import Report
-from .fmt import fmt_pct
+from .fmt import few_clusters, fmt_pct, fmt_rate, untrusted
 
 
 def build(run_dir: str | Path, suite=None) -> tuple[dict, list[Path]]:
@@ -77,6 +77,7 @@ def assemble(suite, own: Report | None, metrics: dict, manifest) -> Report:
     rep.facts(run_facts(manifest, metrics))
     rep.meta += own.meta
     position_warning(rep, metrics)
+    uncertainty_section(rep, suite, metrics, manifest)
     papers.paper_section(rep, suite, metrics, manifest)
     position_sections(rep, metrics)
     rep.sections += own.sections
@@ -84,6 +85,57 @@ def assemble(suite, own: Report | None, metrics: dict, manifest) -> Report:
     cap_section(rep, metrics)
     repeats_section(rep, metrics)
     return rep
+
+
+def headline_rows(suite, metrics: dict, manifest) -> list[list[Any]]:
+    """One row per headline figure the suite declares (Suite.headline: label, metrics path,
+    stage): its value and CI, what it is clustered by, the clusters, the design effect and the
+    minimum detectable paired difference; under --limit, the MDD of the whole set too."""
+    from ..stats import cluster_by_text
+
+    whole = getattr(manifest, "dataset_items", None)
+    scale = (manifest.n_items / whole) ** 0.5 if manifest.limit and whole and whole > manifest.n_items else None
+    rows = []
+    for label, path, stage in suite.headline:
+        d = _at(metrics, path)
+        if not isinstance(d, dict) or d.get("rate") is None or "clusters" not in d:
+            continue
+        se = "-" if d.get("se") is None else f"{d['se']:.2f} / {d['se_item']:.2f}"
+        mdd = None if d.get("mdd") is None or not d.get("trusted") else d["mdd"]    # few clusters: no SE to trust
+        row = [label, fmt_rate(d), d["n"], cluster_by_text(suite.clusters, stage), d["clusters"],
+               "-" if d.get("deff") is None else f"{d['deff']:.2f}", se, "-" if mdd is None else f"{mdd:.1f}"]
+        if scale is not None:
+            row.append("-" if mdd is None else f"{mdd * scale:.1f}")
+        rows.append(row)
+    return rows
+
+
+def uncertainty_section(rep: Report, suite, metrics: dict, manifest) -> None:
+    """The headline table: each figure with its clustered CI, its clusters and design effect, and
+    what difference this run can detect (issue 51)."""
+    rows = headline_rows(suite, metrics, manifest)
+    if not rows:
+        return
+    heads = ["figure", "value [95% CI]", "n", "clustered by", "clusters", "design effect",
+             "SE clustered / items independent", "MDD (pp)"]
+    whole = getattr(manifest, "dataset_items", None)
+    if rows and len(rows[0]) > len(heads):
+        heads.append(f"MDD, whole set of {whole} items (pp)")
+    rep.table("Headline figures: uncertainty and what this run can detect", heads, rows,
+              note="CIs resample whole clusters (the unit the benchmark's design repeats; repeats of an item share "
+                   "one), 2,000 seeded draws; SE as inspect_ai's stderr(cluster=...) defines it, in points. Design "
+                   "effect: the clustered variance over the variance with items independent. MDD: the smallest "
+                   "difference from another run of this size and clustering that a paired comparison finds 80% of "
+                   "the time at two-sided 0.05 (2.80 x sqrt(2) x SE: the two runs taken as uncorrelated item by "
+                   "item; a correlation makes it smaller). Under 10 clusters no interval is printed: it cannot be "
+                   "trusted." + (" Whole set: the MDD scaled by sqrt(items run / items in the set), the set "
+                                 "assumed to cluster as this subset does." if len(heads) > 8 else ""))
+
+
+def _at(d: Any, path: str) -> Any:
+    for part in path.split("."):
+        d = d.get(part) if isinstance(d, dict) else None
+    return d
 
 
 def run_facts(manifest, metrics: dict | None = None) -> list[tuple[str, Any]]:
@@ -230,6 +282,8 @@ def cap_section(rep, metrics: dict) -> None:
 def _one(d: dict | None) -> str:
     if not d or d.get("rate") is None:
         return "-"
+    if (g := few_clusters(d)) is not None:
+        return f"{d['rate']:.1f}% {untrusted(g)}"
     return f"{d['rate']:.1f}% [{d['lo']:.1f}, {d['hi']:.1f}]" if d.get("lo") is not None else f"{d['rate']:.1f}%"
 
 
@@ -264,7 +318,8 @@ def _numbers(d, prefix: str = "") -> dict[str, float]:
     out: dict[str, float] = {}
     if isinstance(d, dict):
         for k, v in d.items():
-            out.update(_numbers(v, f"{prefix}{k}."))
+            if k not in ("se", "se_item", "deff", "mdd"):     # a figure's uncertainty, not a figure
+                out.update(_numbers(v, f"{prefix}{k}."))
     elif isinstance(d, float) and d == d:
         out[prefix.rstrip(".")] = d
     return out

@@ -24,14 +24,41 @@ def fmt_num(v: float | None, digits: int = 2) -> str:
     return "-" if _missing(v) else f"{v:.{digits}f}"
 
 
+MIN_CLUSTERS = 10      # stats.MIN_CLUSTERS (fmt imports nothing of ours; tests/test_parsers_stats.py ties them)
+
+
+def units(d: dict) -> int | None:
+    """The independent units behind an interval: its clusters, else (a rate_ci / paired_diff dict)
+    its items, each its own cluster. A card figure counts only the clusters it carries (rate() and
+    diff() carry them): its `n` may count something else (capability's roles)."""
+    g = d.get("clusters") if "unit" in d else d.get("clusters", d.get("n"))
+    return g if isinstance(g, numbers.Integral) and not isinstance(g, bool) else None
+
+
+def few_clusters(d: dict | None) -> int | None:
+    """The number of clusters (else items) behind a rate_ci / paired_diff dict or a figure when it
+    is below MIN_CLUSTERS, so that its interval cannot be trusted; else None."""
+    if not d:
+        return None
+    g = units(d)
+    return int(g) if g is not None and g < MIN_CLUSTERS else None
+
+
+def untrusted(g: int) -> str:
+    return f"(no CI: {g} cluster{'' if g == 1 else 's'}, too few to trust one)"
+
+
 def fmt_rate(d: dict | None, digits: int = 1) -> str:
-    """A rate with its 95% CI (stats.rate_ci; `interval`): '72.1 [68.0, 76.2]' or '-'."""
+    """A rate with its 95% CI (stats.rate_ci; `interval`): '72.1 [68.0, 76.2]' or '-'; below
+    MIN_CLUSTERS clusters (or items), the rate and why there is no interval instead."""
     if not d or d.get("rate") is None:
         return "-"
     s = f"{d['rate']:.{digits}f}"
     lo, hi = interval(d)
     if lo is not None:
         s += f" [{lo:.{digits}f}, {hi:.{digits}f}]"
+    elif (g := few_clusters(d)) is not None and d.get("lo") is not None:
+        s += f" {untrusted(g)}"
     return s
 
 
@@ -46,9 +73,11 @@ def fmt_stat(d: dict | None, digits: int = 2) -> str:
 
 
 def fmt_diff(d: dict | None, digits: int = 1) -> str:
-    """A paired difference with its CI: '+3.2 [-1.0, +7.5]' or '-'."""
-    if not d:
+    """A paired difference with its CI: '+3.2 [-1.0, +7.5]' or '-' (below MIN_CLUSTERS: no CI)."""
+    if not d or d.get("diff") is None:
         return "-"
+    if (g := few_clusters(d)) is not None:
+        return f"{d['diff']:+.{digits}f} {untrusted(g)}"
     return f"{d['diff']:+.{digits}f} [{d['lo']:+.{digits}f}, {d['hi']:+.{digits}f}]"
 
 
@@ -154,9 +183,9 @@ def check_figure(key: str, unit: str, domain: tuple[float, float] | None, **valu
 def figure(key: str, label: str, value: Any, *, unit: str = PCT, lo: Any = None, hi: Any = None,
            n: int | None = None, spread: Any = None, spread_kind: str = "", why: str = "",
            note: str = "", domain: tuple[float, float] | None = None) -> dict[str, Any]:
-    """One figure. `lo`/`hi`: a 95% CI; `spread`: a +- value named by `spread_kind` (SEM over
-    repeats, std across roles) where the metrics give no CI. A value, bound, spread or n outside
-    the unit's domain (or `domain`) is a FigureError."""
+    """One figure. `lo`/`hi`: a 95% CI (`clustered` adds the units behind it); `spread`: a +-
+    value named by `spread_kind` (SEM over repeats, std across roles) where the metrics give no
+    CI. A value, bound, spread or n outside the unit's domain (or `domain`) is a FigureError."""
     check_figure(key or label, unit, domain, value=value, lo=lo, hi=hi, spread=spread, n=n)
     v = _num(value)
     out: dict[str, Any] = {"key": key, "label": label, "value": v, "unit": unit, "lo": _num(lo), "hi": _num(hi),
@@ -168,18 +197,30 @@ def figure(key: str, label: str, value: Any, *, unit: str = PCT, lo: Any = None,
     return out
 
 
+def clustered(f: dict[str, Any], clusters: Any) -> dict[str, Any]:
+    """A figure with the number of independent units behind its CI (`clusters`): below
+    MIN_CLUSTERS the CI is neither shown nor read by a claim (few_clusters, interval)."""
+    if clusters is not None and f["value"] is not None:
+        check_figure(f["key"] or f["label"], f["unit"], None, n=clusters)
+        f["clusters"] = int(clusters)
+    return f
+
+
 def rate(key: str, label: str, d: dict | None, *, why: str = "", note: str = "") -> dict[str, Any]:
-    """From a metrics rate_ci dict {'rate', 'lo', 'hi', 'n'} (percent, 95% bootstrap CI)."""
+    """From a metrics rate_ci dict {'rate', 'lo', 'hi', 'n'} (percent, 95% bootstrap CI, clustered
+    where it names its `clusters`)."""
     d = d or {}
-    return figure(key, label, d.get("rate"), lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
-                  why=why or ("no questions behind it in this run" if d.get("n") == 0 else ""), note=note)
+    f = figure(key, label, d.get("rate"), lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
+               why=why or ("no questions behind it in this run" if d.get("n") == 0 else ""), note=note)
+    return clustered(f, units(d))
 
 
 def diff(key: str, label: str, d: dict | None, *, why: str = "", note: str = "") -> dict[str, Any]:
-    """From a paired_diff dict {'diff', 'lo', 'hi', 'n'} (percentage points, 95% bootstrap CI)."""
+    """From a paired_diff dict {'diff', 'lo', 'hi', 'n'} (percentage points, 95% cluster-bootstrap CI)."""
     d = d or {}
-    return figure(key, label, d.get("diff"), unit=POINTS, lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
-                  why=why, note=note)
+    f = figure(key, label, d.get("diff"), unit=POINTS, lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
+               why=why, note=note)
+    return clustered(f, units(d))
 
 
 def chart(title: str, groups: Sequence[str], series: dict[str, Sequence[dict | None]], *,
@@ -218,6 +259,8 @@ def fmt_figure(f: dict | None, kind: bool = True) -> str:
     lo, hi = interval(f)
     if lo is not None:
         s += f" [{lo:.{d}f}, {hi:.{d}f}]"
+    elif (g := few_clusters(f)) is not None and f.get("lo") is not None:
+        s += f" {untrusted(g)}"
     elif f.get("spread") is not None:
         s += f" ± {f['spread']:.{d}f}" + (f" ({f['spread_kind']})" if kind and f.get("spread_kind") else "")
     return s
@@ -235,17 +278,19 @@ def _point(f: dict) -> float | None:
 
 def interval(f: dict | None) -> tuple[float | None, float | None]:
     """The 95% CI of a figure or a rate_ci/paired-difference dict, as tables print it and claims
-    read it; (None, None) where there is none. A percentile bootstrap over outcomes that are all
-    alike has no width ('0.0 [0.0, 0.0]' from one item); there a rate of 0% or 100% over n
-    outcomes gets the exact binomial (Clopper-Pearson) interval, and any other figure none."""
+    read it (the clustered one where the metrics cluster); (None, None) where there is none. A
+    bootstrap over fewer than MIN_CLUSTERS clusters is not trusted: none. A percentile bootstrap
+    over outcomes that are all alike has no width ('0.0 [0.0, 0.0]' from one item); there a rate of
+    0% or 100% over n independent units (its clusters, else its outcomes) gets the exact binomial
+    (Clopper-Pearson) interval, which needs no size, and any other figure none."""
     if not f:
         return (None, None)
     lo, hi, v = _num(f.get("lo")), _num(f.get("hi")), _point(f)
     if lo is None or hi is None or v is None:
         return (None, None)
     if lo < hi:
-        return (lo, hi)
-    n = f.get("n")
+        return (None, None) if few_clusters(f) is not None else (lo, hi)
+    n = units(f) if units(f) is not None else f.get("n")
     if f.get("unit", PCT) == PCT and "diff" not in f and isinstance(n, int) and n > 0 and v in (0.0, 100.0):
         edge = 100.0 * 0.025 ** (1.0 / n)
         return (0.0, 100.0 - edge) if v == 0.0 else (edge, 100.0)

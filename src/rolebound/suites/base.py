@@ -306,6 +306,12 @@ class Suite:
     on_card: bool = _default_from(lambda cls: cls.card_limit is not None)  # type: ignore[assignment]
     card_limit: int | None = None            # `rolebound card`: the --limit of its quick, balanced subset
     hub: HubInfo | None = None               # `rolebound data export`: configs and card facts (None: no export)
+    # the unit its design repeats, per stage (or "*"): meta keys, the first one set names a record's
+    # cluster (stats.cluster_key); none set, or none declared: the item (its repeats share it)
+    clusters: dict[str, tuple[str, ...]] = {}
+    # its report's headline table (report.uncertainty_section): (label, dotted metrics.json path of a
+    # clustered rate_ci dict, the stage whose cluster declaration it follows)
+    headline: tuple[tuple[str, str, str], ...] = ()
 
     # -- data -------------------------------------------------------------------------------
     def load(self, data: str | None, settings: RunSettings) -> Dataset:

@@ -161,3 +161,20 @@ def test_macro_ci_brackets_the_macro_mean_and_narrows_with_more_questions():
            [rec("identity", "college", "elementary", False, i) for i in range(5)]
     ta = cm.compute(flat, ["identity"])["by_strategy"]["identity"]["macro"]["TA"]
     assert (ta["lo"], ta["mean"], ta["hi"]) == (0.5, 0.5, 0.5)
+
+
+def test_variant_against_identity_is_paired_and_clustered_by_question():
+    """Issue 51: ΔTA/ΔIA/ΔA on the same (question, role) answers, the CI resampling questions."""
+    from rolebound.suites.capability.suite import CapabilitySuite
+
+    # injection: every answer of the college role flips to wrong, the others as identity
+    inj = [rec("injection", r.meta["role"], r.meta["level"], bool(r.correct) and r.meta["role"] != "college",
+               int(r.item_id[-1])) for r in identity_records()]
+    m = cm.compute(identity_records() + inj, ["identity", "injection"], CapabilitySuite.clusters)
+    d = m["deltas_paired"]["injection"]
+    assert d["TA"]["n"] == 24 and d["TA"]["diff"] == pytest.approx(-100 * 5 / 24)
+    assert (d["TA"]["a_only"], d["TA"]["b_only"]) == (5, 0) and d["TA"]["p"] == pytest.approx(1 / 16)
+    assert d["TA"]["clusters"] == 8           # the 8 questions, each asked under the 3 roles
+    assert d["A"]["diff"] == 0.0                # college has no question above its ceiling
+    pooled = m["by_strategy"]["identity"]["ta_pooled"]
+    assert pooled["n"] == 24 and pooled["clusters"] == 8 and pooled["rate"] == pytest.approx(100 * 15 / 24)

@@ -235,6 +235,26 @@ def test_by_region_and_across_models():
     assert t17["EN"]["n"] == 7 and t17["EN"]["models"] == 2
 
 
+def test_table17_says_when_only_one_run_has_a_value():
+    """Issue 51: one run with an override value and one without used to read '50.0 ± 0.0, models 2'."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from rolebound.report.builder import Report
+    from rolebound.suites.charm.report import compare_tables
+
+    m = cm.compute(hand_made())
+    none = cm.compute([r for r in hand_made() if r.stage != "kv"])      # no KV: no override value
+    t17 = cm.across_models({"a": m, "b": none})
+    assert t17["EN"]["models_c_gap"] == 2 and t17["EN"]["models_override"] == 1
+    rep = Report("t")
+    entries = [(Path(n), SimpleNamespace(model=n, scoring=None), met) for n, met in (("a", m), ("b", none))]
+    compare_tables(rep, entries)
+    table = next(sec for sec in rep.sections if sec.title.startswith("Table 17"))
+    en = next(r for r in table.body["rows"] if r[0] == "EN")
+    assert en[3] == "50.0 (one run only)" and en[5] == "2 / 1" and "\u00b1 0.0" not in en[3]
+
+
 def test_sequential_and_no_role_tables():
     R = hand_made()
     R += [rec("bc/2", "seq.bc", True, 4, strategy="sequential", fact_option=2),
@@ -246,14 +266,19 @@ def test_sequential_and_no_role_tables():
     m = cm.compute(R)
     s = m["sequential"]["cross"]
     assert s["sequential"]["rate"] == 100.0 and s["independent"]["rate"] == 0.0 and s["diff"] == 100.0
+    # Table 15 paired: the same questions both ways; two discordant pairs, both for sequential
+    assert s["paired"]["diff"] == 100.0 and (s["paired"]["a_only"], s["paired"]["b_only"]) == (0, 2)
+    assert s["paired"]["p"] == pytest.approx(0.5) and s["paired"]["trusted"] is False
     nr = m["no_role"]
+    assert nr["nr_minus_kvq"]["n"] == 2 and nr["nr_minus_kvq"]["diff"] == 0.0
     # candidates bc/2 (KV right, NR right) and bc/3 (KV wrong, NR wrong)
     assert nr["n"] == 2 and nr["kvq"]["rate"] == 50.0 and nr["nr"]["rate"] == 50.0 and nr["both"]["rate"] == 50.0
     assert nr["nr_all"]["rate"] == pytest.approx(200 / 3)
     from rolebound.suites.charm.report import summary_lines
 
     line = dict(summary_lines(m))["no-role acc % (cross BC, Table 16)"]     # a headline of the run
-    assert line.startswith("66.7 [") and line.endswith("(n 3)")
+    # three questions: under 10 clusters no bracket is printed (issue 51), the reason is
+    assert line.startswith("66.7 (no CI: 3 clusters, too few to trust one)") and line.endswith("(n 3)")
     assert dict(summary_lines({"no_role": nr})) == {"no-role acc % (cross BC, Table 16)": line}  # no-role alone
 
 

@@ -125,6 +125,18 @@ def test_import_stats_and_a_fake_run_end_to_end(tmp_path):
     assert (metrics["ba_control"]["n"], metrics["ba_control"]["roles"]) == (60, 20)   # ours: 3 per historical role
     report = (run / "report.md").read_text()
     assert "Data: an imported release" in report and COMMIT in report
+    # issue 51: KV clustered by its 184 distinct prompts (each asked of 4 characters; the fake model,
+    # like greedy decoding, answers a prompt alike), wider than the interval with the 736 independent
+    from rolebound.stats import rate_ci
+
+    kv = metrics["stage_accuracy"]["kv/all"]
+    assert (kv["n"], kv["clusters"]) == (736, 184) and kv["deff"] > 2
+    answers = [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines()]
+    item = rate_ci([bool(r["correct"]) for r in answers if r["stage"] == "kv" and r["strategy"] == "independent"])
+    assert kv["hi"] - kv["lo"] >= 1.5 * (item["hi"] - item["lo"])
+    assert metrics["stage_accuracy"]["ba/all"]["clusters"] == 50 and metrics["no_role"]["nr_all"]["clusters"] == 20
+    row = next(line for line in report.splitlines() if line.startswith("| KV accuracy |"))
+    assert "| fact, within boundary | 184 |" in row and f"| {kv['deff']:.2f} |" in row
 
 
 def _env():

@@ -403,3 +403,22 @@ def test_compare_two_runs(tmp_path, fake_run):
     paths = compare_runs([fake_run.run_dir, out], tmp_path / "cmp")
     md = paths[0].read_text()
     assert "Methods across runs" in md and "fake:echo" in md and "s2rd-no-doubt" in md
+
+
+def test_each_method_against_vanilla_is_paired_and_clustered_by_memory():
+    """Issue 51: a method against vanilla on the same judged answers; a KKE/UKE pair's shared memory
+    is one cluster, so 12 memories (24 queries) give 12 clusters."""
+    from rolebound.suites.knowledge_errors.suite import KnowledgeErrorsSuite
+
+    recs = []
+    for i in range(12):
+        for et in ("KKE", "UKE"):
+            item = f"m{i}-{et.lower()}"
+            recs += _judged(item, "vanilla", 0, "yes" if i % 2 else "no", et=et)
+            recs += _judged(item, "cot", 0, "yes" if i % 2 or i < 4 else "no", et=et)
+    met = M.compute(recs, ["vanilla", "cot"], clusters=KnowledgeErrorsSuite.clusters)
+    d = met["vs_vanilla"]["cot"]["overall"]
+    assert d["n"] == 24 and d["clusters"] == 12 and d["diff"] == pytest.approx(100 * 4 / 24)
+    assert (d["a_only"], d["b_only"]) == (0, 4) and d["p"] == pytest.approx(0.125)
+    cell = met["accuracy"]["vanilla"]["overall"]
+    assert cell["clusters"] == 12 and cell["rate"] == 50.0 and cell["deff"] > 1.5

@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from .boxed import KINDS, outcome
-from ...stats import bootstrap_ci, mean_std
+from ...stats import bootstrap_ci, cluster_key, mean_std, paired_diff, rate_ci
 from ...rejudge import verdicts
 
 METRICS = ("TA", "IA", "A")
@@ -125,7 +125,20 @@ def outcomes(recs: list) -> dict[str, int]:
     return counts
 
 
-def compute(records: list, strategies: list[str]) -> dict[str, Any]:
+def paired_deltas(recs: list, base: list, clusters: dict | None) -> dict[str, Any]:
+    """A variant against identity on the same (question, role, repeat) answers: TA, IA, A each as a
+    paired difference in points, its CI resampling questions (the suite's cluster)."""
+    def values(rs, keep):
+        return {(r.item_id, r.meta.get("role"), r.repeat): bool(r.correct) for r in rs if keep(r)}
+
+    cl = {(r.item_id, r.meta.get("role"), r.repeat): cluster_key(r, clusters) for r in base}
+    keeps = {"TA": lambda r: True, "IA": lambda r: r.meta.get("in_role") is True,
+             "A": lambda r: r.meta.get("in_role") is False}
+    return {k: paired_diff(values(base, keep), values(recs, keep), cl) for k, keep in keeps.items()}
+
+
+def compute(records: list, strategies: list[str], clusters: dict | None = None) -> dict[str, Any]:
+    """Every figure; `clusters`: the suite's declaration (CapabilitySuite.clusters: by question)."""
     answers = answer_records(records)
     # judge record -> the answer call it scored (meta.judged)
     judged: dict[str, dict] = {}
@@ -147,7 +160,7 @@ def compute(records: list, strategies: list[str]) -> dict[str, Any]:
     for strat in strategies:
         recs = [r for r in answers if r.strategy == strat]
         if strat == NO_ROLE:
-            lo, hi = bootstrap_ci([bool(r.correct) for r in recs])       # percent
+            lo, hi = bootstrap_ci([bool(r.correct) for r in recs], clusters=[cluster_key(r, clusters) for r in recs])
             out["no_role"] = {"TA": _mean([bool(r.correct) for r in recs]), "n": len(recs),
                               "lo": None if lo is None else lo / 100, "hi": None if hi is None else hi / 100,
                               "by_level": {lv: _mean([bool(r.correct) for r in recs if r.meta.get("level") == lv])
@@ -169,7 +182,10 @@ def compute(records: list, strategies: list[str]) -> dict[str, Any]:
         mac = {k: macro([m[k] for m in per_role.values()]) for k in METRICS + JUDGE_DIMS}
         for k, (lo, hi) in macro_ci(recs, list(per_role)).items():
             mac[k]["lo"], mac[k]["hi"] = lo, hi
-        out["by_strategy"][strat] = {"per_role": per_role, "macro": mac, "grid": grid,
+        # TA pooled over (question, role) answers, clustered by question: Table 3's macro TA when every
+        # role answers every question; the headline table's figure
+        pooled = rate_ci([bool(r.correct) for r in recs], [cluster_key(r, clusters) for r in recs])
+        out["by_strategy"][strat] = {"per_role": per_role, "macro": mac, "grid": grid, "ta_pooled": pooled,
                                      "outcomes": outcomes(recs), "n": len(recs),
                                      "judged": sum(1 for r in recs if r.call_id in judged),
                                      "judge_invalid": judge_invalid.get(strat, 0)}
@@ -183,6 +199,8 @@ def compute(records: list, strategies: list[str]) -> dict[str, Any]:
                 a, b = m["macro"][k]["mean"], base["macro"][k]["mean"]
                 d[k] = None if a is None or b is None else a - b
             out["deltas"][strat] = d
+            out.setdefault("deltas_paired", {})[strat] = paired_deltas(
+                [r for r in answers if r.strategy == strat], [r for r in answers if r.strategy == "identity"], clusters)
     return out
 
 

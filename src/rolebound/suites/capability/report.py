@@ -7,7 +7,7 @@ from typing import Any
 
 from .metrics import JUDGE_DIMS, METRICS, answer_records, judge_records, outcome, role_order
 from ...rejudge import judge_rounds, rounds_text, verdicts
-from ...report.fmt import fmt_mean_sd
+from ...report.fmt import fmt_diff, fmt_mean_sd
 from .boxed import KINDS
 from .data import DEFAULT_PER_LEVEL
 from ...protocol import is_demo_spec
@@ -100,8 +100,13 @@ def _single_turn(rep: Report, m: dict, records, role_strats: list[str]) -> None:
         rep.figure("Figure 3: task accuracy by role (dashed: no-role baseline)",
                    drawing(accuracy_by_role_figure, m, role_strats), name="accuracy_by_role")
     if m["deltas"]:
-        rep.table("Figure 5 data: change against identity (macro means)", ["variant", "ΔTA", "ΔIA", "ΔA"],
-                  [[s, fmt_mean_sd(d["TA"]), fmt_mean_sd(d["IA"]), fmt_mean_sd(d["A"])] for s, d in m["deltas"].items()])
+        pd = m.get("deltas_paired") or {}
+        rep.table("Figure 5 data: change against identity (macro means)",
+                  ["variant", "ΔTA", "ΔIA", "ΔA", "ΔTA paired (pp) [95% CI]", "ΔIA paired", "ΔA paired"],
+                  [[s, fmt_mean_sd(d["TA"]), fmt_mean_sd(d["IA"]), fmt_mean_sd(d["A"])]
+                   + [fmt_diff((pd.get(s) or {}).get(k)) for k in ("TA", "IA", "A")] for s, d in m["deltas"].items()],
+                  note="Paired: the variant's answers against identity's on the same question, role and repeat, in "
+                       "points; the CI resamples questions (each is asked under every role).")
         rep.figure("Figure 5: ΔIA and ΔA of each variant against identity", drawing(delta_figure, m), name="deltas")
 
 

@@ -39,6 +39,11 @@ from .options import CapabilityOptions, CapabilityState
 class CapabilitySuite(Suite):
     description = "role-capability leakage: educational roles vs curriculum levels (RoleCapBench)"
     default_strategies = ["identity", "injection", "no-role"]
+    # each question is asked under every role (and by --repeats again): the question is the cluster,
+    # which is the item (stats.cluster_key's default)
+    clusters: dict[str, tuple[str, ...]] = {}
+    headline = (("TA, identity (pooled over roles)", "by_strategy.identity.ta_pooled", "answer"),
+                ("TA, injection (pooled over roles)", "by_strategy.injection.ta_pooled", "answer"))
     options_model = CapabilityOptions
     state_class = CapabilityState
     card_limit = 8
@@ -184,7 +189,7 @@ class CapabilitySuite(Suite):
     def metrics(self, records, manifest) -> dict[str, Any]:
         from .metrics import compute, dialogue
 
-        out = compute(records, [s for s in manifest.strategies if s != DIALOGUE])
+        out = compute(records, [s for s in manifest.strategies if s != DIALOGUE], self.clusters)
         if DIALOGUE in manifest.strategies:
             out["dialogue"] = dialogue(records)
         return out

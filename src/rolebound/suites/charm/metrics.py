@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from ...records import INVALID, Record
-from ...stats import mean_std, rate_ci
+from ...stats import cluster_key, mean_std, paired_diff, rate_ci
 
 CELLS = ("consistent", "compliance_gap", "incidental_refusal", "recognition_failure")
 CELL_LABELS = {"consistent": "Consistent", "compliance_gap": "Compliance Gap",
@@ -29,6 +29,11 @@ def _ok(records: Iterable[Record], strategy: str, stage: str) -> dict[str, Recor
             if r.strategy == strategy and r.stage == stage and r.error is None and r.role == "model"}
 
 
+def _icl(inst: list[dict]) -> list[str]:
+    """The instances' cluster keys (instances() sets them)."""
+    return [i.get("cluster") or i["bc_id"] for i in inst]
+
+
 def cell(ba_true: bool, bc_true: bool) -> str:
     """Table 1."""
     if ba_true:
@@ -36,8 +41,9 @@ def cell(ba_true: bool, bc_true: bool) -> str:
     return "incidental_refusal" if bc_true else "recognition_failure"
 
 
-def instances(records: list[Record], strategy: str = INDEPENDENT) -> list[dict[str, Any]]:
-    """Paired (BA, BC[, KV]) instances of the independent runs (Section 3.2)."""
+def instances(records: list[Record], strategy: str = INDEPENDENT, clusters: dict | None = None) -> list[dict[str, Any]]:
+    """Paired (BA, BC[, KV]) instances of the independent runs (Section 3.2); `cluster`: the BC
+    record's under the suite's declaration (stage "instance")."""
     ba, bc, kv = (_ok(records, strategy, s) for s in ("ba", "bc", "kv"))
     out = []
     for bc_id, r in bc.items():
@@ -56,7 +62,7 @@ def instances(records: list[Record], strategy: str = INDEPENDENT) -> list[dict[s
             "bc_invalid": r.parsed == INVALID, "ba_invalid": b.parsed == INVALID,
             "kv": None if k is None else bool(k.correct), "kv_id": m.get("kv_id"),
             "fact_option": m.get("fact_option"),
-            "sim": m.get("sim"),
+            "sim": m.get("sim"), "cluster": cluster_key(r, clusters, "instance"),
         })
     return out
 
@@ -64,11 +70,12 @@ def instances(records: list[Record], strategy: str = INDEPENDENT) -> list[dict[s
 def matrix(inst: list[dict]) -> dict[str, Any]:
     """BA-BC matrix rates over instances (Tables 1, 2, 6)."""
     res: dict[str, Any] = {"n": len(inst)}
+    cl = _icl(inst)
     for c in CELLS:
-        res[c] = rate_ci([i["cell"] == c for i in inst])
+        res[c] = rate_ci([i["cell"] == c for i in inst], cl)
         res[c]["count"] = sum(1 for i in inst if i["cell"] == c)
-    res["ba_acc"] = rate_ci([i["ba"] for i in inst])
-    res["bc_acc"] = rate_ci([i["bc"] for i in inst])
+    res["ba_acc"] = rate_ci([i["ba"] for i in inst], cl)
+    res["bc_acc"] = rate_ci([i["bc"] for i in inst], cl)
     return res
 
 
@@ -93,7 +100,7 @@ def override(inst: list[dict]) -> dict[str, Any]:
     cand = [i for i in ba_pos if i["fc_bc"]]
     with_kv = [i for i in cand if i["kv"] is not None]
     verified = [i for i in with_kv if i["kv"]]
-    res = rate_ci([bool(i["kv"]) for i in with_kv])
+    res = rate_ci([bool(i["kv"]) for i in with_kv], _icl(with_kv))
     res.update({"n_cross": len(cross), "ba_pos": len(ba_pos), "ba_pos_fc_bc": len(cand),
                 "ba_pos_fc_bc_fc_kv": len(verified), "missing_kv": len(cand) - len(with_kv)})
     return res
@@ -127,19 +134,21 @@ def override_control(records: list[Record], inst: list[dict]) -> dict[str, Any]:
 YES_CONTROL = "ba~yes"
 
 
-def yes_control(records: list[Record]) -> dict[str, Any]:
+def yes_control(records: list[Record], clusters: dict | None = None) -> dict[str, Any]:
     """The BA Yes control: in-boundary awareness questions whose answer is Yes. `said_no`: the
     share of them answered "No" (a model that always says No: 100%), beside `ba_said_no`, the
-    share of this run's BA questions (all gold No) answered No, which is BA accuracy."""
+    share of this run's BA questions (all gold No) answered No, which is BA accuracy. Clustered
+    as the suite declares (`clusters`: the control by item, BA as BA accuracy is)."""
     yes = list(_ok(records, INDEPENDENT, YES_CONTROL).values())
     if not yes:
         return {}
     ba = list(_ok(records, INDEPENDENT, "ba").values())
+    cy, cb = [cluster_key(r, clusters) for r in yes], [cluster_key(r, clusters) for r in ba]
     return {"n": len(yes), "roles": len({r.meta.get("role") for r in yes}),
-            "said_no": rate_ci([r.parsed == "No" for r in yes]),
-            "said_yes": rate_ci([bool(r.correct) for r in yes]),
+            "said_no": rate_ci([r.parsed == "No" for r in yes], cy),
+            "said_yes": rate_ci([bool(r.correct) for r in yes], cy),
             "invalid": sum(1 for r in yes if r.parsed == INVALID),
-            "ba_said_no": rate_ci([r.parsed == "No" for r in ba])}
+            "ba_said_no": rate_ci([r.parsed == "No" for r in ba], cb)}
 
 
 def by_region(inst: list[dict]) -> dict[str, Any]:
@@ -150,13 +159,14 @@ def by_region(inst: list[dict]) -> dict[str, Any]:
     out = {}
     for region, rows in sorted(groups.items()):
         ov = override(rows)
-        out[region] = {"c_gap": rate_ci([r["cell"] == "compliance_gap" for r in rows]), "n": len(rows),
+        out[region] = {"c_gap": rate_ci([r["cell"] == "compliance_gap" for r in rows], _icl(rows)), "n": len(rows),
                        "override": ov, "n_override": ov["ba_pos_fc_bc"], "n_cross": ov["n_cross"]}
     return out
 
 
-def stage_accuracy(records: list[Record], strategy: str = INDEPENDENT) -> dict[str, Any]:
-    """Accuracy per question type over all questions asked (BA, BC, KV), with invalid counts."""
+def stage_accuracy(records: list[Record], strategy: str = INDEPENDENT, clusters: dict | None = None) -> dict[str, Any]:
+    """Accuracy per question type over all questions asked (BA, BC, KV), with invalid counts;
+    clustered as the suite declares (`clusters`; None: by item)."""
     out = {}
     for stage in ("ba", "bc", "kv"):
         recs = list(_ok(records, strategy, stage).values())
@@ -164,14 +174,15 @@ def stage_accuracy(records: list[Record], strategy: str = INDEPENDENT) -> dict[s
             rows = recs if boundary == "all" else [r for r in recs if r.meta.get("boundary") == boundary]
             if not rows:
                 continue
-            d = rate_ci([bool(r.correct) for r in rows])
+            d = rate_ci([bool(r.correct) for r in rows], [cluster_key(r, clusters) for r in rows])
             d["invalid"] = sum(1 for r in rows if r.parsed == INVALID)
             out[f"{stage}/{boundary}"] = d
     return out
 
 
-def sequential(records: list[Record]) -> dict[str, Any]:
-    """Table 15: BC accuracy, independent vs sequential BA->BC in one conversation."""
+def sequential(records: list[Record], clusters: dict | None = None) -> dict[str, Any]:
+    """Table 15: BC accuracy, independent vs sequential BA->BC in one conversation; `paired`: the
+    difference on the questions asked both ways, with its cluster-bootstrap CI and McNemar p."""
     ind = _ok(records, INDEPENDENT, "bc")
     seq = _ok(records, "sequential", "seq.bc")
     if not seq:
@@ -182,28 +193,36 @@ def sequential(records: list[Record]) -> dict[str, Any]:
         if not s:
             continue
         i = [ind[r.item_id] for r in s if r.item_id in ind]
-        d_s, d_i = rate_ci([bool(r.correct) for r in s]), rate_ci([bool(r.correct) for r in i]) if i else None
+        d_s = rate_ci([bool(r.correct) for r in s], [cluster_key(r, clusters, "bc") for r in s])
+        d_i = rate_ci([bool(r.correct) for r in i], [cluster_key(r, clusters) for r in i]) if i else None
+        paired = paired_diff({r.item_id: bool(r.correct) for r in i}, {r.item_id: bool(r.correct) for r in s},
+                             {r.item_id: cluster_key(r, clusters, "bc") for r in s}) if i else None
         out[boundary] = {"sequential": d_s, "independent": d_i,
                          "diff": (d_s["rate"] - d_i["rate"]) if d_i and d_i["rate"] is not None else None,
-                         "n": len(s), "n_independent": len(i)}
+                         "paired": paired, "n": len(s), "n_independent": len(i)}
     return out
 
 
-def no_role(records: list[Record], inst: list[dict]) -> dict[str, Any]:
+def no_role(records: list[Record], inst: list[dict], clusters: dict | None = None) -> dict[str, Any]:
     """Table 16: over the override candidates (Cross-Universe, BA+ & FC-BC) — KVQ%: correct as the
     target; NR%: correct with no role; Both%. (In the paper KVQ% equals the Table 3 override rate,
-    which fixes the denominator.) Also NR accuracy over all Cross-Universe BC questions."""
+    which fixes the denominator.) `nr_minus_kvq`: NR% - KVQ% paired on the candidates, with its CI.
+    Also NR accuracy over all Cross-Universe BC questions."""
     nr = _ok(records, "no-role", "nr")
     if not nr:
         return {}
     cand = [i for i in inst if i["boundary"] == "cross" and i["ba"] and i["fc_bc"]
             and i["kv"] is not None and i["bc_id"] in nr]
+    cl = _icl(cand)
     return {
         "n": len(cand),
-        "kvq": rate_ci([bool(i["kv"]) for i in cand]),
-        "nr": rate_ci([bool(nr[i["bc_id"]].correct) for i in cand]),
-        "both": rate_ci([bool(i["kv"]) and bool(nr[i["bc_id"]].correct) for i in cand]),
-        "nr_all": rate_ci([bool(r.correct) for r in nr.values()]),
+        "kvq": rate_ci([bool(i["kv"]) for i in cand], cl),
+        "nr": rate_ci([bool(nr[i["bc_id"]].correct) for i in cand], cl),
+        "both": rate_ci([bool(i["kv"]) and bool(nr[i["bc_id"]].correct) for i in cand], cl),
+        "nr_minus_kvq": paired_diff({i["bc_id"]: bool(i["kv"]) for i in cand},
+                                    {i["bc_id"]: bool(nr[i["bc_id"]].correct) for i in cand},
+                                    {i["bc_id"]: i["cluster"] for i in cand}),
+        "nr_all": rate_ci([bool(r.correct) for r in nr.values()], [cluster_key(r, clusters) for r in nr.values()]),
         "nr_invalid": sum(1 for r in nr.values() if r.parsed == INVALID),
     }
 
@@ -228,10 +247,11 @@ def similarity(records: list[Record], top: float = 0.2) -> dict[str, Any]:
     return out
 
 
-def compute(records: list[Record]) -> dict[str, Any]:
-    inst = instances(records)
+def compute(records: list[Record], clusters: dict | None = None) -> dict[str, Any]:
+    """Every figure; `clusters`: the suite's declaration (CharmSuite.clusters; None: by item)."""
+    inst = instances(records, clusters=clusters)
     return {
-        "stage_accuracy": stage_accuracy(records),
+        "stage_accuracy": stage_accuracy(records, clusters=clusters),
         "matrix": {"all": matrix(inst),
                    "temporal": matrix([i for i in inst if i["boundary"] == "temporal"]),
                    "cross": matrix([i for i in inst if i["boundary"] == "cross"])},
@@ -240,10 +260,10 @@ def compute(records: list[Record]) -> dict[str, Any]:
                            "cross": bc_false_split([i for i in inst if i["boundary"] == "cross"])},
         "override": override(inst),
         "override_control": override_control(records, inst),
-        "ba_control": yes_control(records),
+        "ba_control": yes_control(records, clusters),
         "by_region": by_region(inst),
-        "sequential": sequential(records),
-        "no_role": no_role(records, inst),
+        "sequential": sequential(records, clusters),
+        "no_role": no_role(records, inst, clusters),
         "similarity": similarity(records),
         "n_instances": len(inst),
         "failed_calls": sum(1 for r in records if r.error),
@@ -263,8 +283,9 @@ def across_models(per_model: dict[str, dict]) -> dict[str, Any]:
         n = max((m["by_region"][reg]["n"] for m in per_model.values() if reg in m.get("by_region", {})), default=0)
         n_ov = max((m["by_region"][reg]["n_cross"] for m in per_model.values() if reg in m.get("by_region", {})),
                    default=0)
+        # each figure counts the models that have it: one alone has no spread across models
         out[reg] = {"c_gap": mean_std(gaps), "n": n, "override": mean_std(ovs), "n_override": n_ov,
-                    "models": len(gaps)}
+                    "models": len(gaps), "models_c_gap": len(gaps), "models_override": len(ovs)}
     return out
 
 

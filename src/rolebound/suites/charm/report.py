@@ -7,8 +7,9 @@ from typing import Any
 
 from .card import position_claim, yes_control_text
 from .metrics import CELL_LABELS, CELLS, instances
-from ...report.fmt import fmt_pm, fmt_rate
+from ...report.fmt import fmt_diff, fmt_pm, fmt_rate
 from ...report.builder import Report, drawing, extraction_section, read_by
+from ...term import visible
 
 CELL_COLORS = {"consistent": "#4c9f70", "compliance_gap": "#e07b39",
                "incidental_refusal": "#8fb8de", "recognition_failure": "#c0392b"}
@@ -180,18 +181,24 @@ def _override_and_controls(rep: Report, metrics: dict, manifest) -> None:
     seq = metrics.get("sequential", {})
     if seq:
         rows = [[b, v["n"], fmt_rate(v["independent"]), fmt_rate(v["sequential"]),
-                 "-" if v["diff"] is None else f"{v['diff']:+.1f}"] for b, v in seq.items()]
+                 fmt_diff(v.get("paired")) if v.get("paired") else
+                 "-" if v["diff"] is None else f"{v['diff']:+.1f}", _p(v.get("paired"))] for b, v in seq.items()]
         rep.table("Table 15: BC accuracy, independent vs sequential BA\u2192BC",
-                  ["boundary", "n", "Independent", "Sequential", "Difference (pp)"], rows,
-                  note="Independent is '-' unless this run also ran --strategy independent.")
+                  ["boundary", "n", "Independent", "Sequential", "Sequential - Independent (pp)", "McNemar p"], rows,
+                  note="Independent is '-' unless this run also ran --strategy independent. The difference is paired "
+                       "on the questions asked both ways, its CI a cluster bootstrap; McNemar's exact p treats the "
+                       "pairs as independent.")
     nr = metrics.get("no_role", {})
     if nr:
         rep.table("Table 16: knowledge under role change (KVQ) and role removal (No-role)",
-                  ["model", "n", "KVQ%", "NR% (No-role)", "Both%", "NR% over all cross BC"],
+                  ["model", "n", "KVQ%", "NR% (No-role)", "Both%", "NR% - KVQ% (paired)", "McNemar p",
+                   "NR% over all cross BC"],
                   [[manifest.model, nr["n"], fmt_rate(nr["kvq"]), fmt_rate(nr["nr"]), fmt_rate(nr["both"]),
-                    fmt_rate(nr["nr_all"])]],
+                    fmt_diff(nr.get("nr_minus_kvq")), _p(nr.get("nr_minus_kvq")), fmt_rate(nr["nr_all"])]],
                   note="Over the override candidates (Cross-Universe, BA+ & FC-BC), as in the paper where KVQ% "
-                       "equals the Table 3 override rate. 20% is chance for five options.")
+                       "equals the Table 3 override rate. 20% is chance for five options. NR% - KVQ%: paired on "
+                       "the candidates, CI by cluster bootstrap over targets; McNemar's exact p treats the pairs "
+                       "as independent.")
     sim = metrics.get("similarity", {})
     if any(k in sim for k in ("bc", "kv")):
         rows = [[k.upper(), v["n"], v["k"], fmt_rate(v["high"]), fmt_rate(v["low"]), f"{v['gap']:+.1f}"]
@@ -200,6 +207,11 @@ def _override_and_controls(rep: Report, metrics: dict, manifest) -> None:
                   ["questions", "n", "items per 20%", "High-sim", "Low-sim", "Gap (High - Low)"], rows,
                   note=f"Cosine between each distractor and the correct answer, averaged per question; "
                        f"embedder: {sim.get('embedder')}. The paper used paraphrase-multilingual-MiniLM-L12-v2.")
+
+
+def _p(d: dict | None) -> str:
+    """McNemar's exact p of a paired_diff, or '-'."""
+    return "-" if not d or d.get("p") is None else f"{d['p']:.2g}"
 
 
 def yes_control_table(rep: Report, ctl: dict) -> None:
@@ -292,7 +304,7 @@ def compare_tables(rep: Report, entries) -> None:
                       fmt_rate(mat.get("temporal", {}).get("compliance_gap"))])
         if a.get("n"):
             mats.append(a)
-            labels.append(label)
+            labels.append(visible(label, newlines=False))     # a manifest's model name drawn: escaped
     rep.table("Table 2: BA accuracy, BC accuracy, Compliance Gap and Recognition Failure",
               ["model", "BA Acc.", "BC Acc.", "C-Gap", "R-Fail", "instances"], rows2)
     if mats:
@@ -302,13 +314,22 @@ def compare_tables(rep: Report, entries) -> None:
                                                   "Verified Override"], rows3)
     t17 = across_models(per_model)
     rep.table("Table 17: by region, mean \u00b1 std across models",
-              ["region", "C-Gap", "n", "Override", "n", "models"],
-              [[r, fmt_pm(v["c_gap"]), v["n"], fmt_pm(v["override"]), v["n_override"], v["models"]] for r, v in t17.items()])
+              ["region", "C-Gap", "n", "Override", "n", "models (C-Gap / Override)"],
+              [[r, _across(v["c_gap"], v["models_c_gap"]), v["n"], _across(v["override"], v["models_override"]),
+                v["n_override"], f"{v['models_c_gap']} / {v['models_override']}"] for r, v in t17.items()],
+              note="A figure only one run has is that run's value, with no spread across models.")
     rows18 = []
     for label, met in per_model.items():
         for reg, v in met.get("by_region", {}).items():
             rows18.append([label, reg, fmt_rate(v["c_gap"]), fmt_rate(v["override"])])
     rep.table("Table 18: model \u00d7 region", ["model", "region", "C-Gap", "Override"], rows18)
+
+
+def _across(pair: tuple, models: int) -> str:
+    """Table 17's mean +- std across models; one model: its value, said to be one run's."""
+    if models == 1 and pair[0] is not None:
+        return f"{pair[0]:.1f} (one run only)"
+    return fmt_pm(pair)
 
 
 def summary_lines(metrics: dict) -> list[tuple[str, str]]:

@@ -51,6 +51,20 @@ class CharmSuite(Suite):
     # generated ("First, briefly explain your reasoning ... Answer: <number>", Table 20).
     protocol = Protocol(source="CHARM Appendix H", scoring="generate",
                         decoding={"temperature": 0.0, "top_p": 0.95, "max_tokens": 256})
+    # The unit the design repeats (issue 51): a KV fact is asked of every historical character of
+    # its region (the release: 184 prompts x 4), a temporal concept of 20 characters, a cross BC
+    # fact of 4; an instance shares its BA answer with every fact of its (role, target), so
+    # instances cluster by target; no-role by the role character. The BA Yes control asks each
+    # question of one role only, so its unit is the item (its repeats). The two boundary types are
+    # strata (fixed shares of the design, resampled apart). stats.cluster_key reads these.
+    clusters = {"strata": ("boundary",), "kv": ("fact",), "kv~ctl": ("fact",), "ba": ("target",),
+                "seq.ba": ("target",), "bc": ("fact", "target"), "seq.bc": ("fact", "target"), "nr": ("role",),
+                "instance": ("target",)}
+    headline = (("BA accuracy", "stage_accuracy.ba/all", "ba"), ("BC accuracy", "stage_accuracy.bc/all", "bc"),
+                ("KV accuracy", "stage_accuracy.kv/all", "kv"), ("Compliance Gap", "matrix.all.compliance_gap",
+                                                                  "instance"),
+                ("Recognition Failure", "matrix.all.recognition_failure", "instance"),
+                ("verified override", "override", "instance"), ("no-role accuracy", "no_role.nr_all", "nr"))
 
     # Its hooks, from its own modules; build.py and importers.py load only when called.
     strategies = STRATEGIES
@@ -162,7 +176,7 @@ class CharmSuite(Suite):
     def metrics(self, records, manifest) -> dict[str, Any]:
         from .metrics import compute
 
-        out = compute(records)
+        out = compute(records, self.clusters)
         out["scoring"] = manifest.scoring
         if DIALOGUE in manifest.strategies:
             from .metrics import dialogue

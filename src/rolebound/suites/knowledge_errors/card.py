@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...report.fmt import cannot_tell, chart, claim, figure, fmt_value, order
+from ...report.fmt import cannot_tell, chart, claim, clustered, figure, fmt_value, order
 from .metrics import CATEGORIES, ERROR_TYPES
 
 
@@ -37,9 +37,9 @@ def card_figures(metrics: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ci(cell: dict | None) -> dict:
-    """A cell with its 95% CI (pooled bootstrap over the judged answers), as the claims read it."""
+    """A cell with its 95% CI (pooled bootstrap over the judged answers' clusters), as the claims read it."""
     c = cell or {}
-    return figure("", "", c.get("mean"), lo=c.get("lo"), hi=c.get("hi"), n=c.get("n"))
+    return clustered(figure("", "", c.get("mean"), lo=c.get("lo"), hi=c.get("hi"), n=c.get("n")), c.get("clusters"))
 
 
 def finding(figs: list[dict], strat: str | None, acc: dict | None = None) -> str:

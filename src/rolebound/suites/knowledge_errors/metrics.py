@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ...records import INVALID
-from ...stats import bootstrap_ci, mean_sem
+from ...stats import bootstrap_ci, cluster_key, mean_sem, paired_diff, rate, uncertainty
 from ...rejudge import judge_modes, judge_rounds, newest_round, verdicts
 from ...rejudge import judge_stage as core_judge_stage
 from .prompts import JUDGE_STAGE
@@ -37,8 +37,9 @@ def _is_item(r) -> bool:
     return r.meta.get("error_type") in ERROR_TYPES and r.meta.get("category") in CATEGORIES
 
 
-def outcomes(records: list, round_: int | None = None) -> tuple[int | None, list[dict]]:
-    """One row per final answer: strategy, repeat, item, grouping fields and the judgment."""
+def outcomes(records: list, round_: int | None = None, clusters: dict | None = None) -> tuple[int | None, list[dict]]:
+    """One row per final answer: strategy, repeat, item, grouping fields, the judgment and the
+    answer's cluster under the suite's declaration (`clusters`; None: the item)."""
     if round_ is None:
         round_ = newest_round(records)
     verdict: dict[tuple, Any] = {}
@@ -52,7 +53,7 @@ def outcomes(records: list, round_: int | None = None) -> tuple[int | None, list
         j = verdict.get((r.item_id, r.strategy, r.repeat))
         rows.append({"item_id": r.item_id, "strategy": r.strategy, "repeat": r.repeat,
                      "character": r.meta.get("character"), "category": r.meta["category"],
-                     "error_type": r.meta["error_type"], "judgment": j})
+                     "error_type": r.meta["error_type"], "judgment": j, "cluster": cluster_key(r, clusters)})
     return round_, rows
 
 
@@ -68,8 +69,14 @@ def _cell(rows: list[dict], repeats: list[int]) -> dict:
     m, s = mean_sem(per)
     # 95% bootstrap CI over the judged answers of every repeat pooled (the paper gives SEM over
     # repeats only; one repeat has none, and the CI says how much the item sample can move)
-    lo, hi = bootstrap_ci([x["judgment"] == "yes" for x in rows if x["judgment"] is not None])
-    return {"mean": m, "sem": s, "n": n, "per_repeat": per, "lo": lo, "hi": hi}
+    # resampling the clusters the suite declares (a KKE/UKE pair's shared memory; repeats share it)
+    judged = [x for x in rows if x["judgment"] is not None]
+    yes, cl = [x["judgment"] == "yes" for x in judged], [x.get("cluster") or x["item_id"] for x in judged]
+    lo, hi = bootstrap_ci(yes, clusters=cl)
+    out = {"mean": m, "sem": s, "n": n, "per_repeat": per, "lo": lo, "hi": hi}
+    if judged:      # the pooled rate and its clusters: what the headline table reads
+        out.update({"rate": rate(yes), "n_judged": len(judged), **uncertainty(yes, cl)})
+    return out
 
 
 def accuracy_table(rows: list[dict], strategies: list[str]) -> dict[str, dict]:
@@ -137,10 +144,29 @@ def s2rd_notes(records: list, strategies: list[str]) -> dict[str, dict]:
     return out
 
 
-def compute(records: list, strategies: list[str], round_: int | None = None) -> dict[str, Any]:
-    round_, rows = outcomes(records, round_)
+def vs_vanilla(rows: list[dict], strategies: list[str]) -> dict[str, dict]:
+    """Each method against vanilla on the same judged answers (item, repeat): the paired
+    difference in detection rate per error type and overall, its CI resampling clusters."""
+    def yes(strat, keep):
+        return {(x["item_id"], x["repeat"]): x["judgment"] == "yes" for x in rows
+                if x["strategy"] == strat and x["judgment"] is not None and keep(x)}
+
+    if "vanilla" not in strategies:
+        return {}
+    cl = {(x["item_id"], x["repeat"]): x.get("cluster") or x["item_id"] for x in rows}
+    keeps = {"KKE": lambda x: x["error_type"] == "KKE", "UKE": lambda x: x["error_type"] == "UKE",
+             "overall": lambda x: True}
+    return {s: {k: paired_diff(yes("vanilla", keep), yes(s, keep), cl) for k, keep in keeps.items()}
+            for s in strategies if s != "vanilla"}
+
+
+def compute(records: list, strategies: list[str], round_: int | None = None,
+            clusters: dict | None = None) -> dict[str, Any]:
+    """Every figure; `clusters`: the suite's declaration (KnowledgeErrorsSuite.clusters)."""
+    round_, rows = outcomes(records, round_, clusters)
     rounds = judge_rounds(records)
     return {
+        "vs_vanilla": vs_vanilla(rows, strategies),
         "judge_round": round_,
         "judges": {str(k): v for k, v in rounds.items()},
         "judge_scoring": {str(k): v for k, v in judge_modes(records).items()},

@@ -10,7 +10,7 @@ from typing import Any
 from .metrics import ANSWER_STAGE, cosine_distances, tsne_2d
 from ...io import open_regular, read_regular
 from ...rejudge import rounds_text, verdicts
-from ...report.fmt import fmt_mean_sem, fmt_num
+from ...report.fmt import few_clusters, fmt_diff, fmt_mean_sem, fmt_num, untrusted
 from ...report.builder import Report, drawing, extraction_section, read_by
 from .data import CATEGORIES, CATEGORY_SHORT, ERROR_TYPES
 
@@ -76,6 +76,16 @@ def report_sections(metrics: dict, records: list, manifest, run_dir: Path) -> Re
         rep.table(f"Table 2 layout: {label}, {manifest.model}", ["method"] + heads + ["n"], rows, note=note)
     rep.table("Table 3 layout: methods (accuracy %, mean over repeats)", METHOD_COLUMNS, method_rows(metrics),
               note="Avg. is over all judged answers of the method (the paper's averages weight categories by size).")
+    vs = metrics.get("vs_vanilla") or {}
+    if vs:
+        rep.table("Each method against vanilla, paired (detection %, difference in points)",
+                  ["method", "KKE: method - vanilla", "UKE: method - vanilla", "all: method - vanilla",
+                   "McNemar p (all)", "answers paired"],
+                  [[s, fmt_diff(d["KKE"]), fmt_diff(d["UKE"]), fmt_diff(d["overall"]),
+                    "-" if d["overall"].get("p") is None else f"{d['overall']['p']:.2g}", d["overall"]["n"]]
+                   for s, d in vs.items()],
+                  note="On the answers both methods gave and the judge read (same item and repeat); the CI resamples "
+                       "memories (a KKE/UKE pair shares one); McNemar's exact p treats the answers as independent.")
 
     mode = (metrics.get("judge_scoring") or {}).get(str(metrics.get("judge_round")))
     rows = []
@@ -209,7 +219,9 @@ def summary_lines(metrics: dict[str, Any]) -> list[tuple[str, str]]:
                     f"{fmt_mean_sem(acc['overall'], False)} (invalid judgments {j['invalid']}/{j['answers']})"))
         for key, cell in (("KKE", acc["KKE"]["all"]), ("UKE", acc["UKE"]["all"]), ("avg", acc["overall"])):
             if cell.get("lo") is not None:
-                out.append((f"{strat}: {key} 95% CI", f"{fmt_num(cell['mean'], 1)} [{cell['lo']:.1f}, {cell['hi']:.1f}]"))
+                g = few_clusters(cell)
+                out.append((f"{strat}: {key} 95% CI", f"{fmt_num(cell['mean'], 1)} " +
+                            (untrusted(g) if g is not None else f"[{cell['lo']:.1f}, {cell['hi']:.1f}]")))
     return out
 
 

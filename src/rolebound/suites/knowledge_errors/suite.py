@@ -35,6 +35,11 @@ from .strategies import USES_RETRIEVAL, Methods, judge_scoring_mode
 class KnowledgeErrorsSuite(Suite):
     description = "known/unknown character knowledge errors over four memory types; judge-scored (KKE/UKE)"
     default_strategies = ["vanilla"]
+    # the KKE and UKE item of a memory share it (and --repeats an item): answers cluster by memory
+    clusters = {"answer": ("memory_id",)}
+    headline = (("detection, vanilla (all answers)", "accuracy.vanilla.overall", "answer"),
+                ("KKE detection, vanilla", "accuracy.vanilla.KKE.all", "answer"),
+                ("UKE detection, vanilla", "accuracy.vanilla.UKE.all", "answer"))
     options_model = KnowledgeErrorsOptions
     state_class = KnowledgeErrorsState
     card_limit = 24
@@ -123,7 +128,7 @@ class KnowledgeErrorsSuite(Suite):
     def metrics(self, records, manifest) -> dict[str, Any]:
         from .metrics import compute
 
-        return compute(records, list(manifest.strategies))
+        return compute(records, list(manifest.strategies), clusters=self.clusters)
 
     def judge_check(self):
         from .judgecheck import spec

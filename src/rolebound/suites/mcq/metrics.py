@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from ...records import INVALID
-from ...stats import rate_ci
+from ...stats import cluster_key, rate_ci
 
 
-def compute(records, strategies: list[str]) -> dict[str, Any]:
+def compute(records, strategies: list[str], clusters: dict | None = None) -> dict[str, Any]:
+    """Accuracy per strategy, clustered as the suite declares (by item: its repeats share one)."""
     out: dict[str, Any] = {"by_strategy": {}}
     for strat in strategies:
         recs = [r for r in records if r.strategy == strat and r.stage == "answer" and r.error is None]
-        res = rate_ci([bool(r.correct) for r in recs])
+        res = rate_ci([bool(r.correct) for r in recs], [cluster_key(r, clusters) for r in recs])
         res["invalid"] = sum(1 for r in recs if r.parsed == INVALID)
         groups: dict[str, list[bool]] = {}
         for r in recs:

@@ -35,6 +35,8 @@ class MCQSuite(Suite):
     description = "generic multiple-choice questions from a JSONL file"
     strategies = {"direct": "the template, answered directly"}
     default_strategies = ["direct"]
+    clusters: dict[str, tuple[str, ...]] = {}     # by item (its --repeats share it): the set repeats nothing else
+    headline = (("accuracy", "by_strategy.direct", "answer"),)
     offers_scoring = True
     options_model = MCQOptions
     state_class = MCQState
@@ -82,4 +84,4 @@ class MCQSuite(Suite):
         await strategies.run_item(item, ctx, text, settings.options, settings.scoring)
 
     def metrics(self, records, manifest) -> dict[str, Any]:
-        return compute(records, manifest.strategies)
+        return compute(records, manifest.strategies, self.clusters)

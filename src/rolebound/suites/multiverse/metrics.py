@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ...stats import N_BOOT, mean_sem, rate_ci
+from ...stats import N_BOOT, cluster_key, mean_sem, rate_ci
 from ...records import ABCD, INVALID
 from ...rejudge import newest_stage
 TASKS = ("canon", "dilemma")
@@ -143,7 +143,9 @@ def _letters(recs) -> str:
     return ABCD
 
 
-def accuracy_block(recs: list, group_field: str, groups: Sequence[str]) -> dict[str, Any]:
+def accuracy_block(recs: list, group_field: str, groups: Sequence[str], clusters: dict | None = None) -> dict[str, Any]:
+    """Accuracy, F1 and choice shares of one strategy and task; accuracy CIs resample the clusters
+    the suite declares (`clusters`: MultiverseSuite.clusters)."""
     letters = _letters(recs)
     labelled = [r for r in recs if r.gold is not None]
     gold = [r.gold for r in labelled]
@@ -153,14 +155,16 @@ def accuracy_block(recs: list, group_field: str, groups: Sequence[str]) -> dict[
     wlo, whi = f1_ci(gold, pred, letters, average="weighted")
     out: dict[str, Any] = {
         "n": len(recs), "labelled": len(labelled), "invalid": sum(1 for r in recs if r.parsed not in letters),
-        "acc": rate_ci([bool(r.correct) for r in labelled]), "macro": scores["macro"],
+        "acc": rate_ci([bool(r.correct) for r in labelled], [cluster_key(r, clusters) for r in labelled]),
+        "macro": scores["macro"],
         "weighted": scores["weighted"], "macro_f1_ci": [lo, hi], "weighted_f1_ci": [wlo, whi],
         "choice_share": {L: rate_ci([r.parsed == L for r in recs]) for L in letters} if recs else {},
     }
     by: dict[str, list] = defaultdict(list)
     for r in labelled:
-        by[r.meta.get(group_field)].append(bool(r.correct))
-    out[f"by_{group_field}"] = {g: rate_ci(by[g]) for g in groups if by.get(g)}
+        by[r.meta.get(group_field)].append(r)
+    out[f"by_{group_field}"] = {g: rate_ci([bool(r.correct) for r in by[g]], [cluster_key(r, clusters) for r in by[g]])
+                                for g in groups if by.get(g)}
     if group_field == "conflict":
         share: dict[str, list] = defaultdict(list)
         for r in recs:
@@ -245,7 +249,7 @@ def cot_minus_direct(records: list, task: str) -> dict[str, Any] | None:
     return out
 
 
-def cross_block(records: list, cross: str, task: str) -> dict[str, Any] | None:
+def cross_block(records: list, cross: str, task: str, clusters: dict | None = None) -> dict[str, Any] | None:
     base = "cot" if cross.endswith("cot") else "direct"
     recs = answers(records, cross, task)
     if not recs:
@@ -254,7 +258,8 @@ def cross_block(records: list, cross: str, task: str) -> dict[str, Any] | None:
     labelled = [r for r in recs if r.gold is not None]
     out: dict[str, Any] = {"n": len(recs), "labelled": len(labelled),
                            "invalid": sum(1 for r in recs if r.parsed not in letters),
-                           "acc": rate_ci([bool(r.correct) for r in labelled])}
+                           "acc": rate_ci([bool(r.correct) for r in labelled],
+                                          [cluster_key(r, clusters) for r in labelled])}
     per_item: dict[tuple[str, int], list[bool]] = defaultdict(list)
     for r in labelled:
         per_item[_key(r)].append(bool(r.correct))
@@ -283,7 +288,7 @@ def cross_block(records: list, cross: str, task: str) -> dict[str, Any] | None:
     return out
 
 
-def compute(records: list, manifest) -> dict[str, Any]:
+def compute(records: list, manifest, clusters: dict | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"strategies": {}, "cot_minus_direct": {}, "cross": {}}
     strategies = list(manifest.strategies)
     for strat in strategies:
@@ -293,7 +298,7 @@ def compute(records: list, manifest) -> dict[str, Any]:
             if not recs:
                 continue
             b = accuracy_block(recs, "phase" if task == "canon" else "conflict",
-                               PHASES if task == "canon" else CONFLICTS)
+                               PHASES if task == "canon" else CONFLICTS, clusters)
             a = analysis_block(records, strat, task)
             if a["segment_calls"] or a["judge_calls"]:
                 b["analysis"] = a
@@ -303,7 +308,7 @@ def compute(records: list, manifest) -> dict[str, Any]:
         out["cot_minus_direct"] = {t: cot_minus_direct(records, t) for t in TASKS}
     for strat in strategies:
         if strat.startswith("cross-"):
-            out["cross"][strat] = {t: cross_block(records, strat, t) for t in TASKS}
+            out["cross"][strat] = {t: cross_block(records, strat, t, clusters) for t in TASKS}
     out["failed_calls"] = sum(1 for r in records if r.error)
     out["records"] = len(records)
     return out

@@ -54,6 +54,12 @@ def _choice(opts: dict, key: str, allowed: tuple[str, ...], default: str | None 
 class MultiverseSuite(Suite):
     description = "superhero versions: canon events by life phase, moral dilemmas, cross-version (Beyond One World)"
     default_strategies = ["direct", "cot", "cross-direct"]
+    # a hero's versions share its questions, and a dilemma type is asked of a version in several
+    # iterations: a dilemma clusters by version and conflict type, a canon question by hero
+    clusters = {"*": ("version+conflict", "hero")}
+    headline = (("canon accuracy, direct", "strategies.direct.canon.acc", "answer"),
+                ("dilemma accuracy, direct", "strategies.direct.dilemma.acc", "answer"),
+                ("canon accuracy, cot", "strategies.cot.canon.acc", "answer"))
     offers_scoring = True
     options_model = MultiverseOptions
     state_class = MultiverseState
@@ -213,9 +219,9 @@ class MultiverseSuite(Suite):
         from .metrics import compute, dialogue
 
         if DIALOGUE not in manifest.strategies:
-            return compute(records, manifest)
+            return compute(records, manifest, self.clusters)
         single = manifest.model_copy(update={"strategies": [s for s in manifest.strategies if s != DIALOGUE]})
-        out = compute([r for r in records if r.strategy != DIALOGUE], single)
+        out = compute([r for r in records if r.strategy != DIALOGUE], single, self.clusters)
         out["dialogue"] = dialogue(records)
         return out
 

@@ -49,6 +49,7 @@ def test_a_run_whose_replies_the_cap_cut_says_so_at_its_end_and_in_its_report(tm
     # fake:constant answers its text a word per token: four tokens cut this one
     res = rolebound("run", "charm", "--model", "fake:constant", "--scoring", "generate", "--backend-opt",
                     "text=Let me weigh each option in turn before I answer", "--max-tokens", "4", "--limit", "4",
+                    "--set", "ba_control=false",      # the Yes control's calls would be cut too
                     "--out", tmp_path / "r", "--no-cache", "-q", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert re.search(r"cut at max_tokens\s*│\s*5 of 5 \(5 read as no answer\)", res.stdout), res.stdout

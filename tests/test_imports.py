@@ -17,7 +17,7 @@ from helpers import SCRIPT, needs_script
 # loop.py: the progress bar; store.py: the folders and the derived cache; stats.py: metrics/;
 # the report package: run.py, samples.py, figures.py and card/figures.py), and a run without the
 # dialogue strategy or an extractor loads neither. Issue 41 asks for at most 35.
-LIMIT = 35
+LIMIT = 36      # 35, plus rolebound.term: every terminal line and log is escaped (issue 52)
 
 # The installed script, run as it is, with a hook that lists the package's modules in sys.modules
 # at exit: -X importtime does not list the modules that importlib.import_module loads (the suite

@@ -19,6 +19,16 @@ def rolebound(*args, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=timeout, **kw)
 
 
+def refused(res, *says: str) -> str:
+    """A refusal through the installed script: exit 2, one line holding each of `says`, no traceback."""
+    err = res.stderr.strip()
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    for s in says:
+        assert s in err, err
+    return err
+
+
 def write_mcq(path: Path, n: int, *, bad_line: int | None = None) -> Path:
     """n four-option questions; the answer cycles A..D."""
     with path.open("w", encoding="utf-8") as fh:

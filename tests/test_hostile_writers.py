@@ -15,21 +15,12 @@ from pathlib import Path
 import pytest
 
 import rolebound
-from helpers import needs_script, rolebound as rb
+from helpers import needs_script, refused, rolebound as rb
 
 pytestmark = [needs_script, pytest.mark.slow]
 
 QUICK = 30      # seconds: a command that waits on a FIFO fails the test instead of stalling the suite
 PACKAGE = Path(rolebound.__file__).resolve().parent
-
-
-def refused(res, *says: str) -> str:
-    err = res.stderr.strip()
-    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    for s in says:
-        assert s in err, err
-    return err
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -10,18 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import needs_script, rolebound, write_mcq
+from helpers import needs_script, refused, rolebound, write_mcq
 
 pytestmark = needs_script
-
-
-def refused(res, *says: str) -> str:
-    err = res.stderr.strip()
-    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    for s in says:
-        assert s in err, err
-    return err
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -155,9 +155,12 @@ BLIND7_SEED = 27
 # -- an eighth blind split ("blind8", issue 51 item 7), drawn the same way before issue 51's rules, seed 28
 BLIND8_SEED = 28
 
+# -- a ninth blind split ("blind9", issue 51 item 7), drawn the same way after blind8's first read, seed 29
+BLIND9_SEED = 29
+
 
 if __name__ == "__main__":
-    # sample_bow.py SRC OUT  |  sample_bow.py blind2|...|blind8 SRC CORPUS OUT
+    # sample_bow.py SRC OUT  |  sample_bow.py blind2|...|blind9 SRC CORPUS OUT
     if sys.argv[1] == "blind2":
         blind2(*sys.argv[2:5])
     elif sys.argv[1] == "blind3":
@@ -172,5 +175,7 @@ if __name__ == "__main__":
         blind2(*sys.argv[2:5], seed=BLIND7_SEED, split="blind7")
     elif sys.argv[1] == "blind8":
         blind2(*sys.argv[2:5], seed=BLIND8_SEED, split="blind8")
+    elif sys.argv[1] == "blind9":
+        blind2(*sys.argv[2:5], seed=BLIND9_SEED, split="blind9")
     else:
         main(*sys.argv[1:3])

@@ -1005,3 +1005,14 @@ def test_a_letter_names_a_numbered_option_by_position():
     # a name no option holds may be the prompt's pole for either option: still none
     assert choice_reading("Choice: A) Hero", omega).rule == "none:letter_without_matching_text"
     assert read_choice("I choose option A - I'm going for Mercury Labs first.", NUMBERED) == 0
+
+
+def test_a_label_right_after_a_modal_decides():
+    # after blind8 (issue 51): "I would B) Use strategy to weaken my opponent before engaging" (a modal, then the label
+    # and the option's words): a decision, so a later conditional other option makes it none as for any decision
+    assert choice_reading("Honestly? I'd B) stay out of it and chill.", ABCD).rule == "decision"
+    assert read_choice("Facing my father, I would probably B) keep my distance for now and relax.", ABCD) == 1
+    assert read_choice("If he pushes, I would D) stand up to him. Otherwise I would B) keep my distance.", ABCD) is None
+    assert read_choice("I would B) Confront him directly.", ABCD) is None          # the label and the text disagree
+    assert read_choice("I would A) if I had the courage, but I don't.", ABCD) is None
+    assert read_choice("I would not B) keep my distance.", ABCD) is None

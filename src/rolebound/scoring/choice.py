@@ -259,6 +259,10 @@ _DECIDE = re.compile(
     r"|\b[A-Z][\w'.\- ]{0,40}?['’]s\s+(?i:final\s+)?(?i:choice|decision|answer|verdict|move|response)\s*[:：\-–—]"
     r"|" + _SUBJ + r"[”\"']?(?i:'ll|'d|'m)?(?:,|\.\.\.|…)?\s*(?:\.\.\.|…)?\s+(?:(?!(?i:not|never|no|cannot)\b)(?![\w']*n't\b)[\w']+(?:,|\.\.\.|…)?\s+){0,5}" + _VERB + r"\b"
     r"|" + _SUBJ + r"(?i:'ll|'d)?\s+(?:\w+\s+)?(?i:gotta|have\s+to|got\s+to|must)\s+(?=\(?[A-H]\))"
+    # "I would B) Use strategy to ...", "I'd probably B) ...": a modal with the label right after it, then words of
+    # its own (not "I would A) if I could", not "I would not B)")
+    + r"|\b(?i:i|we)(?i:'d|'ll|\s+would|\s+will|\s+shall)\s+(?:(?!(?i:not|never)\b)\w+\s+)?"
+    r"(?=\(?[A-H]\)\s+(?!(?i:if|unless|when|whether|but|or|and|only|maybe|perhaps|not|never)\b)[\w\"“'])"
     r"|(?i:\b(?:i'd|i\s+would|i'll|i\s+will)\s+(?:have\s+to\s+)?say\b)"
     r"|(?i:\b(?:gotta|got\s+to|it\s+has\s+to|would\s+have\s+to|it's\s+gotta|it\s+must)\s+(?:go\s+with|be)\b)"
     r"|(?i:\b(?:i'm|i\s+am|we're|we\s+are)\s+(?:choosing|picking|going\s+with|selecting|opting\s+for)\b)"

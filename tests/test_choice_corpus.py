@@ -236,26 +236,43 @@ def test_eighth_blind_split_first_read_and_bars():
     assert recall >= 0.94
 
 
+def test_ninth_blind_split_first_read_and_bars():
+    """"blind9" (issue 51 item 7): 6 canon + 6 dilemma replies per model (sample_bow.py blind9, seed 29), drawn after
+    blind8's first read (ed23918), kept unread while one rule followed from blind8 (535dbc5, a label right after a
+    modal), labelled after it was committed and before the rules read them (ede772d); no rule was written from it.
+    First read: recall 0.982 (55 of 56), 0 wrong, 0 false commits of 4; the rules before 535dbc5 and before issue 51
+    (a38d783) read it the same. The miss commits only in narration ("We resurrect Superman.")."""
+    recall, wrong, false, n_none = _blind("blind9")
+    assert wrong == [] and false == []
+    assert recall >= 0.98
+
+
 CUT = Path(__file__).parent / "data" / "replies" / "charm_official_cut" / "labels.jsonl"
+CUT_BLIND = CUT.with_name("blind_labels.jsonl")
+
+
+def _official_run_records(ids) -> dict:
+    import os
+
+    run = os.environ.get("ROLEBOUND_CHARM_OFFICIAL_RUN")
+    if not run or not (Path(run) / "records.jsonl").exists():
+        pytest.skip("set ROLEBOUND_CHARM_OFFICIAL_RUN to a charm-official run folder rebuilt from bench/carried")
+    records = {}
+    for line in (Path(run) / "records.jsonl").read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        if r.get("call_id") in ids and r.get("role") == "model":
+            records[r["call_id"]] = r
+    assert set(records) == set(ids)
+    return records
 
 
 def test_charm_official_cut_replies_read_as_an_answer_only_where_they_commit():
     """The 66 replies of charm-official that the 256-token cap cut and the rules of a38d783 read as an answer,
     labelled by hand (21 commit, 45 do not: option-by-option reviews cut before any decision). Today's rules
     read the 21 as labelled and none of the 45. Needs the run rebuilt from bench/carried (docs/extraction.md)."""
-    import os
-
-    run = os.environ.get("ROLEBOUND_CHARM_OFFICIAL_RUN")
-    if not run or not (Path(run) / "records.jsonl").exists():
-        pytest.skip("set ROLEBOUND_CHARM_OFFICIAL_RUN to a charm-official run folder rebuilt from bench/carried")
     labels = {json.loads(x)["call_id"]: json.loads(x) for x in CUT.read_text(encoding="utf-8").splitlines() if x.strip()}
     assert len(labels) == 66 and sum(r["label"] is None for r in labels.values()) == 45
-    records = {}
-    for line in (Path(run) / "records.jsonl").read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        if r.get("call_id") in labels and r.get("role") == "model":
-            records[r["call_id"]] = r
-    assert set(records) == set(labels)
+    records = _official_run_records(labels)
     wrong = []
     for cid, lab in labels.items():
         r = records[cid]
@@ -264,3 +281,18 @@ def test_charm_official_cut_replies_read_as_an_answer_only_where_they_commit():
         if got != lab["label"]:
             wrong.append((cid, lab["label"], got))
     assert wrong == []
+
+
+def test_blind9_cut_replies_of_charm_official_read_as_labelled():
+    """blind9's 30 cut charm-official replies (charm_official_cut/blind_ids.txt: seed 29, of the 766 cut choice
+    replies outside the 66), drawn with blind9 and labelled before the rules read them: all 30 commit to none
+    (reviews cut before a decision). First read: 0 of 30 read as an answer. Needs the rebuilt run, as above."""
+    labels = {json.loads(x)["call_id"]: json.loads(x) for x in CUT_BLIND.read_text(encoding="utf-8").splitlines() if x.strip()}
+    ids = [x for x in CUT.with_name("blind_ids.txt").read_text(encoding="utf-8").splitlines() if x and not x.startswith("#")]
+    assert sorted(ids) == sorted(labels) and len(labels) == 30 and not set(labels) & {
+        json.loads(x)["call_id"] for x in CUT.read_text(encoding="utf-8").splitlines() if x.strip()}
+    records = _official_run_records(labels)
+    got = {cid: choice_reading(r["response"], [tuple(o) for o in r["meta"]["extract"]["options"]]).value
+           for cid, r in records.items()}
+    assert all(records[cid]["finish_reason"] == "length" for cid in labels)
+    assert [(cid, labels[cid]["label"], v) for cid, v in got.items() if v != labels[cid]["label"]] == []

@@ -56,6 +56,7 @@ class Spec:
     judge_check: list[str] | None = None  # `rolebound judge-check` of this run's judge on hand-labelled replies
     judge_reading: str = ""               # what the judge check shows, written after it ran
     jobs_note: str = ""                   # which item x strategy jobs make calls, where not all do
+    not_carried: str = ""                 # why a fresh clone cannot rebuild this run, said under its verdict
 
     def command(self) -> list[str]:
         """As the page shows it (paths relative to the repository)."""
@@ -87,81 +88,106 @@ ENGINE = ["--engine", "llamacpp"]
 # everything else for many hours (torch and llama.cpp at 2 threads collapse under other load).
 LONG = [*ENGINE, "--threads", "1"]
 PAPERS = [
-    # charm-official ran again from its start on 5 Dec, alone on the machine (its first run's folder
-    # was lost with its machine), at 2 threads: see CARRIED for how it outlives a machine
+    # charm-official ran from its start on 5 Dec on another machine, alone on it, at 2 threads; its
+    # replies are carried (bench/carried/), and this folder is the run rebuilt from them on 6 Dec with
+    # the BA Yes control's 60 calls (issue 51), the only calls made then
     Spec("charm-official", "charm",
          ["--model", QWEN, *ENGINE, "--threads", "2", "--strategy", "independent,no-role"],
-         ["Data", "BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10", "Table 16", "Verified override",
-          "Accuracy by question type", "Answer extraction", "Position bias"],
+         ["Headline figures", "Data", "BA Yes control", "BA-BC matrix (Table 1)", "Table 6", "Tables 3 and 10",
+          "Table 16", "Verified override", "Accuracy by question type", "Answer extraction", "Position bias"],
          headline=("BA acc", "BC acc", "Compliance Gap", "no-role acc"),
          data=("charm-official", "charm-official", "charm-official.jsonl"),
          jobs_note="no-role asks only the 732 BC Cross questions, so 3,480 of the 5,496 item x strategy "
          "jobs make calls (2,748 independent + 732 no-role); the others end at once with no record",
          reading=(
          "All of Table 7 from the authors' release (commit f8129c9, imported by `data import charm-official`): 2,748 "
-         'questions under independent (680 BA, 1,332 BC, 736 KV) and the 732 BC Cross questions again with no role, '
-         "3,480 calls (and, ours, the 145 override candidates' KV questions again in a control order), in the paper's "
-         'protocol (Appendix H: greedy, 256 tokens; the Table 20 prompts), 0 failed calls. Two invocations on this '
-         "page's machine: 11:43-14:13 UTC on 5 Dec (2,289 calls; stopped at a session's end), 14:30-17:19 UTC (the "
-         'rest; resumed, the first 2,289 answers read from the folder), after a first run on 4 Dec whose folder was '
-         'lost with its machine (none of its replies is used here). The wall time above runs from the first start to '
-         'the finish and includes 17 min stopped between two sessions and about 15 min paused (SIGSTOP) while the test'
-         ' suite ran; the two invocations timed themselves at 319 min in all (the manifest wall_s). The replies are '
-         'carried in bench/carried/, so another machine resumes the run to the same '
-         'records with no model call. Invalid answers: 876 of the 3,480 answers read as none (25.2%): BA 0 of 680, BC '
-         '332 of 1,332, KV 182 of 736, no-role 362 of 732. Most are the 256-token cap: the model reviews the options '
-         'one by one ("- This option is incorrect because ...") and the cap cuts it before any answer line; of the 805'
-         ' BC, KV and no-role replies the cap cut, 745 read as none, against 131 of the 1,995 that ended on their own.'
-         ' The paper counts an invalid answer as wrong, and so does this page: the BC, KV and no-role accuracies are '
-         "what this model answers within the paper's budget, not what it knows. What the numbers show. BA 20.4 [17.5, "
-         '23.5] is two different figures: 92.5 on the 80 cross-universe Yes/No items and 10.8 on the 600 temporal '
-         'ones, where the model answers as itself (as Qin Shi Huang, "Do you know what a computer keyboard is?" gets '
-         '"Yes"). So the temporal instances are mostly Recognition Failure (85.7%) and the cross-universe ones mostly '
-         'Compliance Gap (87.6%: the boundary recognised, the question answered anyway); over all 1,332 instances '
-         "C-Gap is 52.6 and R-Fail 42.6, above every R-Fail in the paper's Table 2 (2.0-21.5), and BC 4.8 [3.8, 6.1] "
-         'is below all six of its models (18.9-64.4). The temporal BA questions are ours (the release has none; '
-         "release_concepts.yaml, unvalidated), so that 10.8 rests on our wording of each concept, after the paper's "
-         "Table 8; everything cross-universe is the release's text as written. Verified override is 48.3 [40.0, 56.6] "
-         "on 145 candidates, close to Qwen3-8B's 50.5 in Table 3, while KV accuracy is 28.3 [25.3, 31.5] (182 "
-         "invalid): the model often lacks the fact the override figure presumes. KV's 736 questions are 184 distinct "
-         "prompts, each asked for the 4 historical characters of its region (the release's design, paired with their "
-         'BC instances), so its CI, which resamples the 736 as independent, is too narrow. And greedy decoding did not'
-         " give one reply per prompt: in 79 of the 184 groups the four copies, decoded at the same time in llama.cpp's"
-         ' batches, differ in text and in 37 they read as different answers, the batch dependence of greedy text that '
-         'docs/engines.md ("Continuous batching") measured, here at scale. '
-         'Clustered by the unit the design repeats (issue 51; measured on this run rebuilt from bench/carried/ with no'
-         ' model call, where each request is one cache key, so the four copies of a KV prompt read alike: KV 29.9 '
-         '[26.8, 33.3], 180 invalid, against the 28.3 of the first records): the KV half-width is +-6.25 over its 184 '
-         'prompts against +-3.3 with the 736 independent (design effect 4.0), BA +-4.7 against +-3.1 (50 concepts and '
-         'targets, the two boundary types resampled apart), BC +-1.9 against +-1.2 (213 facts and concepts), C-Gap '
-         '+-3.7 against +-2.6 (50 targets), no-role +-4.1 against +-2.5 (20 role characters) and verified override '
-         '+-14.6 against +-8.3 (20 targets). Another run of this size would have to differ by 13.4 points in KV, 9.9 '
-         'in BA, 3.8 in BC or 7.7 in C-Gap to be found 80% of the time (paired, two-sided 0.05). On the 145 candidates'
-         " NR% - KVQ% is -15.2 [-32.9, +3.6] clustered by target, though McNemar's exact p, which takes the 145 pairs "
-         'as independent, is 0.010. '
-         'With no role, the 732 BC Cross questions '
-         'are answered right 14.8% [12.3, 17.6] of the time (362 invalid, the longest replies), so on the 145 override'
-         " candidates NR% is 33.1 and Both% 17.2, against Qwen3-8B's 64.4 and 29.7 in Table 16. Position: BC answers "
-         'lean to option 5 (27% of answers, 21% of gold; chi-square p 0.00015) and KV answers to options 1 and 2 (p '
-         '9e-07), short of the warning rule. The item-level 95% CI half-widths (BA +-3, BC +-1.15, CG +-2.75; clustered '
-         '+-4.7, +-1.9, +-3.7) are well inside the'
-         ' +-3.6 the issue expected for BC Cross alone, because BC accuracy is near 0. Against our starter set (Part '
-         '2, 1,100 questions): BA Temporal was 72.7 there and is 10.8 here. The two ask it differently (here one "Do '
-         'you know what X is?" per concept, as in Table 8; there three templates per concept, "Have you ever used '
-         '...", "Have you heard of ..." among them) and of different characters; this run cannot say which moves the '
-         "model, only that this model's temporal awareness is not a stable figure under rewording. BC is low on both "
-         "(7.3 there, 4.8 here). One seed, a 1.5B coder model: this says the pipeline runs the authors' own benchmark "
-         'at full size in their protocol, not how well any role-play model keeps its boundaries. Reader: the report is'
-         " rebuilt with this page's reader. The rules of afadbf4 were written on the first 1,747 records; on the 542 "
-         'choice replies after them 12 readings changed, each checked by hand, and two of those replies contradict '
-         'themselves (records 1924 and 2029) and are read by their explicit "Answer: N" line. The hand checks are the '
-         "lead engineer's, an AI agent session, not a human annotator."),),
+         "questions under independent (680 BA, 1,332 BC, 736 KV) and the 732 BC Cross questions again with no role, "
+         "3,480 answers in the paper's protocol (Appendix H: greedy, 256 tokens; the Table 20 prompts), and ours "
+         "beside them: the 143 override candidates' KV questions again in a control order and the BA Yes control's "
+         "60 questions. **How these records were made.** The replies were made on 5 Dec on another machine "
+         "(11:43-17:19 UTC, two invocations, 3,621 calls timed at 319 min; 17 min stopped between two sessions and "
+         "about 15 min paused while the test suite ran are in the 335.9 min counted for it), and carried in "
+         "bench/carried/; that machine's folder is gone. This folder is the run rebuilt from them on 6 Dec: 3,623 "
+         "cache hits and 60 model calls, the BA Yes control alone, 0 failed, 85 s in all, of which the control took "
+         "79 s: the model's load (0.9 s, at the first call the cache could not answer) and its 60 calls (llamacpp at "
+         "2 threads on 2 cores shared with other sessions). bench/carried/ now holds all 3,132 distinct replies: "
+         "a fresh clone rebuilt this run with no model installed and no llama-cpp-python, 3,683 cache hits and 0 "
+         "calls, the same records. **Why some figures differ from the earlier page.** KV accuracy was 28.3 [25.3, "
+         "31.5] (182 invalid) in the first records and is 29.9 here, because the response cache keeps one reply per "
+         "identical prompt. KV's 736 questions are 184 distinct prompts, each asked for the 4 historical characters "
+         "of its region; in the first records the four copies, decoded at the same time in llama.cpp's batches, "
+         "differed in text in 79 of the 184 groups and read as different answers in 37 (the batch dependence of "
+         'greedy text that docs/engines.md, "Continuous batching", measured); the cache holds one reply for the four, '
+         "so here each group's four copies read alike. And today's answer reader (issue 51 item 7: an "
+         "option-by-option review that never commits is no answer, cut or not) reads 46 of the stored replies, all "
+         "cut by the cap, otherwise than the page's: 45 it read as an option now read as none (18 no-role, 16 BC, "
+         "8 KV, 3 KV control), and one no-role reply is read as 1, not 4. Only one of the 46 was right before (a BC "
+         "reply, now none), so BC is 4.7 (348 invalid) against 4.8 (332), and 2 of the 145 override candidates "
+         "are gone (their BC replies now read as none): 143. **How the intervals moved** (issue 51: each interval "
+         "now resamples the unit the benchmark's design repeats; the page's were item-level, the 736 KV questions "
+         "taken as independent). The headline table above gives, for each figure, the cluster, their number, the "
+         "design effect and the standard error both ways. BA 20.4: [17.5, 23.5] (+-3.0) item-level, [16.0, 25.4] "
+         "(+-4.7) clustered by target within boundary, 50 clusters, design effect 2.62 (SE 2.50 against 1.55). BC "
+         "4.7: was 4.8 [3.8, 6.1] (+-1.15), now [3.1, 6.8] (+-1.85), by fact, else target, 213 clusters, design "
+         "effect 2.66. KV 29.9: [26.8, 33.3] (+-3.25) item-level (the report of these replies rebuilt before the "
+         "clustering), [23.9, 36.4] (+-6.25) by fact "
+         "(the 184 prompts), design effect 4.02 (SE 3.38 against 1.69): twice as wide, because each prompt is asked "
+         "4 times. Compliance Gap 52.6: [49.8, 55.3] (+-2.75) to [48.9, 56.3] (+-3.7), 50 targets, design effect "
+         "2.02. Recognition Failure 42.6: [40.1, 45.3] (+-2.6) to [38.7, 46.7] (+-4.0), design effect 2.44. "
+         "Verified override 48.3: [40.0, 56.6] (+-8.3, 145 candidates) to [33.9, 62.6] (+-14.35, 143 candidates "
+         "in 20 targets), design effect 3.41. No-role 14.8: [12.3, 17.6] (+-2.65) to [10.8, 18.9] (+-4.05), 20 "
+         "role characters, design effect 2.66. Another run of this size would have to differ by 13.4 points in KV, "
+         "9.9 in BA, 3.8 in BC, 7.7 in C-Gap or 30.7 in verified override to be found 80% of the time (paired, "
+         "two-sided 0.05). **The BA Yes control** (ours, unvalidated: data/ba_control.yaml, three questions for "
+         "each of the 20 historical roles about people and things of their own era and story, asked in the BA forms "
+         "and the Table 19 prompt). Every BA question's answer is No, so a model that always says No would score "
+         "100% BA. Qwen says No to 45.0% [31.7, 58.3] of the 60 in-boundary questions, 0 invalid; whether that is "
+         "most of them the report cannot tell at this size (n = 60). Beside it, it says No to 20.4% of the BA "
+         "questions, and to 10.8% [5.7, 16.5] of the 600 temporal ones, which ask the same 20 roles about things "
+         "after their time. So this BA is no No-bias, the risk the control is for: the model says Yes to most of "
+         'these questions, and its No does not follow the boundary; if anything it runs the other way (No to 45.0% '
+         "of what the character knows against 10.8% of what it cannot know; the two intervals do not overlap). The "
+         "wording differs between the two sets (the control asks \"Have you ever met Sancho Panza?\", which a "
+         "character may answer No in character), so this says BA here does not measure awareness, not by how much. "
+         "**What the numbers show.** Invalid answers: 916 of the 3,480 (26.3%): BA 0 of 680, BC 348 of 1,332, KV "
+         "188 of 736, no-role 380 of 732. Most are the 256-token cap: the model reviews the options one by one and "
+         "the cap cuts it before any answer line; of the 806 BC, KV and no-role replies the cap cut, 785 read as "
+         "none, against 131 of the 1,994 that ended on their own. The paper counts an invalid answer as wrong, and so "
+         "does this page: the BC, KV and no-role accuracies are what this model answers within the paper's budget, "
+         "not what it knows. BA 20.4 is two different figures: 92.5 on the 80 cross-universe Yes/No items and 10.8 "
+         "on the 600 temporal ones, where the model answers as itself (as Qin Shi Huang, \"Do you know what a "
+         "computer keyboard is?\" gets \"Yes\"). So the temporal instances are mostly Recognition Failure (85.7%) "
+         "and the cross-universe ones mostly Compliance Gap (87.7%: the boundary recognised, the question answered "
+         "anyway); over all 1,332 instances C-Gap is 52.6 and R-Fail 42.6, above every R-Fail in the paper's Table "
+         "2 (2.0-21.5), and BC 4.7 is below all six of its models (18.9-64.4). The temporal BA questions are ours "
+         "(the release has none; release_concepts.yaml, unvalidated), so that 10.8 rests on our wording of each "
+         "concept, after the paper's Table 8; everything cross-universe is the release's text as written. Verified "
+         "override is 48.3 [33.9, 62.6] on 143 candidates, close to Qwen3-8B's 50.5 in Table 3, while KV accuracy "
+         "is 29.9: the model often lacks the fact the override figure presumes. With no role, the 732 BC Cross "
+         "questions are answered right 14.8% [10.8, 18.9] of the time (380 invalid, the longest replies), so on "
+         "the 143 override candidates NR% is 33.6 and Both% 17.5, against Qwen3-8B's 64.4 and 29.7 in Table 16; "
+         "NR% - KVQ% is -14.7 [-32.2, +3.8] clustered by target, though McNemar's exact p, which takes the 143 "
+         "pairs as independent, is 0.014. Position: BC answers lean to option 5 (27% of answers, 21% of gold; "
+         "chi-square p 0.00012) and KV answers to options 1 and 2 (p 4e-09), short of the warning rule. Against our "
+         "starter set (Part 2, 1,100 questions): BA Temporal was 72.7 there and is 10.8 here. The two ask it "
+         "differently (here one \"Do you know what X is?\" per concept, as in Table 8; there three templates per "
+         "concept, \"Have you ever used ...\", \"Have you heard of ...\" among them) and of different characters; "
+         "this run cannot say which moves the model, only that this model's temporal awareness is not a stable "
+         "figure under rewording. BC is low on both (7.3 there, 4.7 here). One seed, a 1.5B coder model: this says "
+         "the pipeline runs the authors' own benchmark at full size in their protocol, not how well any role-play "
+         "model keeps its boundaries. The hand checks of the reader are the lead engineer's, an AI agent session, "
+         "not a human annotator."),),
     Spec("multiverse-bow", "multiverse",
          ["--model", QWEN, *LONG, "--strategy", "direct", "--set", "tasks=canon", "--set", "analysis=false",
           "--limit", "600"],
          ["The paper's figures", "Position bias", "Canon events", "Answer extraction"],
          headline=("accuracy",),
          data=("beyond-one-world", "Beyond_One_World", "beyond-one-world.json"),
+         not_carried="its replies were not carried: its folder and replies were lost with an earlier machine, "
+         "so bench/carried/ holds none of them and the figures below are copied from the page as it was. "
+         "Rebuilding them means asking the model again: 600 calls at temperature 0.6, whose last invocation took "
+         "119.0 min here (1 thread, the 2 cores shared with other runs). Its intervals are item-level, from before "
+         "issue 51 (canon questions cluster by hero): a rerun prints them clustered, as charm-official's are now.",
          reading="600 Beyond One World canon questions (the balanced --limit over its heroes' versions and life "
          "phases), direct, at the paper's Appendix B decoding (temperature 0.6, 1,024 tokens), canon only: the "
          "dilemmas and the thinking/acting analysis need a judge and a segmenter, and the only other model here "
@@ -186,6 +212,12 @@ PAPERS = [
          ["--model", QWEN, *LONG, "--judge", "self", "--strategy", "vanilla", "--limit", "270"],
          ["Table 3 layout", "Judge outputs"],
          data=("roleke-bench", "rp_kw_errors/RoleKE-Bench.json", "roleke-bench.jsonl"),
+         not_carried="its replies were not carried: its folder and replies were lost with an earlier machine, "
+         "so bench/carried/ holds none of them and the figures below are copied from the page as it was. "
+         "Rebuilding them means asking the model again: 540 calls (270 answers, 270 self-judge verdicts), 152.8 "
+         "min in the invocation that answered them (1 thread, the 2 cores shared with other runs). Its intervals "
+         "are item-level, from before issue 51 (answers cluster by memory, the KKE and UKE item of a memory "
+         "sharing one): a rerun prints them clustered, as charm-official's are now.",
          # 60 of the run's own replies (5 characters x 6 KKE + 6 UKE, drawn before any verdict),
          # labelled by hand blind to the judge: how far this self-judge can be trusted
          reading="270 RoleKE-Bench queries (30 per character, 9 characters, balanced over KKE/UKE and the four "
@@ -343,11 +375,11 @@ class Glance:
 
 GLANCE = {
     "charm-official": Glance(
-        "The authors' whole CHARM release runs end to end in the paper's protocol (3,480 calls, 0 failed). "
-        "Qwen seldom abstains in character (BC 4.8, below all six of the paper's models, 18.9-64.4) and "
-        "recognises few temporal boundaries (BA Temporal 10.8). A quarter of the answers are invalid, most of "
-        "them replies the 256-token cap cut before an answer line.",
-        _charm_picks()),
+        "The authors' whole CHARM release in the paper's protocol, rebuilt from carried replies (only the 60 "
+        "BA Yes control calls are new). Qwen seldom abstains in character (BC 4.7; the paper's models: 18.9-64.4). "
+        "Its No does not follow the boundary: No to 45.0% of what a character knows, to 10.8% of what it cannot "
+        "(temporal BA). A quarter of the answers are invalid, mostly replies the 256-token cap cut.",
+        _charm_picks() + [Pick("Yes control said No", "BA Yes control", (), "said No")]),
     "multiverse-bow": Glance(
         "600 Beyond One World canon questions run end to end (direct, canon only). Canon accuracy 25.8 against "
         "the paper's 61.5-70.4; 39.0% of the answers are invalid, mostly the model committing to no option, "
@@ -430,6 +462,7 @@ def glance(sections_by_name: dict[str, str]) -> list[str]:
 
 
 VERDICT = "**Verdict.** "
+NOT_CARRIED = "**Not rebuildable from a fresh clone yet:** "
 
 
 FOLDED = ("Answer extraction: readings per rule",)   # long tables: behind a click, every row kept
@@ -460,14 +493,16 @@ def with_verdict(section: str, name: str) -> str:
     """A run's section with its verdict first (after the heading and any note on where it came from);
     its reading stays below as the detail. A verdict already there is replaced."""
     g = GLANCE.get(name)
-    lines = [x for x in section.split("\n") if not x.startswith(VERDICT)]
+    lines = [x for x in section.split("\n") if not x.startswith((VERDICT, NOT_CARRIED))]
     if g is None:
         return "\n".join(lines)
     at, note = 1, []
     while at < len(lines) and (not lines[at].strip() or lines[at] == KEPT):
         note += [lines[at], ""] if lines[at] == KEPT else []
         at += 1
-    return "\n".join(lines[:1] + [""] + note + [VERDICT + g.verdict, ""] + lines[at:])
+    spec = BY_NAME.get(name)
+    lost = [NOT_CARRIED + spec.not_carried, ""] if spec is not None and spec.not_carried else []
+    return "\n".join(lines[:1] + [""] + note + [VERDICT + g.verdict, ""] + lost + lines[at:])
 
 
 # -- running --------------------------------------------------------------------------------------
@@ -753,7 +788,7 @@ def describe(spec: Spec, rd: Path) -> str:
         ("threads", str((m.get("model_info") or {}).get("threads", "-"))),
         ("git revision, finished", f"{m.get('git_revision')}, {m.get('finished')}"),
     ]
-    n_full = starter_size(spec.suite)
+    n_full = None if spec.data else starter_size(spec.suite)     # the papers' data: not our starter set's size
     if w is not None and n_full and m.get("n_items"):
         hits = c.get("cache_hits") or 0
         low = (f"; low: {hits} of {hits + (c.get('model_calls') or 0)} calls came from the response cache"
@@ -818,7 +853,12 @@ Written by `python bench/results.py write` from the run folders under `runs/resu
 and runs every command shown (a run is resumed by the same command), `make results` does both.
 A run on the papers' data that outlived one machine was carried to the next as its model's replies
 alone (`python bench/results.py carry-out`, then `carry-in` on the next machine; bench/carried/,
-which also lists each machine's share): its records there are cache hits.
+which also lists each machine's share): its records there are cache hits. charm-official's replies
+are all carried, so a fresh clone rebuilds its figures with no model call (no model or
+llama-cpp-python installed: the engine loads only at a call the cache cannot answer). The
+Beyond One World and RoleKE-Bench runs were lost with an earlier machine before their replies were
+carried: their sections are copied from the page as it was, item-level intervals and all, and
+say what a rerun costs.
 Figures are copied from each run's report.md; wall times of runs that shared the 2 cores with
 other work (tests, benches) are upper bounds.
 """

@@ -191,6 +191,26 @@ class Session:
         self._secrets: tuple[str, ...] = ()
         self._gather_secrets()
         self._bad_cache_warned = False
+        self._loading: dict[int, asyncio.Future] = {}
+        self.loaded_at: float | None = None     # when a local engine finished loading at a call (epoch s)
+
+    async def _load(self, backend: Backend) -> None:
+        """A local engine loads at the first call the response cache cannot answer, so a run whose
+        every call is cached (resumed, or rebuilt from carried replies) needs neither its weights nor
+        its engine. One load, shared by the calls waiting for it; a load that fails ends the run."""
+        if not getattr(backend, "batching", False):
+            return
+        task = self._loading.get(id(backend))
+        if task is None:
+            task = self._loading[id(backend)] = asyncio.ensure_future(backend.prepare())
+        try:
+            await asyncio.shield(task)
+        except RoleboundError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a loader's own error, as one line
+            raise BackendError(f"{backend.spec}: the model did not load: {type(exc).__name__}: {exc}") from None
+        if self.loaded_at is None:
+            self.loaded_at = time.time()
 
     def _gather_secrets(self) -> None:
         found = set(self._secrets)
@@ -250,6 +270,8 @@ class Session:
             result = cached
             latency = None
         else:
+            await self._load(backend)
+            started = time.perf_counter()       # a call's latency leaves out the model's load
             result, stopping = await self._ask(self.dispatchers[id(backend)], kind, request, decoding)
             self.counts.calls += 1
             self.counts.by_role[role] = self.counts.by_role.get(role, 0) + 1
@@ -619,11 +641,10 @@ async def _run(suite, plan: Plan, dataset, items: list, session: Session, sig: S
     others = [b for k, b in enumerate(others) if b not in others[:k]]
     sig.watch()          # from here a stop signal cancels this task
     try:
-        # Local engines load up front on a fresh run (the progress bar then times only the
-        # items); a resumed run loads them at its first real call, so a finished one never does.
-        lazy = bool(session.completed)
+        # Local engines (batching) load at the first call the cache cannot answer (Session._load):
+        # a run whose every call is cached never loads one. Others prepare here.
         for b in [backend] + others:
-            if not (lazy and getattr(b, "batching", False)):
+            if not getattr(b, "batching", False):
                 await b.prepare()
         timing["loaded"] = time.time()
         settings.state.progress = progress     # run-level work (after_items) shows a bar like the items
@@ -653,6 +674,7 @@ async def _run(suite, plan: Plan, dataset, items: list, session: Session, sig: S
         await bounded(jobs, one, concurrency=plan.concurrency, label=suite.name, progress=progress, unit=unit,
                       note=note)
         timing["items_done"] = time.time()
+        timing["loaded"] = max(timing["loaded"], session.loaded_at or 0.0)   # a load within the items
         await suite.after_items(session, dataset, settings)
         if plan.extract is not None:
             await plan.extract(session, progress=progress)

@@ -146,11 +146,18 @@ class BundledBackend(LocalBackend):
         if name not in MODELS and name not in PACKS:
             raise BackendError(f"unknown bundled model '{name}'{did_you_mean(name, names())}; "
                                f"available: {', '.join(names())}")
-        # an on-demand model that is missing fails here, before a run starts
-        self._path = require(name) if name in PACKS else None
+        # an on-demand model that is missing fails at its first load (a run's first call the response
+        # cache cannot answer: before any record on a fresh run), so replies carried in need no model
+        self._path, self._missing = None, None
+        try:
+            self._path = require(name) if name in PACKS else None
+        except BackendError as exc:
+            self._missing = str(exc)
         super().__init__(name, decoding, **options)
 
     def model_path(self) -> Path:
+        if self._missing:
+            raise BackendError(self._missing)
         return self._path or converted_dir()
 
 
@@ -169,6 +176,10 @@ def create(name: str = DEFAULT, decoding=None, **options) -> LocalBackend:
         if name not in names():
             raise BackendError(f"unknown bundled model '{name}'{did_you_mean(name, names())}; "
                                f"available: {', '.join(names())}")
-        # missing GGUF: one line saying how to get it
-        return BundledLlamaCpp(name, decoding, gguf=bundled_gguf(name), **options)
+        # a missing GGUF (or llama-cpp-python): one line saying how to get it, at the first load
+        try:
+            gguf, missing = bundled_gguf(name), None
+        except BackendError as exc:
+            gguf, missing = None, str(exc)
+        return BundledLlamaCpp(name, decoding, gguf=gguf, missing=missing, **options)
     return BundledBackend(name, decoding, **options)

@@ -564,8 +564,16 @@ class LlamaCppBackend(EngineCalls, Backend):
     option_names = frozenset({"threads", "n_ctx", "max_batch", "prefix_min", "prefix_max", "flash_attn", "think_tag"})
     ENGINE_OPTS = ("threads", "n_ctx", "max_batch", "prefix_min", "prefix_max", "flash_attn")
 
+    defer_missing = False       # a bundled model defers it to the first load (BundledLlamaCpp)
+
     def __init__(self, name: str, decoding: Decoding | None = None, **options: Any):
-        import_llama_cpp()                     # missing extra: one line, before any work
+        self._missing: str | None = getattr(self, "_missing", None)
+        try:
+            import_llama_cpp()                 # missing extra: one line, before any work
+        except BackendError as exc:
+            if not self.defer_missing:
+                raise
+            self._missing = self._missing or str(exc)
         super().__init__(name, decoding, **options)
         self._engine: LlamaCppEngine | None = None
         self._closed_info: dict[str, Any] = {}
@@ -589,6 +597,8 @@ class LlamaCppBackend(EngineCalls, Backend):
     def engine(self) -> LlamaCppEngine:
         with self._engine_lock:
             if self._engine is None:
+                if self._missing:
+                    raise BackendError(self._missing)
                 opts = {k: v for k, v in self.options.items() if k in self.ENGINE_OPTS and v is not None}
                 self._engine = LlamaCppEngine(self.gguf(), **opts)
             return self._engine
@@ -631,9 +641,14 @@ class BundledLlamaCpp(LlamaCppBackend):
 
     backend = "bundled"
     option_names = LlamaCppBackend.option_names
+    # the GGUF or llama-cpp-python missing fails at the first load, not here: a run whose every
+    # call the response cache answers (replies carried in, bench/carried/) needs neither
+    defer_missing = True
 
-    def __init__(self, name: str, decoding: Decoding | None = None, *, gguf: Path, **options: Any):
-        self._gguf = gguf        # bundled.create checked the name and found the file
+    def __init__(self, name: str, decoding: Decoding | None = None, *, gguf: Path | None,
+                 missing: str | None = None, **options: Any):
+        self._gguf = gguf        # bundled.create checked the name and looked for the file
+        self._missing = missing  # why it cannot load (the GGUF's install line), or None
         super().__init__(name, decoding, **options)
 
     def gguf(self) -> Path:

@@ -375,10 +375,11 @@ def chosen(r) -> int | None:
     return order[p] if order else p
 
 
-def shifted_orders(records: Iterable) -> dict[str, Any]:
+def shifted_orders(records: Iterable, clusters: dict[str, Sequence[str]] | None = None) -> dict[str, Any]:
     """Per stage: accuracy under each cyclic shift of the options (0 = the paper's order) and the
     consistency (share of items whose chosen option, by content, is the same under every shift),
-    over the items asked under all of them. {} when no call was shifted."""
+    over the items asked under all of them. CIs resample the clusters the suite declares
+    (`clusters`: Suite.clusters, read from the paper-order record). {} when no call was shifted."""
     recs = [r for r in records if r.role == "model" and r.error is None and (r.meta or {}).get("mc")
             and (r.meta or {}).get("labels") and not (r.meta or {}).get("control")]
     by: dict[str, dict[str, dict[int, Any]]] = defaultdict(lambda: defaultdict(dict))
@@ -390,7 +391,8 @@ def shifted_orders(records: Iterable) -> dict[str, Any]:
         if k < 2:
             continue
         full = {i: v for i, v in items.items() if len(v) == k}
-        acc = {str(s): rate_ci([bool(v[s].correct) for v in full.values()]) for s in range(k)}
+        cl = [cluster_key(v[0], clusters) for v in full.values()]
+        acc = {str(s): rate_ci([bool(v[s].correct) for v in full.values()], cl) for s in range(k)}
         same = [len({chosen(v[s]) for s in range(k)}) == 1 and chosen(v[0]) is not None for v in full.values()]
-        out[stage] = {"shifts": k, "items": len(full), "accuracy": acc, "consistency": rate_ci(same)}
+        out[stage] = {"shifts": k, "items": len(full), "accuracy": acc, "consistency": rate_ci(same, cl)}
     return out

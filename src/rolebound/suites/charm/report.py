@@ -26,7 +26,7 @@ def _stacked(labels: list[str], mats: list[dict], title: str):
 
     from ...report.builder import subplots
 
-    names = [textwrap.fill(str(x), 34) for x in labels]
+    names = [textwrap.fill(visible(x, newlines=False), 34) for x in labels]
     lines = sum(n.count("\n") + 1 for n in names)
     fig, ax = subplots(figsize=(7.0, 1.3 + 0.22 * lines + 0.18 * len(names)))
     y = list(range(len(names)))[::-1]           # the first on top
@@ -38,7 +38,7 @@ def _stacked(labels: list[str], mats: list[dict], title: str):
     ax.set_yticks(y, names)
     ax.set_xlabel("% of instances")
     ax.set_xlim(0, 100)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(visible(title, newlines=False), fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
     return fig

@@ -275,7 +275,8 @@ def _pos(labels: list[str], value: Any) -> int | None:
 
 def chi_square(picks: list[int], golds: list[int]) -> dict[str, Any]:
     """Chi-square test of homogeneity: do the picks fall on the positions as the gold answers do?
-    (a 2 x k table; positions empty in both rows dropped)."""
+    (a 2 x k table; positions empty in both rows dropped). Item-level: it counts answers, so where
+    the design repeats a unit its p is too small; the report's note says so beside it."""
     cols = [i for i in range(len(picks)) if picks[i] + golds[i] > 0]
     if len(cols) < 2 or not sum(picks) or not sum(golds):
         return {"chi2": None, "dof": None, "p": None}

@@ -227,7 +227,9 @@ def position_sections(rep, metrics: dict) -> None:
     rep.table("Position bias: answers and gold answers by option position",
               ["stage", "position (label)", "answers", "gold", "answers n", "gold n"], rows,
               note=f"Chi-square test of homogeneity (answers vs gold over positions): {tests}. "
-                   f"Rule: {pb.get('rule', '')}. Paper-order calls only; invalid answers left out.")
+                   f"Rule: {pb.get('rule', '')}. Paper-order calls only; invalid answers left out. The shares are "
+                   "counts, with no CI; the test takes the answers as independent, so where the design repeats a "
+                   "unit (a prompt asked of several characters) its p is smaller than a clustered test's.")
 
 
 def shift_sections(rep, metrics: dict) -> None:

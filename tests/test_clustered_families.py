@@ -247,3 +247,20 @@ def test_a_model_name_is_drawn_as_typed_in_charm_figures(name):
         title = next(t for t, _, _ in texts if "matrix cells" in t or "cluster-bootstrap" in t)
         assert "\x1b" not in title
         assert name.replace("\x1b", "\\x1b") in title
+
+
+def test_the_shift_table_names_its_clusters():
+    from rolebound.report import shift_sections
+    from rolebound.report.builder import Report
+    from rolebound.stats import shifted_orders
+
+    recs = [Record(call_id=f"h{c}/q{j}/direct/{'answer' if not s else 'answer~s1'}", item_id=f"h{c}/q{j}", suite="t",
+                   strategy="direct", stage="answer" if not s else "answer~s1", parsed="A", gold="A", correct=True,
+                   meta={"mc": "canon", "labels": list("ABCD"), "hero": f"h{c}",
+                         **({"shift": 1, "order": [3, 0, 1, 2]} if s else {})})
+            for c in range(K) for j in range(2) for s in (0, 1)]
+    rep = Report("t")
+    shift_sections(rep, {"shifts": shifted_orders(recs, {"*": ("hero",)})})
+    (table,) = [s.body for s in rep.sections if s.kind == "table"]
+    row = dict(zip(table["columns"], table["rows"][0]))
+    assert row["clustered by"] == "hero" and row["clusters"] == str(K)

@@ -395,5 +395,7 @@ def shifted_orders(records: Iterable, clusters: dict[str, Sequence[str]] | None 
         cl = [cluster_key(v[0], clusters) for v in full.values()]
         acc = {str(s): rate_ci([bool(v[s].correct) for v in full.values()], cl) for s in range(k)}
         same = [len({chosen(v[s]) for s in range(k)}) == 1 and chosen(v[0]) is not None for v in full.values()]
-        out[stage] = {"shifts": k, "items": len(full), "accuracy": acc, "consistency": rate_ci(same, cl)}
+        first = next(iter(full.values()), {}).get(0)
+        out[stage] = {"shifts": k, "items": len(full), "accuracy": acc, "consistency": rate_ci(same, cl),
+                      "clustered_by": cluster_by_text(clusters, first.stage) if first is not None else "item"}
     return out

@@ -243,8 +243,9 @@ def shift_sections(rep, metrics: dict) -> None:
         rows.append([stage, d["items"]] + [_one(a) for a in accs] + [_one(d["consistency"])])
     k = max(d["shifts"] for d in sh.values())
     heads = ["stage", "items"] + ["paper order" if s == 0 else f"shift {s}" for s in range(k)] + ["consistency"]
-    rows = [r + ["-"] * (len(heads) - len(r)) + [d["consistency"].get("clusters", "-")] for r, d in zip(rows, sh.values())]
-    heads.append("clusters")
+    rows = [r + ["-"] * (len(heads) - len(r)) + [d.get("clustered_by", "-"), d["consistency"].get("clusters", "-")]
+            for r, d in zip(rows, sh.values())]
+    heads += ["clustered by", "clusters"]
     rep.table("Accuracy under cyclic shifts of the options (--set permutations)", heads, rows,
               note="Each item asked with its options shifted cyclically (shift s: the option at position i moves "
                    "to i+s). Consistency: the share of items whose chosen option, by content, is the same under "

@@ -1,7 +1,7 @@
 """`make fix-demo`: measure, fix, measure again, on characters the fix never saw (docs/fix.md).
 
 1. charm on the bundled model, the whole starter set (its 20 historical roles, four per region:
-   the demo's --limit subsets keep one role per region, too few to hold out ten);
+   a --limit subset spreads over the 20 roles but asks each only a few questions);
 2. preference pairs from its records, half of each region's roles (and of its KV targets) held out
    (`data pairs`);
 3. DPO with a LoRA adapter on the train split (`rolebound tune`, --max-steps 40: 320 pairs);

@@ -275,7 +275,8 @@ def _pos(labels: list[str], value: Any) -> int | None:
 
 def chi_square(picks: list[int], golds: list[int]) -> dict[str, Any]:
     """Chi-square test of homogeneity: do the picks fall on the positions as the gold answers do?
-    (a 2 x k table; positions empty in both rows dropped)."""
+    (a 2 x k table; positions empty in both rows dropped). Item-level: it counts answers, so where
+    the design repeats a unit its p is too small; the report's note says so beside it."""
     cols = [i for i in range(len(picks)) if picks[i] + golds[i] > 0]
     if len(cols) < 2 or not sum(picks) or not sum(golds):
         return {"chi2": None, "dof": None, "p": None}
@@ -375,10 +376,11 @@ def chosen(r) -> int | None:
     return order[p] if order else p
 
 
-def shifted_orders(records: Iterable) -> dict[str, Any]:
+def shifted_orders(records: Iterable, clusters: dict[str, Sequence[str]] | None = None) -> dict[str, Any]:
     """Per stage: accuracy under each cyclic shift of the options (0 = the paper's order) and the
     consistency (share of items whose chosen option, by content, is the same under every shift),
-    over the items asked under all of them. {} when no call was shifted."""
+    over the items asked under all of them. CIs resample the clusters the suite declares
+    (`clusters`: Suite.clusters, read from the paper-order record). {} when no call was shifted."""
     recs = [r for r in records if r.role == "model" and r.error is None and (r.meta or {}).get("mc")
             and (r.meta or {}).get("labels") and not (r.meta or {}).get("control")]
     by: dict[str, dict[str, dict[int, Any]]] = defaultdict(lambda: defaultdict(dict))
@@ -390,7 +392,10 @@ def shifted_orders(records: Iterable) -> dict[str, Any]:
         if k < 2:
             continue
         full = {i: v for i, v in items.items() if len(v) == k}
-        acc = {str(s): rate_ci([bool(v[s].correct) for v in full.values()]) for s in range(k)}
+        cl = [cluster_key(v[0], clusters) for v in full.values()]
+        acc = {str(s): rate_ci([bool(v[s].correct) for v in full.values()], cl) for s in range(k)}
         same = [len({chosen(v[s]) for s in range(k)}) == 1 and chosen(v[0]) is not None for v in full.values()]
-        out[stage] = {"shifts": k, "items": len(full), "accuracy": acc, "consistency": rate_ci(same)}
+        first = next(iter(full.values()), {}).get(0)
+        out[stage] = {"shifts": k, "items": len(full), "accuracy": acc, "consistency": rate_ci(same, cl),
+                      "clustered_by": cluster_by_text(clusters, first.stage) if first is not None else "item"}
     return out

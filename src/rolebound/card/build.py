@@ -216,7 +216,7 @@ def _judge_agreement(name: str, judge: str | None, out: Path) -> str | None:
 def drift_section(m: dict) -> dict[str, Any] | None:
     """A dialogue run (rolebound.dialogue): each metric's drift slope per warm-up kind, and the
     metric-by-depth lines the card draws (render.py)."""
-    from ..report.fmt import POINTS, figure
+    from ..report.fmt import POINTS, clustered, figure
 
     if not m or len(m.get("depths", [])) < 2:
         return None
@@ -224,9 +224,9 @@ def drift_section(m: dict) -> dict[str, Any] | None:
     for name in m.get("names", []):
         for kind, s in (m["metrics"].get(name) or {}).items():
             d = s.get("drift") or {}
-            figs.append(figure(f"drift/{name}/{kind}", f"{name} drift per 4 turns ({kind} warm-up)", d.get("slope"),
-                               unit=POINTS, lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"), domain=DRIFT_DOMAIN,
-                               why="no items asked at every depth"))
+            figs.append(clustered(figure(f"drift/{name}/{kind}", f"{name} drift per 4 turns ({kind} warm-up)",
+                                         d.get("slope"), unit=POINTS, lo=d.get("lo"), hi=d.get("hi"), n=d.get("n"),
+                                         domain=DRIFT_DOMAIN, why="no items asked at every depth"), d.get("clusters")))
     return {"figures": figs, "drift": m}
 
 

@@ -32,9 +32,10 @@ def draw(spec: dict[str, Any]):
                 ax.text(pos[j], 0, "n/a", ha="center", va="bottom", fontsize=8, color="#777", rotation=90)
                 continue
             v = b["value"]
-            if b.get("lo") is not None and b.get("hi") is not None:
+            # an interval of no width draws no bar (a cap on the bar's top would read as a CI)
+            if b.get("lo") is not None and b.get("hi") is not None and b["hi"] > b["lo"]:
                 err = [[max(0.0, v - b["lo"])], [max(0.0, b["hi"] - v)]]
-            elif b.get("spread") is not None:
+            elif b.get("spread"):
                 err = [[b["spread"]], [b["spread"]]]
             else:
                 err = None

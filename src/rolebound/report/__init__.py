@@ -53,7 +53,7 @@ def compute_metrics(suite, records, extracted, manifest) -> dict[str, Any]:
     metrics["score_ties"] = score_ties(records)
     metrics["position_bias"] = position_bias(records)           # every multiple-choice stage
     metrics["cut_at_cap"] = cut_at_cap(records)                 # replies the token cap cut off
-    if sh := shifted_orders(records):                           # --set permutations=K
+    if sh := shifted_orders(records, suite.clusters):           # --set permutations=K
         metrics["shifts"] = sh
     if manifest.repeats > 1 and not suite.repeats_native:
         metrics["over_repeats"] = over_repeats(suite, records, manifest)
@@ -102,10 +102,13 @@ def headline_rows(suite, metrics: dict, manifest) -> list[list[Any]]:
             continue
         se = "-" if d.get("se") is None else f"{d['se']:.2f} / {d['se_item']:.2f}"
         mdd = None if d.get("mdd") is None or not d.get("trusted") else d["mdd"]    # few clusters: no SE to trust
+        mdd_text = "-" if mdd is None else f"{mdd:.1f}"
+        if d["rate"] in (0.0, 100.0):       # no spread: an SE of 0 would read as 'detects anything'
+            se, mdd_text = "- (rate at 0%/100%)", "- (undefined at 0%/100%)"
         row = [label, fmt_rate(d), d["n"], cluster_by_text(suite.clusters, stage), d["clusters"],
-               "-" if d.get("deff") is None else f"{d['deff']:.2f}", se, "-" if mdd is None else f"{mdd:.1f}"]
+               "-" if d.get("deff") is None else f"{d['deff']:.2f}", se, mdd_text]
         if scale is not None:
-            row.append("-" if mdd is None else f"{mdd * scale:.1f}")
+            row.append(mdd_text if d["rate"] in (0.0, 100.0) or mdd is None else f"{mdd * scale:.1f}")
         rows.append(row)
     return rows
 
@@ -128,7 +131,8 @@ def uncertainty_section(rep: Report, suite, metrics: dict, manifest) -> None:
                    "difference from another run of this size and clustering that a paired comparison finds 80% of "
                    "the time at two-sided 0.05 (2.80 x sqrt(2) x SE: the two runs taken as uncorrelated item by "
                    "item; a correlation makes it smaller). Under 10 clusters no interval is printed: it cannot be "
-                   "trusted." + (" Whole set: the MDD scaled by sqrt(items run / items in the set), the set "
+                   "trusted. At a rate of 0% or 100% the outcomes have no spread, so the SE is 0 and no MDD follows "
+                   "from it (the CI is then the exact binomial one over the clusters)." + (" Whole set: the MDD scaled by sqrt(items run / items in the set), the set "
                                  "assumed to cluster as this subset does." if len(heads) > 8 else ""))
 
 
@@ -223,7 +227,9 @@ def position_sections(rep, metrics: dict) -> None:
     rep.table("Position bias: answers and gold answers by option position",
               ["stage", "position (label)", "answers", "gold", "answers n", "gold n"], rows,
               note=f"Chi-square test of homogeneity (answers vs gold over positions): {tests}. "
-                   f"Rule: {pb.get('rule', '')}. Paper-order calls only; invalid answers left out.")
+                   f"Rule: {pb.get('rule', '')}. Paper-order calls only; invalid answers left out. The shares are "
+                   "counts, with no CI; the test takes the answers as independent, so where the design repeats a "
+                   "unit (a prompt asked of several characters) its p is smaller than a clustered test's.")
 
 
 def shift_sections(rep, metrics: dict) -> None:
@@ -237,11 +243,15 @@ def shift_sections(rep, metrics: dict) -> None:
         rows.append([stage, d["items"]] + [_one(a) for a in accs] + [_one(d["consistency"])])
     k = max(d["shifts"] for d in sh.values())
     heads = ["stage", "items"] + ["paper order" if s == 0 else f"shift {s}" for s in range(k)] + ["consistency"]
-    rows = [r + ["-"] * (len(heads) - len(r)) for r in rows]
+    rows = [r + ["-"] * (len(heads) - len(r)) + [d.get("clustered_by", "-"), d["consistency"].get("clusters", "-")]
+            for r, d in zip(rows, sh.values())]
+    heads += ["clustered by", "clusters"]
     rep.table("Accuracy under cyclic shifts of the options (--set permutations)", heads, rows,
               note="Each item asked with its options shifted cyclically (shift s: the option at position i moves "
                    "to i+s). Consistency: the share of items whose chosen option, by content, is the same under "
-                   "every shift. The paper's figure is the paper-order column; items asked under every shift only.")
+                   "every shift. The paper's figure is the paper-order column; items asked under every shift only. "
+                   "CIs resample clusters as the headline table does (the suite's declared unit, from the "
+                   "paper-order record); under 10 clusters no CI is printed.")
 
 
 def cut_at_cap(records) -> dict[str, Any]:

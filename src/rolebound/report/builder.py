@@ -269,8 +269,11 @@ def _digest(args: tuple) -> str:
 def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None,
              layout: str | None = None, **kw: Any):
     """(figure, axes) as `pyplot.subplots` gives them, for a figure nobody shows on screen."""
+    import matplotlib
     from matplotlib.figure import Figure
 
+    # no text of ours is mathtext, and data text drawn ('$', '_' in a model's name) must read as typed
+    matplotlib.rcParams["text.parse_math"] = False
     fig = Figure(figsize=figsize, layout=layout)
     return fig, fig.subplots(nrows, ncols, **kw)
 

@@ -226,10 +226,11 @@ def diff(key: str, label: str, d: dict | None, *, why: str = "", note: str = "")
 def chart(title: str, groups: Sequence[str], series: dict[str, Sequence[dict | None]], *,
           unit: str = PCT, ylabel: str = "") -> dict[str, Any]:
     """Grouped bars: one bar per series in each group, each bar a figure (or None: no bar);
-    error bars from the figure's CI or spread. The card draws it (rolebound.card.chart)."""
+    error bars from the figure's CI as the tables print it (`interval`: none under MIN_CLUSTERS
+    clusters, the exact one at 0% or 100%) or its spread. The card draws it (rolebound.card.chart)."""
     return {"title": title, "groups": list(groups), "unit": unit, "ylabel": ylabel,
             "series": [{"label": k, "bars": [None if f is None else
-                                             {"value": f["value"], "lo": f["lo"], "hi": f["hi"],
+                                             {"value": f["value"], "lo": interval(f)[0], "hi": interval(f)[1],
                                               "spread": f["spread"], "why": f["why"]} for f in v]}
                        for k, v in series.items()]}
 

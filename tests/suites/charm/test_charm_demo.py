@@ -40,3 +40,24 @@ def test_the_demo_subset_keeps_every_region_and_boundary_with_whole_instances():
 def test_the_demo_has_a_folder_of_its_own():
     assert make_var("DEMO_OUT") != str(default_out("charm", "bundled", ["independent"], "logprob"))
     assert "--out $(DEMO_OUT)" in (ROOT / "Makefile").read_text(encoding="utf-8")
+
+
+def test_the_demo_subset_spreads_over_roles_and_targets_at_the_same_size():
+    """The CIs resample targets (instances, BA) and facts or concepts (BC): a subset that took each
+    region's first role asked 5 roles about 25 targets. Spread, the same 300 questions reach every
+    role, concept and cross-universe target, each target with a role of its own."""
+    d, _ = load_data([], builtin=True)
+    items, _ = expand(d)
+    kept = CharmSuite().select(items, int(make_var("DEMO_LIMIT")))
+    assert len(kept) == int(make_var("DEMO_LIMIT"))
+    bcs = [i for i in kept if i.stage == "bc"]
+    every = {b: {i.target for i in items if i.stage == "bc" and i.boundary == b} for b in ("temporal", "cross")}
+    for b in ("temporal", "cross"):
+        assert {i.target for i in bcs if i.boundary == b} == every[b]
+    assert len({i.role for i in bcs}) == len({i.role for i in items if i.stage == "bc"}) == 20
+    # a cross target's questions go to one role, so each costs one BA question, not one per fact
+    cross = [i for i in bcs if i.boundary == "cross"]
+    assert len({(i.role, i.target) for i in cross}) == len(every["cross"])
+    # the rounds stay balanced: every (region, boundary) holds the same number of instances, +-1
+    sizes = [sum(1 for i in bcs if (i.region, i.boundary) == g) for g in {(i.region, i.boundary) for i in items}]
+    assert max(sizes) - min(sizes) <= 1

@@ -68,5 +68,5 @@ def test_a_fake_run_writes_the_accuracy_table(tmp_path):
     res = api.run("mcq", model="fake:random", data=str(write_mcq(tmp_path / "q.jsonl", 4)), out=tmp_path / "r",
                   progress=False)
     md = (res.run_dir / "report.md").read_text(encoding="utf-8")
-    assert "Accuracy (%, 95% bootstrap CI)" in md and "Per-sample answers" in md
+    assert "Accuracy (%, 95% cluster-bootstrap CI)" in md and "Per-sample answers" in md
     assert res.metrics["by_strategy"]["direct"]["n"] == 4

@@ -220,4 +220,10 @@ def dialogue_values(recs) -> dict[str, dict]:
 def dialogue(records) -> dict[str, Any]:
     from ...dialogue.metrics import compute as by_depth
 
-    return by_depth(records, dialogue_values, DIALOGUE_NAMES)
+    return by_depth(records, dialogue_values, DIALOGUE_NAMES, dialogue_clusters,
+                    "role (every probe of a role follows its one conversation)")
+
+
+def dialogue_clusters(recs) -> dict[str, str]:
+    """Each key's cluster: the role its dialogue plays (the plan's key, strategies.py)."""
+    return {f"{r.item_id}|{r.meta.get('role')}": f"role={r.meta.get('role')}" for r in recs}

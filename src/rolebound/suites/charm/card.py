@@ -66,7 +66,13 @@ def override_warning(ctl: dict) -> str:
 
 
 def position_claim(ctl: dict) -> str:
-    """Whether the override figure depends on option position: said only where the two CIs are apart."""
+    """Whether the override figure depends on option position: said only where the paired
+    difference's CI (clustered) excludes none, else (older metrics) where the two CIs are apart."""
+    if ctl.get("paired"):
+        if side(ctl["paired"]):
+            return ("The paired difference's 95% CI lies wholly on one side of zero: the override figure "
+                    "depends on the option position")
+        return "Whether the override figure depends on position: " + cannot_tell(ctl.get("n"))
     if order(ctl.get("control_order"), ctl.get("paper_order")):
         return "The control order's 95% CI lies apart from the paper order's: the override figure depends on position"
     return "Whether the override figure depends on position: " + cannot_tell(ctl.get("n"))

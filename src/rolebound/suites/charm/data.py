@@ -328,7 +328,9 @@ def data_hash(d: CharmData, seed: int) -> str:
 
 def select(items, limit):
     """Keep whole instances: BC questions taken round-robin over (region, boundary), plus the
-    BA and KV questions they pair with, until about `limit` questions."""
+    BA and KV questions they pair with, until about `limit` questions. Within a group the BC
+    questions are taken in `spread` order, so that a small limit covers many targets and roles
+    (the units the design repeats, over which the CIs resample) rather than one role's first."""
     if not limit or limit >= len(items):
         return list(items)
     by_id = {i.id: i for i in items}
@@ -337,7 +339,10 @@ def select(items, limit):
         if i.stage == "bc":
             groups[(i.region, i.boundary)].append(i)
     keep: set[str] = set()
-    queues = [list(v) for _, v in sorted(groups.items())]
+    keys = sorted(groups)
+    # each boundary's groups (regions) start on their own share of the targets
+    queues = [spread(groups[g], [k for k in keys if k[1] == g[1]].index(g) / sum(k[1] == g[1] for k in keys))
+              for g in keys]
     while len(keep) < limit and any(queues):
         for q in queues:
             if not q or len(keep) >= limit:
@@ -345,6 +350,31 @@ def select(items, limit):
             bc = q.pop(0)
             keep.update(x for x in (bc.id, bc.ba_id, bc.kv_id) if x and x in by_id)
     return [i for i in items if i.id in keep]
+
+
+def spread(bcs: list, shift: float = 0.0) -> list:
+    """One (region, boundary) group's BC questions in the order a limit takes them: each target
+    paired with one role of its own (the roles taken in turn, skipping a role that has no question
+    on it), its questions round-robin over those pairs, then every other question in the data's
+    order. The targets' order is rotated by the share `shift` (the group's place among its
+    boundary's regions), so that regions sharing the temporal concepts start on different ones. A
+    pair shares its BA question, so the first pass costs one BA per target and adds no other."""
+    roles = list(dict.fromkeys(i.role for i in bcs))
+    targets = list(dict.fromkeys(i.target for i in bcs))
+    if targets:
+        k = int(shift * len(targets)) % len(targets)
+        targets = targets[k:] + targets[:k]
+    pairs: dict[tuple, list] = defaultdict(list)
+    for i in bcs:
+        pairs[(i.role, i.target)].append(i)
+    first = []
+    for t, target in enumerate(targets):
+        role = next((roles[(t + j) % len(roles)] for j in range(len(roles))
+                     if (roles[(t + j) % len(roles)], target) in pairs), None)
+        first.append(pairs[(role, target)])
+    taken = [i for n in range(max(map(len, first), default=0)) for qs in first if n < len(qs) for i in [qs[n]]]
+    ids = {i.id for i in taken}
+    return taken + [i for i in bcs if i.id not in ids]
 
 
 def stats_tables(dataset) -> list[tuple[str, Any]]:

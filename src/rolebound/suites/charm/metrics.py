@@ -121,14 +121,19 @@ def override_control(records: list[Record], inst: list[dict]) -> dict[str, Any]:
     cand = [i for i in inst if i["boundary"] == "cross" and i["ba"] and i["fc_bc"] and i["kv"] is not None
             and i.get("kv_id") in ctl]
     cand.sort(key=lambda i: i["bc_id"])
-    paper = rate_ci([bool(i["kv"]) for i in cand])
-    control = rate_ci([bool(ctl[i["kv_id"]].correct) for i in cand])
-    same = [ctl[i["kv_id"]].parsed == kv[i["kv_id"]].parsed for i in cand
-            if i["kv_id"] in kv and ctl[i["kv_id"]].parsed != INVALID]
+    # clustered as the override rate is (the instances' targets): these are its candidates
+    cl = _icl(cand)
+    paper = rate_ci([bool(i["kv"]) for i in cand], cl)
+    control = rate_ci([bool(ctl[i["kv_id"]].correct) for i in cand], cl)
+    kept = [i for i in cand if i["kv_id"] in kv and ctl[i["kv_id"]].parsed != INVALID]
+    same = rate_ci([ctl[i["kv_id"]].parsed == kv[i["kv_id"]].parsed for i in kept], _icl(kept))
     diff = None if paper["rate"] is None or control["rate"] is None else control["rate"] - paper["rate"]
     outside = diff is not None and paper["lo"] is not None and not (paper["lo"] <= control["rate"] <= paper["hi"])
-    return {"n": len(cand), "paper_order": paper, "control_order": control, "diff": diff,
-            "outside_ci": bool(outside), "same_position": rate_ci(same)}
+    paired = paired_diff({i["bc_id"]: bool(i["kv"]) for i in cand},
+                         {i["bc_id"]: bool(ctl[i["kv_id"]].correct) for i in cand},
+                         {i["bc_id"]: c for i, c in zip(cand, cl)}) if cand else None
+    return {"n": len(cand), "paper_order": paper, "control_order": control, "diff": diff, "paired": paired,
+            "outside_ci": bool(outside), "same_position": same}
 
 
 YES_CONTROL = "ba~yes"
@@ -227,9 +232,10 @@ def no_role(records: list[Record], inst: list[dict], clusters: dict | None = Non
     }
 
 
-def similarity(records: list[Record], top: float = 0.2) -> dict[str, Any]:
+def similarity(records: list[Record], top: float = 0.2, clusters: dict | None = None) -> dict[str, Any]:
     """Table 14: accuracy on the items whose distractors are most (top 20%) vs least (bottom 20%)
-    similar to the correct answer (mean cosine of the distractors to the answer)."""
+    similar to the correct answer (mean cosine of the distractors to the answer); CIs clustered as
+    the suite declares the stage (`clusters`: a fact asked of several characters is one unit)."""
     out: dict[str, Any] = {}
     embedder = next((r.meta.get("embedder") for r in records if r.meta.get("embedder")), None)
     for stage in ("bc", "kv"):
@@ -239,7 +245,8 @@ def similarity(records: list[Record], top: float = 0.2) -> dict[str, Any]:
         recs.sort(key=lambda r: r.meta["sim"])
         k = max(1, int(round(len(recs) * top)))
         low, high = recs[:k], recs[-k:]
-        h, lo = rate_ci([bool(r.correct) for r in high]), rate_ci([bool(r.correct) for r in low])
+        h, lo = ([rate_ci([bool(r.correct) for r in part], [cluster_key(r, clusters) for r in part])
+                  for part in (high, low)])
         out[stage] = {"high": h, "low": lo, "gap": h["rate"] - lo["rate"], "k": k, "n": len(recs),
                       "sim_high_min": high[0].meta["sim"], "sim_low_max": low[-1].meta["sim"]}
     if out:
@@ -264,7 +271,7 @@ def compute(records: list[Record], clusters: dict | None = None) -> dict[str, An
         "by_region": by_region(inst),
         "sequential": sequential(records, clusters),
         "no_role": no_role(records, inst, clusters),
-        "similarity": similarity(records),
+        "similarity": similarity(records, clusters=clusters),
         "n_instances": len(inst),
         "failed_calls": sum(1 for r in records if r.error),
     }
@@ -309,4 +316,10 @@ def dialogue_values(recs) -> dict[str, dict]:
 def dialogue(records) -> dict[str, Any]:
     from ...dialogue.metrics import compute as by_depth
 
-    return by_depth(records, dialogue_values, DIALOGUE_NAMES)
+    return by_depth(records, dialogue_values, DIALOGUE_NAMES, dialogue_clusters,
+                    "role (every probe of a role follows its one conversation)")
+
+
+def dialogue_clusters(recs) -> dict[str, str]:
+    """Each key's cluster: the role its dialogue plays (the plan's key, strategies.py)."""
+    return {r.item_id: f"role={r.meta.get('role')}" for r in recs}

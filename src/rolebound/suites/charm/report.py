@@ -7,7 +7,7 @@ from typing import Any
 
 from .card import position_claim, yes_control_text
 from .metrics import CELL_LABELS, CELLS, instances
-from ...report.fmt import fmt_diff, fmt_pm, fmt_rate
+from ...report.fmt import fmt_diff, fmt_pm, fmt_rate, interval
 from ...report.builder import Report, drawing, extraction_section, read_by
 from ...term import visible
 
@@ -26,7 +26,7 @@ def _stacked(labels: list[str], mats: list[dict], title: str):
 
     from ...report.builder import subplots
 
-    names = [textwrap.fill(str(x), 34) for x in labels]
+    names = [textwrap.fill(visible(x, newlines=False), 34) for x in labels]
     lines = sum(n.count("\n") + 1 for n in names)
     fig, ax = subplots(figsize=(7.0, 1.3 + 0.22 * lines + 0.18 * len(names)))
     y = list(range(len(names)))[::-1]           # the first on top
@@ -38,7 +38,7 @@ def _stacked(labels: list[str], mats: list[dict], title: str):
     ax.set_yticks(y, names)
     ax.set_xlabel("% of instances")
     ax.set_xlim(0, 100)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(visible(title, newlines=False), fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
     return fig
@@ -50,25 +50,21 @@ def _region_bars(by_region: dict, title: str):
 
     regions = list(by_region)
     x = np.arange(len(regions))
-    def bars(key):
-        vals, err = [], [[], []]
-        for r in regions:
-            d = by_region[r][key]
-            v = _r(d) or 0.0
-            vals.append(v)
-            err[0].append(v - d["lo"] if d.get("lo") is not None else 0.0)
-            err[1].append(d["hi"] - v if d.get("hi") is not None else 0.0)
-        return vals, err
-
-    gap, gap_err = bars("c_gap")
-    ov, ov_err = bars("override")
     fig, ax = subplots(figsize=(max(5, 1.2 * len(regions) + 2), 3.4))
-    ax.bar(x - 0.2, gap, 0.4, yerr=gap_err, capsize=3, label="Compliance Gap (both types)", color="#e07b39")
-    ax.bar(x + 0.2, ov, 0.4, yerr=ov_err, capsize=3, label="Verified override (cross)", color="#6c5ce7")
-    ax.set_xticks(x, regions)
+    for key, dx, label, color in (("c_gap", -0.2, "Compliance Gap (both types)", "#e07b39"),
+                                  ("override", 0.2, "Verified override (cross)", "#6c5ce7")):
+        vals = [_r(by_region[r][key]) or 0.0 for r in regions]
+        ax.bar(x + dx, vals, 0.4, label=label, color=color)
+        # an error bar only where the table prints a CI (none under 10 clusters, none of no width)
+        for j, r in enumerate(regions):
+            lo, hi = interval(by_region[r][key])
+            if lo is not None and hi > lo:
+                ax.errorbar(x[j] + dx, vals[j], yerr=[[max(0.0, vals[j] - lo)], [max(0.0, hi - vals[j])]],
+                            fmt="none", ecolor="#333", capsize=3)
+    ax.set_xticks(x, [visible(r, newlines=False) for r in regions])
     ax.set_ylim(0, 100)
     ax.set_ylabel("%")
-    ax.set_title(title + " (95% bootstrap CI)", fontsize=10)
+    ax.set_title(visible(title, newlines=False) + " (95% cluster-bootstrap CI)", fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)   # off the plot: CIs reach 0 and 100
     fig.tight_layout()
     return fig
@@ -206,7 +202,8 @@ def _override_and_controls(rep: Report, metrics: dict, manifest) -> None:
         rep.table("Table 14: accuracy on high- vs low-similarity distractors",
                   ["questions", "n", "items per 20%", "High-sim", "Low-sim", "Gap (High - Low)"], rows,
                   note=f"Cosine between each distractor and the correct answer, averaged per question; "
-                       f"embedder: {sim.get('embedder')}. The paper used paraphrase-multilingual-MiniLM-L12-v2.")
+                       f"embedder: {sim.get('embedder')}. The paper used paraphrase-multilingual-MiniLM-L12-v2. "
+                       "CIs clustered as the headline table: BC by fact, else target; KV by fact; within boundary.")
 
 
 def _p(d: dict | None) -> str:
@@ -234,16 +231,18 @@ def override_control_table(rep: Report, ctl: dict) -> None:
     """Verified override with the KV options in the paper's order and in the control order."""
     if not ctl:
         return
-    diff = "-" if ctl.get("diff") is None else f"{ctl['diff']:+.1f}"
+    diff = fmt_diff(ctl["paired"]) if ctl.get("paired") else "-" if ctl.get("diff") is None else f"{ctl['diff']:+.1f}"
     rep.table("Verified override under the paper's option order and a control order",
-              ["candidates", "paper order", "control order", "difference (pp)", "control kept the position"],
+              ["candidates", "paper order", "control order", "control - paper (pp, paired)",
+               "control kept the position"],
               [[ctl["n"], fmt_rate(ctl["paper_order"]), fmt_rate(ctl["control_order"]), diff,
                 fmt_rate(ctl["same_position"])]],
               note="Control (ours, not in the paper): each override candidate's Knowledge Verification question "
                    "asked again with its options in a fixed, seeded order under which the factual option stands "
                    "neither where it stood in the KV question nor where the factual answer stood in BC "
                    "(--set kv_control=false to skip). A model that answers by content scores alike; one that "
-                   "answers by position does not. " + position_claim(ctl) + ".")
+                   "answers by position does not. CIs and the paired difference resample targets within boundary, "
+                   "as the override rate does. " + position_claim(ctl) + ".")
 
 
 def _table7(records):

@@ -94,32 +94,51 @@ def _codes(gold: Sequence[str], pred: Sequence[str], letters: str) -> tuple[np.n
     return g, p, k
 
 
+def resamples(n: int, clusters: Sequence | None, *, n_boot: int = N_BOOT, seed: int = 0) -> list[np.ndarray]:
+    """The bootstrap's draws as index arrays into n items: whole clusters resampled (`clusters`,
+    one key per item, as stats.cluster_key gives them), else items. Clusters in sorted key order:
+    the draws do not depend on record order."""
+    rng = np.random.default_rng(seed)
+    if clusters is None:
+        return list(rng.integers(0, n, size=(n_boot, n)))
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, c in enumerate(clusters):
+        groups[str(c)].append(i)
+    parts = [np.asarray(groups[k]) for k in sorted(groups)]
+    return [np.concatenate([parts[j] for j in draw]) for draw in rng.integers(0, len(parts), size=(n_boot, len(parts)))]
+
+
+def n_clusters(n: int, clusters: Sequence | None) -> int:
+    return n if clusters is None else len(set(map(str, clusters)))
+
+
 def f1_ci(gold, pred, letters: str, *, n_boot: int = N_BOOT, seed: int = 0,
-          average: str = "macro") -> tuple[float | None, float | None]:
-    """Percentile bootstrap CI (percent) of macro or weighted F1 over items."""
+          average: str = "macro", clusters: Sequence | None = None) -> tuple[float | None, float | None]:
+    """Percentile bootstrap CI (percent) of macro or weighted F1, resampling `clusters` (one key
+    per item; None: items). The report withholds it under MIN_CLUSTERS clusters (`f1_clusters`)."""
     if len(gold) < 2:
         return (None, None)
     g, p, k = _codes(gold, pred, letters)
-    rng = np.random.default_rng(seed)
-    vals = [_f1_of(g[idx], p[idx], k, average) for idx in rng.integers(0, len(g), size=(n_boot, len(g)))]
+    vals = [_f1_of(g[idx], p[idx], k, average) for idx in resamples(len(g), clusters, n_boot=n_boot, seed=seed)]
     lo, hi = np.quantile(vals, [0.025, 0.975])
     return (100.0 * float(lo), 100.0 * float(hi))
 
 
 def paired_diff(a: Sequence[float], b: Sequence[float], *, stat: str = "mean", letters: str = "",
                 gold: Sequence[str] | None = None, n_boot: int = N_BOOT, seed: int = 0,
-                average: str = "macro") -> dict | None:
-    """b - a over paired items with a percentile bootstrap CI.
+                average: str = "macro", clusters: Sequence | None = None) -> dict | None:
+    """b - a over paired items with a percentile bootstrap CI, resampling whole `clusters` (one key
+    per pair, the suite's declaration; None: each pair its own).
 
     stat "mean": a, b are per-item values (1/0 correctness, cosines); "f1": a, b are predicted
     letters and `gold` the gold letters (F1 difference, `average` macro or weighted). Rates come
-    back in percent points.
+    back in percent points. `clusters` in the result: their number (under MIN_CLUSTERS the report
+    prints no CI).
     """
     n = len(a)
     if n == 0:
         return None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
+    idx = resamples(n, clusters, n_boot=n_boot, seed=seed)
     if stat == "f1":
         g, pa, k = _codes(gold, a, letters)
         _, pb, _ = _codes(gold, b, letters)
@@ -130,9 +149,9 @@ def paired_diff(a: Sequence[float], b: Sequence[float], *, stat: str = "mean", l
         va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         scale = 100.0 if stat == "rate" else 1.0
         point = scale * float((vb - va).mean())
-        boots = list(scale * (vb[idx] - va[idx]).mean(axis=1)) if n > 1 else [point]
+        boots = [scale * float((vb[i] - va[i]).mean()) for i in idx] if n > 1 else [point]
     lo, hi = np.quantile(boots, [0.025, 0.975])
-    return {"diff": point, "lo": float(lo), "hi": float(hi), "n": n}
+    return {"diff": point, "lo": float(lo), "hi": float(hi), "n": n, "clusters": n_clusters(n, clusters)}
 
 
 # -- per strategy and task -------------------------------------------------------------------------
@@ -151,32 +170,38 @@ def accuracy_block(recs: list, group_field: str, groups: Sequence[str], clusters
     gold = [r.gold for r in labelled]
     pred = [r.parsed if r.parsed in letters else INVALID for r in labelled]
     scores = prf(gold, pred)
-    lo, hi = f1_ci(gold, pred, letters)
-    wlo, whi = f1_ci(gold, pred, letters, average="weighted")
+    cl = [cluster_key(r, clusters) for r in labelled]
+    lo, hi = f1_ci(gold, pred, letters, clusters=cl)
+    wlo, whi = f1_ci(gold, pred, letters, average="weighted", clusters=cl)
     out: dict[str, Any] = {
         "n": len(recs), "labelled": len(labelled), "invalid": sum(1 for r in recs if r.parsed not in letters),
-        "acc": rate_ci([bool(r.correct) for r in labelled], [cluster_key(r, clusters) for r in labelled]),
-        "macro": scores["macro"],
+        "acc": rate_ci([bool(r.correct) for r in labelled], cl),
+        "macro": scores["macro"], "f1_clusters": n_clusters(len(cl), cl),
         "weighted": scores["weighted"], "macro_f1_ci": [lo, hi], "weighted_f1_ci": [wlo, whi],
-        "choice_share": {L: rate_ci([r.parsed == L for r in recs]) for L in letters} if recs else {},
+        "choice_share": {L: _rate(recs, lambda r, L=L: r.parsed == L, clusters) for L in letters} if recs else {},
     }
     by: dict[str, list] = defaultdict(list)
     for r in labelled:
         by[r.meta.get(group_field)].append(r)
-    out[f"by_{group_field}"] = {g: rate_ci([bool(r.correct) for r in by[g]], [cluster_key(r, clusters) for r in by[g]])
-                                for g in groups if by.get(g)}
+    out[f"by_{group_field}"] = {g: _rate(by[g], lambda r: bool(r.correct), clusters) for g in groups if by.get(g)}
     if group_field == "conflict":
         share: dict[str, list] = defaultdict(list)
         for r in recs:
-            share[r.meta.get("conflict")].append(r.parsed == "A")
-        out["first_pole_share"] = {g: rate_ci(share[g]) for g in groups if share.get(g)}
+            share[r.meta.get("conflict")].append(r)
+        out["first_pole_share"] = {g: _rate(share[g], lambda r: r.parsed == "A", clusters)
+                                   for g in groups if share.get(g)}
     if group_field == "phase":
         parts: dict[str, list] = defaultdict(list)
         for r in labelled:
             if r.meta.get("phase") == "hero" and r.meta.get("part"):
-                parts[f"hero{r.meta['part']}"].append(bool(r.correct))
-        out["by_part"] = {k: rate_ci(v) for k, v in sorted(parts.items())}
+                parts[f"hero{r.meta['part']}"].append(r)
+        out["by_part"] = {k: _rate(v, lambda r: bool(r.correct), clusters) for k, v in sorted(parts.items())}
     return out
+
+
+def _rate(recs: list, outcome, clusters: dict | None) -> dict:
+    """rate_ci of outcome(r) over recs, resampling the clusters the suite declares."""
+    return rate_ci([outcome(r) for r in recs], [cluster_key(r, clusters) for r in recs])
 
 
 def segmenter_of(r) -> str | None:
@@ -224,8 +249,9 @@ def _by_item(recs: list) -> dict[tuple[str, int], Any]:
     return {_key(r): r for r in recs}
 
 
-def cot_minus_direct(records: list, task: str) -> dict[str, Any] | None:
-    """Table 3: CoT - direct on the items both answered (paired bootstrap)."""
+def cot_minus_direct(records: list, task: str, clusters: dict | None = None) -> dict[str, Any] | None:
+    """Table 3: CoT - direct on the items both answered (paired bootstrap over the clusters the
+    suite declares: a pair's is its direct record's)."""
     d = _by_item([r for r in answers(records, "direct", task) if r.gold is not None])
     c = _by_item([r for r in answers(records, "cot", task) if r.gold is not None])
     both = sorted(set(d) & set(c))
@@ -235,17 +261,20 @@ def cot_minus_direct(records: list, task: str) -> dict[str, Any] | None:
     pd_ = [d[i].parsed if d[i].parsed in letters else INVALID for i in both]
     pc = [c[i].parsed if c[i].parsed in letters else INVALID for i in both]
     gold = [d[i].gold for i in both]
+    cl = [cluster_key(d[i], clusters) for i in both]
     out = {"acc": paired_diff([float(bool(d[i].correct)) for i in both], [float(bool(c[i].correct)) for i in both],
-                              stat="rate"),
-           "weighted_f1": paired_diff(pd_, pc, stat="f1", letters=letters, gold=gold, average="weighted"),
-           "macro_f1": paired_diff(pd_, pc, stat="f1", letters=letters, gold=gold)}
+                              stat="rate", clusters=cl),
+           "weighted_f1": paired_diff(pd_, pc, stat="f1", letters=letters, gold=gold, average="weighted", clusters=cl),
+           "macro_f1": paired_diff(pd_, pc, stat="f1", letters=letters, gold=gold, clusters=cl)}
     for key, segmenter in (("tam", "llm"), ("tam_rules", "rules")):
+        seg = {_key(r): r for r in records if r.stage == "segment" and r.meta.get("task") == task}
         tam = {strat: {_key(r): r.parsed["tam"] for r in records
                        if r.strategy == strat and r.stage == "segment" and r.error is None
                        and r.meta.get("task") == task and segmenter_of(r) == segmenter}
                for strat in ("direct", "cot")}
         tboth = sorted(set(tam["direct"]) & set(tam["cot"]))
-        out[key] = paired_diff([tam["direct"][i] for i in tboth], [tam["cot"][i] for i in tboth]) if tboth else None
+        out[key] = paired_diff([tam["direct"][i] for i in tboth], [tam["cot"][i] for i in tboth],
+                               clusters=[cluster_key(seg[i], clusters) for i in tboth]) if tboth else None
     return out
 
 
@@ -265,26 +294,31 @@ def cross_block(records: list, cross: str, task: str, clusters: dict | None = No
         per_item[_key(r)].append(bool(r.correct))
     own = _by_item([r for r in answers(records, base, task) if r.gold is not None])
     shared = sorted(set(per_item) & set(own))
-    out["in_version"] = rate_ci([bool(own[i].correct) for i in shared]) if shared else None
-    out["cross_same_items"] = rate_ci([c for i in shared for c in per_item[i]]) if shared else None
+    # the same questions clustered as in-version: a question's cluster is its in-version record's
+    cl = {i: cluster_key(own[i], clusters) for i in shared}
+    out["in_version"] = rate_ci([bool(own[i].correct) for i in shared], [cl[i] for i in shared]) if shared else None
+    out["cross_same_items"] = rate_ci([c for i in shared for c in per_item[i]],
+                                      [cl[i] for i in shared for _ in per_item[i]]) if shared else None
     # drop = in-version - cross on the same asked questions (positive: worse as another version)
     drop = paired_diff([float(np.mean(per_item[i])) for i in shared], [float(bool(own[i].correct)) for i in shared],
-                       stat="rate") if shared else None
+                       stat="rate", clusters=[cl[i] for i in shared]) if shared else None
     out["drop"] = drop
     out["base"] = base
     differ = [r for r in labelled if r.meta.get("gold_own") and r.meta["gold_own"] != r.gold]
     out["differs"] = {
         "n": len(differ),
-        "asked_version": rate_ci([r.parsed == r.gold for r in differ]),
-        "played_version": rate_ci([r.parsed == r.meta["gold_own"] for r in differ]),
+        "asked_version": _rate(differ, lambda r: r.parsed == r.gold, clusters),
+        "played_version": _rate(differ, lambda r: r.parsed == r.meta["gold_own"], clusters),
         "other": sum(1 for r in differ if r.parsed in letters and r.parsed not in (r.gold, r.meta["gold_own"])),
         "invalid": sum(1 for r in differ if r.parsed not in letters),
     }
-    pairs: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    pairs: dict[tuple[str, str], list] = defaultdict(list)
     for r in labelled:
-        pairs[(r.meta.get("played"), r.meta.get("version"))].append(bool(r.correct))
+        pairs[(r.meta.get("played"), r.meta.get("version"))].append(r)
+    # a canon pair is one hero, so one cluster: its accuracy is shown without a CI
     out["by_pair"] = [{"hero": next((r.meta.get("hero") for r in labelled if r.meta.get("played") == p), None),
-                       "played": p, "asked": a, **rate_ci(v)} for (p, a), v in sorted(pairs.items())]
+                       "played": p, "asked": a, **_rate(v, lambda r: bool(r.correct), clusters)}
+                      for (p, a), v in sorted(pairs.items())]
     return out
 
 
@@ -305,7 +339,7 @@ def compute(records: list, manifest, clusters: dict | None = None) -> dict[str, 
             block[task] = b
         out["strategies"][strat] = block
     if "direct" in strategies and "cot" in strategies:
-        out["cot_minus_direct"] = {t: cot_minus_direct(records, t) for t in TASKS}
+        out["cot_minus_direct"] = {t: cot_minus_direct(records, t, clusters) for t in TASKS}
     for strat in strategies:
         if strat.startswith("cross-"):
             out["cross"][strat] = {t: cross_block(records, strat, t, clusters) for t in TASKS}
@@ -328,4 +362,10 @@ def dialogue_values(recs) -> dict[str, dict]:
 def dialogue(records) -> dict[str, Any]:
     from ...dialogue.metrics import compute as by_depth
 
-    return by_depth(records, dialogue_values, DIALOGUE_NAMES)
+    return by_depth(records, dialogue_values, DIALOGUE_NAMES, dialogue_clusters,
+                    "version (every probe of a version follows its one conversation)")
+
+
+def dialogue_clusters(recs) -> dict[str, str]:
+    """Each key's cluster: the version its dialogue plays (the plan's key, strategies.py)."""
+    return {r.item_id: f"version={r.meta.get('version')}" for r in recs}

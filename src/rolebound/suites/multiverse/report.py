@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...report.fmt import fmt_diff, fmt_mean_n, fmt_num, fmt_rate
+from ...report.fmt import MIN_CLUSTERS, fmt_diff, fmt_mean_n, fmt_num, fmt_rate, untrusted
 from .prompts import CONFLICTS
 from .data import PHASES
 from ...report.builder import Report, drawing, extraction_section, read_by
@@ -16,7 +16,8 @@ def report_sections(metrics: dict[str, Any], records: list, manifest, run_dir: P
     """Its part of the run's report (title, own facts, sections); rolebound.report.build adds the
     run-level facts and sections and writes report.md and report.html."""
     rep = Report("Beyond One World (multiverse): canon events, dilemmas, cross-version",
-                 "Rates in %, 95% percentile bootstrap CIs in brackets; differences in percentage points.")
+                 "Rates in %, 95% cluster-bootstrap CIs in brackets; differences in percentage points. "
+                 + CLUSTERED)
     if metrics.get("dialogue"):         # dialogue probes: their depth table and drift figure first
         from ...dialogue.report import add_sections
 
@@ -29,6 +30,18 @@ def report_sections(metrics: dict[str, Any], records: list, manifest, run_dir: P
     _f1_and_analysis(rep, strat, wt_rows, an_rows)
     _samples(rep, records, metrics)
     return rep
+
+
+# what every CI here resamples (MultiverseSuite.clusters, in words as the headline table names it)
+CLUSTERED = ("Every CI and paired difference resamples clusters, as the headline table: a dilemma by "
+             "version+conflict (its iterations and the heroes' other questions of that type), a canon question "
+             f"by hero. Under {MIN_CLUSTERS} clusters no CI is printed: it could not be trusted.")
+
+
+def _f1_ci(ci: list, g: int | None) -> str:
+    if g is not None and g < MIN_CLUSTERS:
+        return untrusted(g)
+    return f"[{fmt_num(ci[0], 1)}, {fmt_num(ci[1], 1)}]"
 
 
 def _notes(rep: Report, records: list, manifest) -> None:
@@ -83,9 +96,10 @@ def _task_rows(strat: dict) -> tuple[list, list, list, list]:
             m = b.get("macro") or {}
             ci = b.get("macro_f1_ci") or [None, None]
             wci = b.get("weighted_f1_ci") or [None, None]
-            wt_rows.append([s, task, fmt_num((b.get("weighted") or {}).get("f1"), 1),
-                            f"[{fmt_num(wci[0], 1)}, {fmt_num(wci[1], 1)}]", fmt_num(m.get("precision"), 1),
-                            fmt_num(m.get("recall"), 1), fmt_num(m.get("f1"), 1), f"[{fmt_num(ci[0], 1)}, {fmt_num(ci[1], 1)}]"])
+            g = b.get("f1_clusters")
+            wt_rows.append([s, task, fmt_num((b.get("weighted") or {}).get("f1"), 1), _f1_ci(wci, g),
+                            fmt_num(m.get("precision"), 1), fmt_num(m.get("recall"), 1), fmt_num(m.get("f1"), 1),
+                            _f1_ci(ci, g), "-" if g is None else g])
             a = b.get("analysis")
             if a:
                 top = a.get("judge_top")
@@ -144,15 +158,17 @@ def _cot_and_cross(rep: Report, metrics: dict) -> None:
                        "the played version has the same question (same key and options) with another answer, or "
                        "(dilemmas) its own canonical choice of that conflict type differs.")
         rep.table("Cross-version accuracy by played and asked version", ["strategy", "task", "hero", "played",
-                  "asked", "n", "Acc"], prow)
+                  "asked", "n", "Acc"], prow,
+                  note="A canon pair is one hero, one cluster: its accuracy has no CI. " + CLUSTERED)
 
 
 def _f1_and_analysis(rep: Report, strat: dict, wt_rows: list, an_rows: list) -> None:
     if wt_rows:
         rep.table("F1 CIs and macro averages", ["strategy", "task", "F1 (weighted)", "F1 CI",
-                  "macro Prec", "macro Recall", "macro F1", "macro F1 CI"], wt_rows,
+                  "macro Prec", "macro Recall", "macro F1", "macro F1 CI", "clusters"], wt_rows,
                   note="The paper's Recall column equals its accuracy, which is what weighted averaging gives; "
-                       "macro averages weigh every letter alike. CIs: percentile bootstrap over items.")
+                       "macro averages weigh every letter alike. CIs: percentile bootstrap over clusters "
+                       "(a dilemma's version+conflict, a canon question's hero).")
     if an_rows:
         rep.table("Reasoning analysis calls", ["strategy", "task", "segmenter calls", "LLM segmenter invalid",
                   "TAM values (LLM)", "rule fallback tried", "rule fallback invalid", "TAM (rule segments, ours)",

@@ -267,7 +267,9 @@ def test_thread_override_order_and_a_finished_rerun_load_nothing(tiny_model, tmp
     # counts add up over invocations: the re-run added no model calls
     assert man["counts"]["model_calls"] == first_man["counts"]["model_calls"] and man["counts"]["invocations"] == 2
     assert man["model_info"]["threads"] == 1                    # info kept
-    env_run = _run_in_process(args(tmp_path / "r2"), env)
+    # --no-cache: every answer of r2 is in the response cache already, and a run the cache answers
+    # whole never loads its engine, so it would record no thread choice
+    env_run = _run_in_process(args(tmp_path / "r2") + ["--no-cache"], env)
     assert env_run["rc"] in (0, None)
     info = json.loads((tmp_path / "r2" / "manifest.json").read_text())["model_info"]
     assert info["threads"] == 2 and info["thread_policy"]["source"] == "ROLEBOUND_THREADS"   # env > auto

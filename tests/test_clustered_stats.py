@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from rolebound import stats
+from rolebound import api, stats
 from rolebound.records import Record
 from rolebound.report import fmt
 from rolebound.stats import clustered_se, cluster_key, mcnemar, paired_diff, rate_ci
@@ -145,14 +145,12 @@ def two_runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pair")
     data = write_mcq(tmp / "q.jsonl", 40)
     runs = {}
+    # made in-process: the tests below run the script on these folders
     for name, model, limit in (("a", "fake:random", None), ("b", "fake:constant", 30)):
-        args = ["run", "mcq", "--model", model, "--data", data, "--out", tmp / name, "-q"]
-        r = rolebound(*(args + (["--limit", str(limit)] if limit else [])))
-        assert r.returncode == 0, r.stderr
+        api.run("mcq", model=model, data=str(data), limit=limit, out=tmp / name, progress=False)
         runs[name] = tmp / name
     other = write_mcq(tmp / "other.jsonl", 12)
-    r = rolebound("run", "mcq", "--model", "fake:random", "--data", other, "--out", tmp / "other", "-q")
-    assert r.returncode == 0, r.stderr
+    api.run("mcq", model="fake:random", data=str(other), out=tmp / "other", progress=False)
     runs["other"] = tmp / "other"
     return tmp, runs
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from rolebound import api
 from rolebound.testing.fake_server import FakeServer
 
 from helpers import needs_script, rolebound, write_mcq
@@ -45,11 +46,10 @@ def data(tmp_path) -> Path:
 
 @pytest.fixture(scope="module")
 def charm_run(tmp_path_factory) -> Path:
-    """A small finished charm run (fake model): a manifest and metrics.json to edit."""
+    """A small finished charm run (fake model): a manifest and metrics.json to edit. Made in-process:
+    the tests run the script on copies of it."""
     out = tmp_path_factory.mktemp("charm") / "run"
-    res = rolebound("run", "charm", "--model", "fake:random", "--limit", "6", "--set", "similarity=false",
-                    "--out", out, "--quiet")
-    assert res.returncode == 0, res.stderr
+    api.run("charm", model="fake:random", limit=6, options={"similarity": False}, out=out, progress=False)
     return out
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import rolebound
+from rolebound import api
 from helpers import needs_script, refused, rolebound as rb
 
 pytestmark = [needs_script, pytest.mark.slow]
@@ -30,14 +31,18 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """A finished charm run and a finished multiverse run, both on fake:random."""
+    """A finished charm run and a finished multiverse run, both on fake:random. Made in-process (the
+    folders are what the tests read; the script is what they test), on a cache of their own."""
     base = tmp_path_factory.mktemp("runs")
     out = {}
-    for suite in ("charm", "multiverse"):
-        out[suite] = base / suite
-        res = rb("run", suite, "--model", "fake:random", "--limit", "3", "--out", out[suite], "--quiet",
-                 cwd=base, env={**os.environ, "ROLEBOUND_CACHE_DIR": str(base / "cache")})
-        assert res.returncode == 0, res.stderr
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ROLEBOUND_CACHE_DIR", str(base / "cache"))
+    try:
+        for suite in ("charm", "multiverse"):
+            out[suite] = base / suite
+            api.run(suite, model="fake:random", limit=3, out=out[suite], progress=False)
+    finally:
+        mp.undo()
     return out
 
 

@@ -98,3 +98,45 @@ def test_a_run_of_repeats_counts_jobs_and_says_what_a_job_is(tmp_path, capsys):
     api.run("mcq", model="fake:random", data=str(write_mcq(tmp_path / "q.jsonl", 3)),
             out=tmp_path / "r1", use_cache=False)
     assert "mcq: 3 items" in capsys.readouterr().err
+
+
+def test_an_engine_loaded_inside_the_items_is_left_out_of_the_rate(monkeypatch, capsys):
+    # local engines load at the first call the cache cannot answer (runner.Session._load): the
+    # 20 s of a load are not one item's work, or the ETA of the whole run counts them again
+    now = [0.0]
+    monkeypatch.setattr(loop.time, "perf_counter", lambda: now[0])
+    p = loop._PlainProgress(100, "run")
+    now[0] = 20.0                    # the load
+    loop.rate_from_now()
+    for _ in range(10):              # then one item a second
+        now[0] += 1.0
+        p.advance()
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "1.00 items/s" in last and "ETA 90s" in last, last     # not 0.33 items/s, ETA 270 s
+    p.stop()
+    now[0] += 5.0
+    loop.rate_from_now()             # a finished bar is let go
+    assert p.base == (20.0, 0)
+
+
+@pytest.mark.model
+def test_a_fresh_run_on_the_bundled_model_times_its_items_from_the_load(tmp_path):
+    # through the session: the bar's base moves when the engine has loaded
+    from rolebound import api
+
+    seen = []
+    orig = loop.rate_from_now
+
+    def spy():
+        seen.append(True)
+        orig()
+
+    import rolebound.runner as runner
+
+    runner.rate_from_now = spy
+    try:
+        api.run("mcq", model="bundled", data=str(write_mcq(tmp_path / "q.jsonl", 2)), out=tmp_path / "r",
+                progress=False, use_cache=False)
+    finally:
+        runner.rate_from_now = orig
+    assert seen == [True]

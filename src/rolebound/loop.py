@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from contextlib import contextmanager
 from typing import Any, Awaitable, Iterator
 
@@ -132,6 +133,20 @@ def stop_signals() -> Iterator[StopState]:
 INSTANT_S = 1.0   # items done this soon after the start were resumed or cached: left out of the rate
 
 
+_LIVE: "weakref.WeakSet[_PlainProgress]" = weakref.WeakSet()
+
+
+def rate_from_now() -> None:
+    """A local engine loads at the first call the cache cannot answer, inside the items: the plain
+    bars' rate (a cumulative one) then counts from the end of the load, so that the load's seconds
+    do not stretch the ETA of the whole run. rich's bar estimates its speed over a recent window
+    and needs nothing."""
+    t = time.perf_counter()
+    for bar in list(_LIVE):
+        bar.base = (t, bar.done)
+        bar.restarted = True
+
+
 class _PlainProgress:
     """For logs and CI: a line every 10% (or 30 s), with rate and ETA."""
 
@@ -140,11 +155,13 @@ class _PlainProgress:
         self.t0 = time.perf_counter()
         self.last_pct, self.last_t = -1, self.t0
         self.base = (self.t0, 0)      # the rate counts from here: after the instant items
+        self.restarted = False        # rate_from_now moved the base
+        _LIVE.add(self)
 
     def rate(self, t: float) -> float:
         """Items/s since the instant items (a resumed run's recorded ones) were counted; a cumulative
         rate, so items that finish in batches do not swing it."""
-        t0, d0 = self.base if t - self.t0 > INSTANT_S else (self.t0, 0)
+        t0, d0 = self.base if self.restarted or t - self.t0 > INSTANT_S else (self.t0, 0)
         return (self.done - d0) / (t - t0) if t > t0 else 0.0
 
     def start(self):
@@ -154,7 +171,7 @@ class _PlainProgress:
         self.done += n
         pct = int(100 * self.done / max(1, self.total)) // 10
         t = time.perf_counter()
-        if t - self.t0 <= INSTANT_S:
+        if t - self.t0 <= INSTANT_S and not self.restarted:
             self.base = (t, self.done)
         if pct != self.last_pct or t - self.last_t > 30 or self.done == self.total:
             el = t - self.t0
@@ -165,7 +182,7 @@ class _PlainProgress:
             self.last_pct, self.last_t = pct, t
 
     def stop(self):
-        pass
+        _LIVE.discard(self)
 
 
 def make_progress(total: int, label: str, enabled: bool = True, unit: str = "items", note: str = ""):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator, Sequence
 
 from .errors import BackendError, EndpointError, InputError, RoleboundError, RunStopped
-from .loop import STOP_GRACE_S, EngineStopped, StopState, make_progress, signalled
+from .loop import STOP_GRACE_S, EngineStopped, StopState, make_progress, rate_from_now, signalled
 from .models.base import Backend, GenRequest, GenResult, ScoreRequest, ScoreResult
 from .records import INVALID, Decoding, Message, Reading, Record, RunManifest, Unkeepable, record_line
 from .protocol import repeat_seed
@@ -211,6 +211,7 @@ class Session:
             raise BackendError(f"{backend.spec}: the model did not load: {type(exc).__name__}: {exc}") from None
         if self.loaded_at is None:
             self.loaded_at = time.time()
+            rate_from_now()          # the bars' rate and ETA leave the load out
 
     def _gather_secrets(self) -> None:
         found = set(self._secrets)

@@ -183,8 +183,11 @@ PAPERS = [
          ["The paper's figures", "Position bias", "Canon events", "Answer extraction"],
          headline=("accuracy",),
          data=("beyond-one-world", "Beyond_One_World", "beyond-one-world.json"),
-         not_carried="its replies were not carried: its folder and replies were lost with an earlier machine, "
-         "so bench/carried/ holds none of them and the figures below are copied from the page as it was. "
+         not_carried="its replies were not carried: its folder and replies were lost with an earlier machine, and the "
+         "figures below are copied from the page as it was. A rerun began on 6 Dec (Intel Xeon, 1 thread, "
+         "niced under other work) and was stopped at 192 of 600 records: bench/carried/multiverse-bow.jsonl "
+         "holds its 191 replies (two records share one prompt), so `carry-in` and `run` resume it there; its "
+         "temperature-0.6 replies are new ones, and until it finishes the figures stay the earlier run's. "
          "Rebuilding them means asking the model again: 600 calls at temperature 0.6, whose last invocation took "
          "119.0 min here (1 thread, the 2 cores shared with other runs). Its intervals are item-level, from before "
          "issue 51 (canon questions cluster by hero): a rerun prints them clustered, as charm-official's are now.",
@@ -212,8 +215,11 @@ PAPERS = [
          ["--model", QWEN, *LONG, "--judge", "self", "--strategy", "vanilla", "--limit", "270"],
          ["Table 3 layout", "Judge outputs"],
          data=("roleke-bench", "rp_kw_errors/RoleKE-Bench.json", "roleke-bench.jsonl"),
-         not_carried="its replies were not carried: its folder and replies were lost with an earlier machine, "
-         "so bench/carried/ holds none of them and the figures below are copied from the page as it was. "
+         not_carried="its replies were not carried: its folder and replies were lost with an earlier machine, and the "
+         "figures below are copied from the page as it was. A rerun began on 6 Dec (Intel Xeon, 1 thread, "
+         "niced under other work) and was stopped with 256 of the 270 answers and 17 self-judge verdicts "
+         "made: bench/carried/knowledge-errors-roleke.jsonl holds those 273 replies, so `carry-in` and `run` "
+         "resume it there; until it finishes the figures stay the earlier run's. "
          "Rebuilding them means asking the model again: 540 calls (270 answers, 270 self-judge verdicts), 152.8 "
          "min in the invocation that answered them (1 thread, the 2 cores shared with other runs). Its intervals "
          "are item-level, from before issue 51 (answers cluster by memory, the KKE and UKE item of a memory "

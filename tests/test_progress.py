@@ -120,23 +120,13 @@ def test_an_engine_loaded_inside_the_items_is_left_out_of_the_rate(monkeypatch, 
 
 
 @pytest.mark.model
-def test_a_fresh_run_on_the_bundled_model_times_its_items_from_the_load(tmp_path):
+def test_a_fresh_run_on_the_bundled_model_times_its_items_from_the_load(tmp_path, monkeypatch):
     # through the session: the bar's base moves when the engine has loaded
+    import rolebound.runner as runner
     from rolebound import api
 
     seen = []
-    orig = loop.rate_from_now
-
-    def spy():
-        seen.append(True)
-        orig()
-
-    import rolebound.runner as runner
-
-    runner.rate_from_now = spy
-    try:
-        api.run("mcq", model="bundled", data=str(write_mcq(tmp_path / "q.jsonl", 2)), out=tmp_path / "r",
-                progress=False, use_cache=False)
-    finally:
-        runner.rate_from_now = orig
+    monkeypatch.setattr(runner, "rate_from_now", lambda: seen.append(True))
+    api.run("mcq", model="bundled", data=str(write_mcq(tmp_path / "q.jsonl", 2)), out=tmp_path / "r",
+            progress=False, use_cache=False)
     assert seen == [True]

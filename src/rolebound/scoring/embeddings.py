@@ -161,16 +161,12 @@ class Embedder:
     def __init__(self, path: str | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.path = resolve_path(path)
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-
         from ..threads import policy, resolve_override
 
         policy().apply(*resolve_override())     # the same thread rules as the engines (rolebound/threads.py)
         try:
-            self.model = SentenceTransformer(self.path, device="cpu")
+            layout = plain_layout(self.path)
+            self.model = _MeanPooled(self.path, layout) if layout else _sentence_transformer(self.path)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:   # a malformed folder
             why = (str(exc).strip().splitlines() or [""])[0][:200]
             raise InputError(f"cannot be loaded as a sentence-transformers model ({type(exc).__name__}: {why})",
@@ -199,6 +195,90 @@ class Embedder:
 
     def cosine_matrix(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         return self.encode(a) @ self.encode(b).T
+
+
+# The module types of a plain sentence-transformers folder: a transformer, mean pooling, and
+# optionally a normalisation (the layout of all-MiniLM-L6-v2 and all-mpnet-base-v2).
+_TRANSFORMER = {"sentence_transformers.models.Transformer", "sentence_transformers.base.modules.transformer.Transformer"}
+_POOLING = {"sentence_transformers.models.Pooling",
+            "sentence_transformers.sentence_transformer.modules.pooling.Pooling"}
+_NORMALIZE = {"sentence_transformers.models.Normalize",
+              "sentence_transformers.base.modules.normalize.Normalize"}
+
+
+def plain_layout(path: str) -> dict | None:
+    """How a plain folder embeds ({"max_len", "normalize"}), or None for any other layout, which
+    sentence-transformers itself loads. The plain one is computed with transformers alone: importing
+    sentence-transformers 6 costs seconds more (it imports scikit-learn), in every process that
+    embeds. The vectors are bit for bit those of SentenceTransformer.encode (tests/test_embeddings.py)."""
+    import json
+
+    folder = Path(path)
+    mods = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+    types = [m["type"] for m in mods]
+    if not (len(types) in (2, 3) and types[0] in _TRANSFORMER and mods[0]["path"] == ""
+            and types[1] in _POOLING and (len(types) == 2 or types[2] in _NORMALIZE)):
+        return None
+    st_cfg = folder / "config_sentence_transformers.json"
+    if st_cfg.is_file():
+        extra = json.loads(st_cfg.read_text(encoding="utf-8"))
+        if extra.get("default_prompt_name") or extra.get("prompts"):      # a prompt is prepended: let ST do it
+            return None
+    cfg_file = folder / "sentence_bert_config.json"
+    cfg = json.loads(cfg_file.read_text(encoding="utf-8")) if cfg_file.is_file() else {}
+    pool = json.loads((folder / mods[1]["path"] / "config.json").read_text(encoding="utf-8"))
+    modes = {k for k, v in pool.items() if k.startswith("pooling_mode") and v}
+    if (modes != {"pooling_mode_mean_tokens"} or cfg.get("do_lower_case") or not cfg.get("max_seq_length")
+            or pool.get("include_prompt") is False):
+        return None
+    return {"max_len": int(cfg["max_seq_length"]), "normalize": len(types) == 3}
+
+
+def _sentence_transformer(path: str):
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    return SentenceTransformer(path, device="cpu")
+
+
+class _MeanPooled:
+    """A plain sentence-transformers folder through transformers: what SentenceTransformer.encode
+    computes for it, in its order (longest text first, in batches), so that its floats are the same."""
+
+    def __init__(self, path: str, layout: dict):
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        self.max_len = layout["max_len"]
+        self.normalize = layout["normalize"]
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.net = AutoModel.from_pretrained(path).eval()
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return int(self.net.config.hidden_size)
+
+    def encode(self, texts: list[str], batch_size: int = 64, **_) -> np.ndarray:
+        import torch
+
+        order = np.argsort([-len(t) for t in texts])            # SentenceTransformer.encode's own order
+        out: list = [None] * len(texts)
+        for start in range(0, len(texts), batch_size):
+            rows = order[start:start + batch_size]
+            enc = self.tokenizer([texts[i].strip() for i in rows], padding=True, truncation="longest_first",
+                                 max_length=self.max_len, return_tensors="pt")
+            with torch.inference_mode():
+                hidden = self.net(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            vecs = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            # the folder's Normalize module, then encode(normalize_embeddings=True): twice, as there
+            if self.normalize:
+                vecs = torch.nn.functional.normalize(vecs, p=2, dim=1)
+            vecs = torch.nn.functional.normalize(vecs, p=2, dim=1)
+            for i, v in zip(rows, vecs.numpy()):
+                out[i] = v
+        return np.stack(out) if out else np.zeros((0, self.get_sentence_embedding_dimension()), np.float32)
 
 
 def get_embedder(path: str | None = None) -> Embedder:

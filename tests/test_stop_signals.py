@@ -93,7 +93,7 @@ def fake_run(tmp_path: Path, n: int = 3000) -> tuple[list, Path]:
 ])
 def test_a_stop_writes_what_is_done_and_counts_only_what_is_recorded(tmp_path, signals, code, word):
     args, out = fake_run(tmp_path)
-    proc = start(args, env={"ROLEBOUND_FAKE_DELAY": "1"})
+    proc = start(args, env={"ROLEBOUND_FAKE_DELAY": "0.3"})
     wait_for_records(out, 1, proc)
     rc, err, took = stop(proc, *signals)
     assert rc == code, err
@@ -106,7 +106,7 @@ def test_a_stop_writes_what_is_done_and_counts_only_what_is_recorded(tmp_path, s
 
 def test_the_run_resumes_after_a_double_ctrl_c(tmp_path):
     args, out = fake_run(tmp_path, n=1000)
-    proc = start(args, env={"ROLEBOUND_FAKE_DELAY": "1"})
+    proc = start(args, env={"ROLEBOUND_FAKE_DELAY": "0.3"})
     wait_for_records(out, 1, proc)
     rc, err, _ = stop(proc, signal.SIGINT, signal.SIGINT)
     assert rc == 130, err

@@ -221,11 +221,16 @@ def test_ray_sweep_equals_local_sweep(cluster, tmp_path):
     # knowledge-errors on Ray: test_killed_worker_node_loses_and_duplicates_nothing compares it too
     fake = grid(tmp_path / "fake.yaml", suite="charm")
     bundled = grid(tmp_path / "bundled.yaml", suite="charm", model="bundled", limit=2)
-    env = {"ROLEBOUND_THREADS": "1"}        # the same thread count both ways: bf16 sums depend on it
-    loc = rb("sweep", fake, bundled, "--out", tmp_path / "local", "-q", env=env)
-    assert loc.returncode == 0, loc.stderr
-    res = ray_sweep(cluster, fake, bundled, "--out", tmp_path / "ray", env=env)
-    assert res.returncode == 0, res.stderr
+    env = {**os.environ, "ROLEBOUND_THREADS": "1"}   # the same thread count both ways: bf16 sums depend on it
+    # both sweeps at once: the Ray one waits on its workers for much of its time
+    procs = {k: subprocess.Popen([str(SCRIPT), *map(str, a)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env=env)
+             for k, a in {"local": ["sweep", fake, bundled, "--out", tmp_path / "local", "-q"],
+                          "ray": ["sweep", fake, bundled, "--executor", "ray", "--address", cluster.address,
+                                  "--out", tmp_path / "ray", "-q"]}.items()}
+    for key, proc in procs.items():
+        _, err = proc.communicate(timeout=900)
+        assert proc.returncode == 0, (key, err[-3000:])
     assert len(runs_of(tmp_path / "ray")) == 3
     assert_same_runs(tmp_path / "local", tmp_path / "ray")
     assert (tmp_path / "ray" / "compare" / "compare.html").exists()

@@ -167,13 +167,13 @@ async def test_concurrency_is_bounded_and_reached(limit, transport):
 # -- retries ------------------------------------------------------------------------------------
 @pytest.mark.slow
 async def test_429_is_retried_after_the_retry_after_wait(server, transport):
-    server.fail(status=429, retry_after=1, times=2)
+    server.fail(status=429, retry_after=1, times=1)
     b = backend(server)
     try:
         res, = await b.generate([chat_req()], Decoding())
         assert res.error is None and res.text == "B"
-        assert [a["status"] for a in server.stats.arrivals] == [429, 429, 200]
-        assert b.retries == 2 and all(w >= 1.0 for w in b.waits)
+        assert [a["status"] for a in server.stats.arrivals] == [429, 200]
+        assert b.retries == 1 and b.waits and all(w >= 1.0 for w in b.waits)
         assert all(g >= 1.0 for g in gaps(server))
     finally:
         await b.close()

@@ -538,7 +538,8 @@ def run(names: list[str]) -> int:
         rc = subprocess.call([str(exe), *spec.argv(spec.command())[1:]], cwd=ROOT, env=run_env(spec)) or rc
         if spec.judge_check:
             print("$", shlex.join(spec.judge_check), flush=True)
-            rc = subprocess.call([str(exe), *spec.argv(spec.judge_check)[1:]], cwd=ROOT) or rc
+            # in the run's own cache, so that `carry-out` carries the check's verdicts with the run
+            rc = subprocess.call([str(exe), *spec.argv(spec.judge_check)[1:]], cwd=ROOT, env=run_env(spec)) or rc
     return rc
 
 

@@ -184,7 +184,11 @@ def test_knowledge_errors_yes_no_verdicts(tmp_path):
                  out=tmp_path / "run", progress=False, resamples=50)
     allg = res.metrics["scores"]["verdict"]["groups"]["all"]
     assert set(allg) == {"a", "b", "humans"}
-    assert set(allg["humans"]) == {"n", "accuracy", "kappa"} and allg["humans"]["n"] == 8
+    assert set(allg["humans"]) == {"n", "clusters", "trusted", "accuracy", "kappa"} and allg["humans"]["n"] == 8
+    # the eight replies are about one memory (character and correct_memory): one cluster, no interval
+    assert allg["humans"]["clusters"] == 1 and allg["humans"]["trusted"] is False
+    assert allg["humans"]["accuracy"]["lo"] is None and allg["humans"]["kappa"]["hi"] is None
+    assert res.metrics["clustered_by"].startswith("memory")
     assert allg["humans"]["accuracy"]["value"] == pytest.approx(sum((i % 3 > 0) == (i % 2 > 0) for i in range(8)) / 8)
 
 

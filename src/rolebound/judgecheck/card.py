@@ -9,8 +9,8 @@ from typing import Any, Sequence
 
 from ..errors import InputError
 from ..io import read_regular
-from ..report.fmt import fmt_stat
 from .metrics import HUMANS, MEAN
+from .report import stat_text
 from .run import KIND
 
 
@@ -45,12 +45,14 @@ def agreement_line(metrics: dict[str, Any], run_dir: Path) -> str:
         who = MEAN if MEAN in overall else next((a for a in block["annotators"] if a in overall), None)
         if who is None:
             continue
-        s = f"{score}: {name} {fmt_stat(overall[who].get(key))} vs {'the annotators’ mean' if who == MEAN else who}"
+        s = f"{score}: {name} {stat_text(overall[who], key)} vs {'the annotators’ mean' if who == MEAN else who}"
         if HUMANS in overall:
-            s += f" (human ceiling {fmt_stat(overall[HUMANS].get(key))})"
+            s += f" (human ceiling {stat_text(overall[HUMANS], key)})"
         parts.append(s)
     n = metrics["verdicts"]["read"]
-    return (f"Judge checked against human labels ({n} of {metrics['rows']} verdicts read; {run_dir}): "
+    by = metrics.get("clustered_by") or "reply"
+    return (f"Judge checked against human labels ({n} of {metrics['rows']} verdicts read; CIs clustered by {by}; "
+            f"{run_dir}): "
             + "; ".join(parts))
 
 

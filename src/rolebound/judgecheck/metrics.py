@@ -1,7 +1,7 @@
 """PURE: a judge-check run's records -> agreement of the judge with each annotator, with their
 mean, and of the annotators with each other (the human ceiling), per score and per group.
 
-Each verdict record carries the row's human labels and group in `meta` (run.py), so the metrics
+Each verdict record carries the row's human labels, group and cluster in `meta` (run.py), so the metrics
 need nothing but records.jsonl. Rows are sorted by item id before any resampling: the same
 records in any order give the same figures.
 
@@ -12,8 +12,12 @@ bincount.
 - ordinal scales: Spearman rho and Kendall tau-b (ties handled as scipy does), quadratic-weighted
   Cohen's kappa, exact agreement, mean absolute error;
 - nominal scales (yes/no): accuracy (= exact agreement) and Cohen's kappa.
-The bootstrap resamples pairs with a fixed seed; callers sort their pairs by a stable key first,
-so the same pairs in any order give the same intervals.
+The bootstrap resamples clusters (issue 51): the replies sharing a cluster key (the row's
+`cluster`, else the suite's, e.g. one multiverse question answered by five models; else the reply
+alone) are drawn together, a resample summing its clusters' tables (draw counts times per-cluster
+tables, one matrix product). Clusters are taken in sorted key order with a fixed seed, so the same
+pairs in any order give the same intervals; with each reply its own cluster the draws are those
+of a bootstrap of the pairs. Below stats.MIN_CLUSTERS clusters no interval is given.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..records import INVALID
-from .spec import JudgeCheck, Scale
+from ..stats import MIN_CLUSTERS, clustered_se, item_se
+from .spec import BY_REPLY, JudgeCheck, Scale, reply_cluster
 
 ORDINAL = ("spearman", "kendall", "qwk", "exact", "mae")
 NOMINAL = ("accuracy", "kappa")
@@ -116,30 +121,52 @@ def statistics(t: np.ndarray, values: Sequence[float], kind: str) -> dict[str, f
 
 
 def agreement(a: Sequence[int], b: Sequence[int], values: Sequence[float], kind: str = "ordinal", *,
-              resamples: int = BOOTSTRAP, seed: int = SEED) -> dict[str, Any]:
-    """{n, <statistic>: {value, lo, hi}} for paired grid indices a, b (in the caller's stable order).
-    The interval is the 2.5-97.5 percentile of `resamples` bootstrap resamples of the pairs (None
-    when a resample leaves a statistic undefined every time, e.g. a constant rater)."""
+              clusters: Sequence[Any] | None = None, resamples: int = BOOTSTRAP, seed: int = SEED) -> dict[str, Any]:
+    """{n, clusters, trusted, <statistic>: {value, lo, hi}} for paired grid indices a, b (in the
+    caller's stable order). `clusters`: one key per pair (none: each pair its own). The interval is
+    the 2.5-97.5 percentile of `resamples` cluster-bootstrap resamples: each draws as many clusters
+    as there are, with replacement, and sums their contingency tables (None when a resample leaves
+    a statistic undefined every time, e.g. a constant rater). Below MIN_CLUSTERS clusters no
+    interval is given (`trusted` False). The rates (exact, accuracy) add `deff`, the design effect."""
     k = len(values)
     a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     n = len(a)
+    codes = a * k + b
+    keys = [str(c) for c in clusters] if clusters is not None else list(range(n))
+    if len(keys) != n:
+        raise ValueError(f"{n} pairs but {len(keys)} cluster keys")
+    order = {c: i for i, c in enumerate(sorted(set(keys)))}     # sorted keys: the pairs' order cannot matter
+    g = len(order)
     point = statistics(table(a, b, k), values, kind)
-    out: dict[str, Any] = {"n": n}
+    out: dict[str, Any] = {"n": n, "clusters": g, "trusted": g >= MIN_CLUSTERS}
     draws: dict[str, np.ndarray] = {s: np.array([]) for s in point}
-    if n:
+    if n and out["trusted"]:
+        # per-cluster tables (G x k*k); a resample's table is its draw counts (R x G) times them
+        cid = np.array([order[c] for c in keys], dtype=np.int64)
+        per = np.bincount(cid * k * k + codes, minlength=g * k * k).reshape(g, k * k).astype(float)
         rng = np.random.default_rng(seed)
-        codes = a * k + b
-        picks = codes[rng.integers(0, n, (resamples, n))]
-        offsets = (np.arange(resamples) * k * k)[:, None]
-        tables = np.bincount((picks + offsets).ravel(), minlength=resamples * k * k)
-        draws = statistics(tables.reshape(resamples, k, k).astype(float), values, kind)
+        picks = rng.integers(0, g, (resamples, g))
+        offsets = (np.arange(resamples) * g)[:, None]
+        counts = np.bincount((picks + offsets).ravel(), minlength=resamples * g).reshape(resamples, g)
+        draws = statistics((counts.astype(float) @ per).reshape(resamples, k, k), values, kind)
     for s, v in point.items():
         d = np.asarray(draws[s], dtype=float)
         d = d[~np.isnan(d)]
         lo, hi = (float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))) if len(d) else (None, None)
         out[s] = {"value": None if math.isnan(v) else round(v, 4),
                   "lo": None if lo is None else round(lo, 4), "hi": None if hi is None else round(hi, 4)}
+        if s in RATES and n:
+            out[s]["deff"] = _deff((a == b).astype(float), keys)
     return out
+
+
+RATES = ("exact", "accuracy")
+
+
+def _deff(hits: np.ndarray, keys: list) -> float | None:
+    """The design effect of a rate (stats.uncertainty's: clustered variance over item-level)."""
+    se, se_item = clustered_se(hits, keys), item_se(hits)
+    return round((se / se_item) ** 2, 3) if se is not None and se_item else None
 
 
 # -- the judge against each annotator, per score and group -----------------------------------------
@@ -158,6 +185,9 @@ def verdict_rows(records: Iterable, check: JudgeCheck) -> list[dict[str, Any]]:
             continue       # an earlier step (judge.think): counts only when it failed, ending the row
         scores = check.scores_of(r.parsed) if r.error is None and r.parsed != INVALID else None
         out[r.item_id] = {"id": r.item_id, "group": r.meta.get("group") or "", "labels": r.meta["labels"],
+                          # a run recorded before clusters: each reply its own
+                          "cluster": r.meta.get("cluster") or reply_cluster(r.item_id),
+                          "cluster_by": r.meta.get("cluster_by") or BY_REPLY,
                           "judge": scores or {}, "failed": r.error is not None,
                           "unread": r.error is None and not scores}
     return [out[k] for k in sorted(out)]
@@ -170,14 +200,15 @@ def _mean(labels: dict[str, dict], score: str, annotators: list[str]) -> float |
     return sum(float(v) for v in vals) / len(vals)
 
 
-def _pairs(rows, scale: Scale, left, right) -> tuple[list[int], list[int]]:
-    a, b = [], []
+def _pairs(rows, scale: Scale, left, right) -> tuple[list[int], list[int], list[str]]:
+    a, b, c = [], [], []
     for row in rows:
         i, j = scale.index(left(row)), scale.index(right(row))
         if i is not None and j is not None:
             a.append(i)
             b.append(j)
-    return a, b
+            c.append(row["cluster"])
+    return a, b, c
 
 
 def _targets(score: str, annotators: list[str], judged: bool, nominal: bool) -> dict[str, tuple]:
@@ -209,8 +240,8 @@ def score_block(rows, score: str, scale: Scale, judged: bool, resamples: int, se
         sub = [row for row in rows if g == ALL or row["group"] == g]
         block = {}
         for name, (left, right) in _targets(score, annotators, judged, kind == "nominal").items():
-            a, b = _pairs(sub, scale, left, right)
-            stats = agreement(a, b, grid, kind, resamples=resamples, seed=seed)
+            a, b, c = _pairs(sub, scale, left, right)
+            stats = agreement(a, b, grid, kind, clusters=c, resamples=resamples, seed=seed)
             if name == MEAN:
                 stats.pop("exact", None)     # half points: exact agreement with a mean is not defined
             block[name] = stats
@@ -226,13 +257,19 @@ def compute(records, check: JudgeCheck, *, resamples: int = BOOTSTRAP, seed: int
             "verdicts": {"read": sum(1 for r in rows if r["judge"]), "unread": sum(1 for r in rows if r["unread"]),
                          "failed": sum(1 for r in rows if r["failed"])},
             "judged": sorted(judged), "bootstrap": {"resamples": resamples, "seed": seed, "ci": 95},
-            "scores": scores}
+            "clustered_by": clustered_by(rows), "scores": scores}
+
+
+def clustered_by(rows) -> str:
+    """What the rows were clustered by, in words (several kinds: each, '; ' between)."""
+    return "; ".join(sorted({row["cluster_by"] for row in rows})) or BY_REPLY
 
 
 def humans_only(rows, check: JudgeCheck, *, resamples: int = BOOTSTRAP, seed: int = SEED) -> dict[str, Any]:
     """The annotators' agreement with each other on labelled rows (no judge): the human ceiling of
     a whole release, e.g. every Beyond One World reply."""
-    table = [{"id": r.id, "group": r.group or "", "labels": r.labels, "judge": {}}
-             for r in sorted(rows, key=lambda r: r.id)]
+    table = [{"id": r.id, "group": r.group or "", "labels": r.labels, "judge": {},
+              **dict(zip(("cluster", "cluster_by"), check.cluster(r)))} for r in sorted(rows, key=lambda r: r.id)]
     return {"kind": "judge-check-humans", "rows": len(table), "bootstrap": {"resamples": resamples, "seed": seed},
+            "clustered_by": clustered_by(table),
             "scores": {s: score_block(table, s, scale, False, resamples, seed) for s, scale in check.scales.items()}}

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..report.fmt import fmt_stat
+from ..report.fmt import few_clusters, fmt_stat, untrusted
+from ..stats import MIN_CLUSTERS
 from .metrics import ALL, HUMANS, MEAN, NOMINAL, ORDINAL
 
 NAMES = {"spearman": "Spearman rho", "kendall": "Kendall tau-b", "qwk": "QWK", "exact": "exact", "mae": "MAE",
@@ -27,16 +28,28 @@ def table_rows(metrics: dict[str, Any], groups: str = "all") -> tuple[list[str],
     "overall": the pooled rows only."""
     kinds = {b["scale"] for b in metrics["scores"].values()}
     stats = list(ORDINAL if "ordinal" in kinds else ()) + list(NOMINAL if "nominal" in kinds else ())
-    cols = ["score", "group", "comparison", "n"] + [NAMES[s] for s in stats]
+    cols = ["score", "group", "comparison", "n", "clusters"] + [NAMES[s] for s in stats]
     rows = []
     for score, block in metrics["scores"].items():
         for g, targets in block["groups"].items():
             if groups == "overall" and g != ALL:
                 continue
             for name, st in targets.items():
-                rows.append([score, g, target_label(name, block["judged"]), str(st["n"])]
-                            + [fmt_stat(st.get(s)) for s in stats])
+                rows.append([score, g, target_label(name, block["judged"]), str(st["n"]),
+                             str(st.get("clusters", "-"))] + [stat_text(st, s) for s in stats])
     return cols, rows
+
+
+def stat_text(block: dict[str, Any], stat: str) -> str:
+    """A statistic with its CI; below MIN_CLUSTERS clusters, why there is none instead."""
+    s = fmt_stat(block.get(stat))
+    g = few_clusters({"clusters": block["clusters"]}) if "clusters" in block else None
+    return f"{s} {untrusted(g)}" if g is not None and s != "-" else s
+
+
+def clusters_line(metrics: dict[str, Any]) -> str:
+    return (f"95% cluster-bootstrap CIs: replies resampled by {metrics.get('clustered_by') or 'reply'} "
+            f"(the clusters column counts them; below {MIN_CLUSTERS} clusters no CI is given)")
 
 
 def verdict_line(metrics: dict[str, Any]) -> str:
@@ -50,11 +63,11 @@ def write_report(metrics: dict[str, Any], records, manifest, run_dir: Path) -> l
     from ..report import run_facts
 
     rep = Report(f"Judge check: the {manifest.suite} judge against human labels",
-                 f"judge {manifest.judge}; 95% bootstrap CIs ({metrics['bootstrap']['resamples']} resamples, "
+                 f"judge {manifest.judge}; 95% cluster-bootstrap CIs ({metrics['bootstrap']['resamples']} resamples, "
                  f"seed {metrics['bootstrap']['seed']})")
     rep.records = list(records)
     rep.facts(run_facts(manifest))
-    rep.text(verdict_line(metrics) + ".\n\n" + CAVEAT, "Verdicts")
+    rep.text(verdict_line(metrics) + ".\n\n" + clusters_line(metrics) + ".\n\n" + CAVEAT, "Verdicts")
     cols, rows = table_rows(metrics)
     for score, block in metrics["scores"].items():
         mine = [r for r in rows if r[0] == score]
@@ -84,7 +97,7 @@ def print_table(metrics: dict[str, Any], groups: str = "all", verdicts: bool = T
     from .. import term
 
     cols, rows = table_rows(metrics, groups)
-    t = Table(title="judge agreement with human labels (95% bootstrap CI)")
+    t = Table(title="judge agreement with human labels (95% cluster-bootstrap CI)")
     for c in cols:
         t.add_column(c, justify="right" if c not in ("score", "group", "comparison") else "left")
     last = None
@@ -98,3 +111,4 @@ def print_table(metrics: dict[str, Any], groups: str = "all", verdicts: bool = T
     console = term.console(width=None if sys.stdout.isatty() else 200)    # a log keeps whole rows
     console.print(t)
     console.print(verdict_line(metrics) if verdicts else f"{metrics['rows']} labelled replies")
+    console.print(clusters_line(metrics), markup=False)

@@ -88,7 +88,9 @@ async def _judge_all(session, check: JudgeCheck, rows: list[Labelled], settings:
 
     async def one(row: Labelled) -> None:
         nonlocal failed
-        meta = {"group": row.group, "labels": row.labels, **{k: v for k, v in row.context.items() if k == "task"}}
+        key, by = check.cluster(row)
+        meta = {"group": row.group, "labels": row.labels, "cluster": key, "cluster_by": by,
+                **{k: v for k, v in row.context.items() if k == "task"}}
         ctx = ItemContext(session=session, item_id=row.id, strategy=STRATEGY, meta=meta)
         try:
             await check.judge(ctx, row, settings)

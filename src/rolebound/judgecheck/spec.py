@@ -61,6 +61,8 @@ class Labelled(BaseModel):
     reply: str = Field(min_length=1)                 # the role-played reply the humans scored
     labels: dict[str, dict[str, Any]]                # annotator -> {score name -> value or null}
     group: str | None = None                         # agreement is also given per group (e.g. the model)
+    # the unit the design repeats (a question several models answered): resampled together
+    cluster: str | None = Field(default=None, min_length=1)
     context: dict[str, Any] = Field(default_factory=dict)   # what the suite's judge prompt needs
     source: str | None = None
     note: str | None = None
@@ -88,6 +90,10 @@ class JudgeCheck:
     settings: Callable[[Any, Any], dict[str, Any]] | None = None   # (judge backend, resolved) -> run settings
     verdict: Callable[[Any], dict[str, Any] | None] | None = None  # a verdict record's parsed -> {score: value}
     departures: Callable[[list[Labelled]], list[str]] | None = None   # rows -> how judging them departs from the paper
+    # a row without its own `cluster`: the suite's cluster from its context (None: the reply alone),
+    # and what that cluster is, in words
+    cluster_of: Callable[[Labelled], str | None] | None = None
+    cluster_by: str = ""
 
     def scores_of(self, parsed: Any) -> dict[str, Any] | None:
         if self.verdict is not None:
@@ -96,3 +102,21 @@ class JudgeCheck:
 
     def judged_scales(self) -> tuple[str, ...]:
         return self.judged or tuple(self.scales)
+
+    def cluster(self, row: Labelled) -> tuple[str, str]:
+        """(key, what it is in words) of a row's cluster: its own `cluster` field, else the suite's
+        (cluster_of), else the reply itself. The kinds never share a key."""
+        if row.cluster is not None:
+            return f"cluster={row.cluster}", BY_FIELD
+        key = self.cluster_of(row) if self.cluster_of is not None else None
+        if key is not None:
+            return f"suite={key}", self.cluster_by or "the suite's unit"
+        return reply_cluster(row.id), BY_REPLY
+
+
+BY_FIELD = "the rows' cluster field"
+BY_REPLY = "reply (each its own)"
+
+
+def reply_cluster(row_id: str) -> str:
+    return f"reply={row_id}"

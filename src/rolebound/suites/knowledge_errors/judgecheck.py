@@ -29,6 +29,21 @@ async def judge(ctx, row: Labelled, settings: dict[str, Any]):
                                query=c.query, response=row.reply)
 
 
+CLUSTER_BY = "memory (memory_id, else character and correct_memory): its KKE and UKE replies"
+
+
+def cluster_of(row: Labelled) -> str | None:
+    """The memory a row's reply is about, as the suite clusters its answers (Suite.clusters:
+    memory_id). A row without memory_id: its character and correct memory, which a memory_id
+    stands for (data.py: the items of a memory share both)."""
+    c = row.context
+    if c.get("memory_id") is not None:
+        return f"memory_id={c['memory_id']}"
+    if c.get("character") and c.get("correct_memory"):
+        return f"memory={c['character']}/{c['correct_memory']}"
+    return None
+
+
 def spec(scoring_mode: Callable[[Any], str]) -> JudgeCheck:
     """scoring_mode(judge): the suite's rule (" yes" against " no" by log-likelihood on the demo
     models, generated elsewhere)."""
@@ -39,4 +54,5 @@ def spec(scoring_mode: Callable[[Any], str]) -> JudgeCheck:
                       prompt_templates={"judge_kke": JUDGE_KKE, "judge_uke": JUDGE_UKE},
                       settings=lambda judge_backend, resolved: {"judge_scoring": scoring_mode(judge_backend),
                                                                 "judge_max_tokens": None},
-                      verdict=lambda parsed: {"verdict": parsed} if parsed in ("yes", "no") else None)
+                      verdict=lambda parsed: {"verdict": parsed} if parsed in ("yes", "no") else None,
+                      cluster_of=cluster_of, cluster_by=CLUSTER_BY)

@@ -11,7 +11,10 @@ dilemma and quote replies, describe_score on the 56 knowledge replies. What the 
 - the judge reads the reply as the authors' scoring.py does (the raw reply, no segmenter) with the
   character's name and lore. The annotated rows carry pdb ids, not the benchmark's CIDs, so their
   attributes are unknown: the prompt says "Attributes: -" (docs/judge-check.md);
-- describe has no judge counterpart in the suite: only the humans' agreement on it is reported.
+- describe has no judge counterpart in the suite: only the humans' agreement on it is reported;
+- a reply's cluster is its task and CID: one character's questions of one task (up to six canon
+  questions), so the five models' replies to a question are resampled together, with that
+  character's other questions of the task (the suite clusters canon questions by hero too).
 """
 
 from __future__ import annotations
@@ -162,6 +165,15 @@ def select(rows: list[Labelled], limit: int | None) -> list[Labelled]:
     return interleave(queues)[:limit]
 
 
+CLUSTER_BY = "task and character (the release's CID): the five models' replies to its questions"
+
+
+def cluster_of(row: Labelled) -> str | None:
+    """A release row's cluster (task/cid=N); a user's row without them: none (the reply alone)."""
+    task, cid = row.context.get("task"), row.context.get("cid")
+    return f"{task}/cid={cid}" if task is not None and cid is not None else None
+
+
 def departures(rows: list[Labelled]) -> list[str]:
     out = ["the judge reads the whole reply (the authors' scoring.py), not the segmented spans"]
     bare = sum(1 for r in rows if not r.context.get("attributes"))
@@ -177,4 +189,4 @@ def spec(scoring_mode: Callable[[Any], str]) -> JudgeCheck:
                       context_model=Context, prompt_templates={"judge": JUDGE}, release=read_release,
                       default_release=default_release, judged=("thinking", "acting"), select=select,
                       settings=run_settings(scoring_mode),
-                      departures=departures)
+                      departures=departures, cluster_of=cluster_of, cluster_by=CLUSTER_BY)

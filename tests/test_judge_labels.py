@@ -35,3 +35,17 @@ def test_the_self_judges_real_replies_read_as_their_judgment_line():
     rows = [json.loads(line) for line in (CORPUS.parent / "knowledge_errors_roleke_qwen_judge.jsonl").open()]
     assert len(rows) == 60 and all(r["want"] in ("yes", "no") for r in rows)
     assert [parse_judgment(r["response"]) for r in rows] == [r["want"] for r in rows]
+
+
+def test_the_corpus_clusters_by_memory():
+    """The suite clusters its answers by memory (Suite.clusters: memory_id); the corpus rows carry
+    the character and correct memory it stands for, so a memory's KKE and UKE replies share a cluster."""
+    _, check = spec_of("knowledge-errors")
+    rows = read_labelled(CORPUS, check)
+    by: dict[str, list] = {}
+    for r in rows:
+        by.setdefault(check.cluster(r)[0], []).append(r)
+    assert len(by) == 51 and all(k.startswith("suite=memory=") for k in by)
+    pairs = [c for c in by.values() if len(c) == 2]
+    assert len(pairs) == 9 and all({r.context["error_type"] for r in c} == {"KKE", "UKE"} for c in pairs)
+    assert all(len({(r.context["character"], r.context["correct_memory"]) for r in c}) == 1 for c in by.values())

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from rolebound.errors import InputError
+from rolebound.io import stable_hash
 from rolebound.judgecheck.metrics import agreement, kappa, kendall, mae, spearman, table
 from rolebound.judgecheck import run as jc
 from rolebound.judgecheck.data import read_labelled
@@ -85,6 +86,53 @@ def test_bootstrap_is_deterministic_and_brackets_the_estimate():
         assert one[s]["lo"] < one[s]["hi"]
 
 
+# what the pair bootstrap of this file's commit 3180783 gave for the same 80 pairs (seed 0, 1,000 resamples)
+PAIR_BOOTSTRAP = {"spearman": (0.8541, 0.7858, 0.895), "kendall": (0.7018, 0.6362, 0.7628),
+                  "qwk": (0.8525, 0.7966, 0.8937), "exact": (0.175, 0.0875, 0.2625), "mae": (0.7188, 0.6188, 0.825)}
+
+
+def test_each_reply_its_own_cluster_gives_the_pair_bootstrap_figures():
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 11, 80)
+    b = np.clip(a + rng.integers(-3, 4, 80), 0, 10)
+    for clusters in (None, [f"reply=r{i:02d}" for i in range(80)]):
+        got = agreement(a, b, GRID, clusters=clusters)
+        assert {s: (got[s]["value"], got[s]["lo"], got[s]["hi"]) for s in PAIR_BOOTSTRAP} == PAIR_BOOTSTRAP
+        assert got["clusters"] == 80 and got["trusted"] is True
+        assert got["exact"]["deff"] == pytest.approx(1.0)      # independent replies: no design effect
+
+
+def test_replies_repeated_as_one_cluster_give_the_interval_of_the_replies_once():
+    """Five copies of each reply (five models' replies to one question, all alike) carry the
+    information of one: resampled as clusters they give the interval of the replies once; resampled
+    as pairs (the bootstrap before clusters) an interval about sqrt(5) times too narrow."""
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 2, 40)
+    b = np.where(rng.random(40) < 0.7, a, 1 - a)
+    once = agreement(a, b, ["yes", "no"], "nominal")
+    five = agreement(np.repeat(a, 5), np.repeat(b, 5), ["yes", "no"], "nominal",
+                     clusters=[f"q{i:02d}" for i in range(40) for _ in range(5)])     # keys sorted as the pairs
+    pairs = agreement(np.repeat(a, 5), np.repeat(b, 5), ["yes", "no"], "nominal")
+    assert five["n"] == 200 and five["clusters"] == 40 and pairs["clusters"] == 200
+    for s in ("accuracy", "kappa"):
+        assert (five[s]["value"], five[s]["lo"], five[s]["hi"]) == (once[s]["value"], once[s]["lo"], once[s]["hi"])
+        assert pairs[s]["hi"] - pairs[s]["lo"] < 0.6 * (five[s]["hi"] - five[s]["lo"])
+    assert five["accuracy"]["deff"] == pytest.approx(5, rel=0.1)       # the clustered variance is ~5x
+    assert pairs["accuracy"]["deff"] == pytest.approx(1.0)
+
+
+def test_below_ten_clusters_no_interval():
+    a, b = idx([1, 2, 3, 4, 5] * 4), idx([1, 2, 3, 5, 4] * 4)
+    few = agreement(a, b, GRID, clusters=[i % 9 for i in range(20)])
+    assert few["clusters"] == 9 and few["trusted"] is False
+    assert all(few[s]["lo"] is None and few[s]["hi"] is None for s in ("spearman", "kendall", "qwk", "exact", "mae"))
+    assert few["exact"]["value"] == 0.6 and few["exact"]["deff"] is not None       # the point stays
+    assert agreement(a, b, GRID, clusters=[i % 10 for i in range(20)])["exact"]["lo"] is not None
+    from rolebound.judgecheck.report import stat_text
+
+    assert stat_text(few, "exact") == "0.60 (no CI: 9 clusters, too few to trust one)"
+
+
 def test_constant_rater_gives_no_correlation():
     r = agreement(idx([4, 4, 4, 4]), idx([1, 2, 3, 4]), GRID, resamples=20)
     assert r["spearman"]["value"] is None and r["exact"]["value"] == 0.25
@@ -123,6 +171,18 @@ def test_bad_rows_name_file_line_and_field(tmp_path, bad, field):
     msg = str(e.value)
     assert msg.startswith(f"{path}:2, field '{field}'"), msg
     assert "\n" not in msg
+
+
+def test_a_rows_cluster_field(tmp_path):
+    check = multiverse_check()
+    rows = read_labelled(write_rows(tmp_path / "l.jsonl", [mv_row(0, cluster="q1"), mv_row(1)]), check)
+    assert rows[0].cluster == "q1" and rows[1].cluster is None
+    assert check.cluster(rows[0]) == ("cluster=q1", "the rows' cluster field")
+    assert check.cluster(rows[1]) == ("reply=r1", "reply (each its own)")      # no task and cid: the reply alone
+    from rolebound.judgecheck.data import rows_hash
+
+    # a row without a cluster hashes as before the field existed (an earlier run resumes)
+    assert rows_hash(rows[1:]) == stable_hash([{k: v for k, v in rows[1].model_dump().items() if k != "cluster"}])
 
 
 def test_null_labels_and_half_points_of_the_mean(tmp_path):
@@ -212,11 +272,20 @@ def rb(*args, cwd=None):
 @pytest.mark.slow
 @pytest.mark.skipif(not SCRIPT.exists(), reason="the rolebound script is not installed here")
 def test_cli_end_to_end_and_one_line_errors(tmp_path):
-    data = write_rows(tmp_path / "labels.jsonl", [mv_row(i) for i in range(6)])
+    # three questions, each answered twice: the rows' own cluster field
+    data = write_rows(tmp_path / "labels.jsonl", [mv_row(i, cluster=f"q{i % 3}") for i in range(6)])
     ok = rb("judge-check", "multiverse", "--judge", "fake:random", "--data", data, "--out", tmp_path / "run", "-q")
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert "humans (ceiling)" in ok.stdout and "judge vs mean" in ok.stdout
-    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["rows"] == 6
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["rows"] == 6 and metrics["clustered_by"] == "the rows' cluster field"
+    assert metrics["scores"]["thinking"]["groups"]["all"]["ann1"]["clusters"] == 3
+    # 3 clusters: the report and the terminal say why there is no interval, and print no bracket
+    assert "no CI: 3 clusters" in ok.stdout and "too few to trust one" in ok.stdout
+    assert "clustered by: the rows' cluster field" in ok.stdout
+    md = (tmp_path / "run" / "report.md").read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| all | judge vs ann1 |")]
+    assert rows and all("[" not in r and "(no CI: 3 clusters, too few to trust one)" in r for r in rows)
     again = rb("judge-check", "multiverse", "--judge", "fake:random", "--data", data, "--out", tmp_path / "run", "-q")
     assert again.returncode == 0 and "0 judge calls" in again.stdout
     before = (tmp_path / "run" / "metrics.json").read_text()
@@ -226,7 +295,9 @@ def test_cli_end_to_end_and_one_line_errors(tmp_path):
     humans = rb("judge-check", "multiverse", "--data", data, "--humans-only")      # no judge at all
     assert humans.returncode == 0 and "humans (ceiling)" in humans.stdout and "judge vs" not in humans.stdout
     bad = write_rows(tmp_path / "bad.jsonl", [mv_row(0), mv_row(1, labels={"ann1": {"acting": "high"}})])
+    badc = write_rows(tmp_path / "badc.jsonl", [mv_row(0), mv_row(1, cluster=5)])
     for args, needle in [(("multiverse", "--data", bad), f"{bad}:2, field 'labels.ann1.acting'"),
+                         (("multiverse", "--data", badc), f"{badc}:2, field 'cluster'"),
                          (("mcq", "--data", data), "has no judge"),
                          (("multiverse", "--data", tmp_path / "missing.jsonl"), "file not found")]:
         res = rb("judge-check", args[0], "--judge", "fake:random", *args[1:], "--out", tmp_path / "x", "-q")

@@ -48,7 +48,7 @@ def stat_text(block: dict[str, Any], stat: str) -> str:
 
 
 def clusters_line(metrics: dict[str, Any]) -> str:
-    return (f"95% cluster-bootstrap CIs: replies resampled by {metrics.get('clustered_by') or 'reply'} "
+    return (f"95% cluster-bootstrap CIs, clustered by: {metrics.get('clustered_by') or 'reply'} "
             f"(the clusters column counts them; below {MIN_CLUSTERS} clusters no CI is given)")
 
 

@@ -49,3 +49,7 @@ def test_the_corpus_clusters_by_memory():
     pairs = [c for c in by.values() if len(c) == 2]
     assert len(pairs) == 9 and all({r.context["error_type"] for r in c} == {"KKE", "UKE"} for c in pairs)
     assert all(len({(r.context["character"], r.context["correct_memory"]) for r in c}) == 1 for c in by.values())
+    # a row that names its memory_id clusters by it; one with its own cluster field, by that
+    named = rows[0].model_copy(update={"context": {**rows[0].context, "memory_id": "m-7"}})
+    assert check.cluster(named)[0] == "suite=memory_id=m-7"
+    assert check.cluster(named.model_copy(update={"cluster": "x"}))[0] == "cluster=x"

@@ -1,19 +1,19 @@
 """PURE: a judge-check run's records -> agreement of the judge with each annotator, with their
 mean, and of the annotators with each other (the human ceiling), per score and per group.
 
-Each verdict record carries the row's human labels, group and cluster in `meta` (run.py), so the metrics
-need nothing but records.jsonl. Rows are sorted by item id before any resampling: the same
+Each verdict record carries the row's human labels, group and cluster in `meta` (run.py), so the
+metrics need nothing but records.jsonl. Rows are sorted by item id before any resampling: the same
 records in any order give the same figures.
 
 The statistics, numbers only: every one is computed from the contingency table of the paired
 ratings on a fixed grid of values (the scale's points; 0-5 scores on half points, so the mean of
-two annotators fits), which makes a bootstrap of thousands of resamples cheap: a resample is a
-bincount.
+two annotators fits), which makes a bootstrap of thousands of resamples cheap.
 - ordinal scales: Spearman rho and Kendall tau-b (ties handled as scipy does), quadratic-weighted
   Cohen's kappa, exact agreement, mean absolute error;
 - nominal scales (yes/no): accuracy (= exact agreement) and Cohen's kappa.
 The bootstrap resamples clusters (issue 51): the replies sharing a cluster key (the row's
-`cluster`, else the suite's, e.g. one multiverse question answered by five models; else the reply
+`cluster`, else the suite's, e.g. a multiverse character's questions of one task, each answered by
+five models; else the reply
 alone) are drawn together, a resample summing its clusters' tables (draw counts times per-cluster
 tables, one matrix product). Clusters are taken in sorted key order with a fixed seed, so the same
 pairs in any order give the same intervals; with each reply its own cluster the draws are those

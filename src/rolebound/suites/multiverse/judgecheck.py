@@ -165,7 +165,7 @@ def select(rows: list[Labelled], limit: int | None) -> list[Labelled]:
     return interleave(queues)[:limit]
 
 
-CLUSTER_BY = "task and character (the release's CID): the five models' replies to its questions"
+CLUSTER_BY = "task and character (the release's CID)"      # the five models' replies to its questions
 
 
 def cluster_of(row: Labelled) -> str | None:

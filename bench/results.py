@@ -213,46 +213,46 @@ PAPERS = [
          "labeller of the reader checks is the lead engineer, an AI agent session, not a human annotator."),
     Spec("knowledge-errors-roleke", "knowledge-errors",
          ["--model", QWEN, *LONG, "--judge", "self", "--strategy", "vanilla", "--limit", "270"],
-         ["Table 3 layout", "Judge outputs"],
+         ["Headline figures", "Table 3 layout", "Judge outputs"],
          data=("roleke-bench", "rp_kw_errors/RoleKE-Bench.json", "roleke-bench.jsonl"),
-         not_carried="its replies were not carried: its folder and replies were lost with an earlier machine, and the "
-         "figures below are copied from the page as it was. A rerun began on 6 Dec (Intel Xeon, 1 thread, "
-         "niced under other work) and was stopped with 256 of the 270 answers and 17 self-judge verdicts "
-         "made: bench/carried/knowledge-errors-roleke.jsonl holds those 273 replies, so `carry-in` and `run` "
-         "resume it there; until it finishes the figures stay the earlier run's. "
-         "Rebuilding them means asking the model again: 540 calls (270 answers, 270 self-judge verdicts), 152.8 "
-         "min in the invocation that answered them (1 thread, the 2 cores shared with other runs). Its intervals "
-         "are item-level, from before issue 51 (answers cluster by memory, the KKE and UKE item of a memory "
-         "sharing one): a rerun prints them clustered, as charm-official's are now.",
          # 60 of the run's own replies (5 characters x 6 KKE + 6 UKE, drawn before any verdict),
          # labelled by hand blind to the judge: how far this self-judge can be trusted
          reading="270 RoleKE-Bench queries (30 per character, 9 characters, balanced over KKE/UKE and the four "
-         "memory types), 540 records: 270 answers and 270 self-judge verdicts, 0 failed calls; 152.8 min of wall "
-         "time in the invocation that answered them (23:18-01:51 UTC; the manifest's wall_s counts only it), sharing the 2 cores with the charm run, a judge-check and the test suite (an upper "
-         "bound). The manifest counts 796 model calls, 256 more than the records: the first invocation "
-         "(20:44 UTC on 4 Dec) ran code from before the signal fix merged at 21:18 (7be2e5d), which counted "
-         "the replies a stop cut off as calls without recording them (272 counted for 16 recorded, when it "
-         "was found). That invocation was stopped after 256 such answers and recorded none, so the second "
-         "answered all 270 (0 resumed); no figure here comes from the lost replies. Since the fix, calls "
-         "equal records (an interrupted batched llama.cpp run, checked again: 8 calls, 8 records). The self-judge "
-         "read 259 of 270 verdicts (11 without a single judgment line) and said yes to 199: KKE 85.9, UKE 61.5, "
-         "average 73.7 (+-5.2). These are not the model's accuracies: on 60 of these very replies, labelled "
-         "blind below, every one is a no, and this judge said yes to 40. What the run shows is that the "
-         "paper's pipeline runs on the paper's own queries end to end; its figures need a judge other than "
-         "the model itself.",
+         "memory types), 540 records: 270 answers and 270 self-judge verdicts, 0 failed calls. This is a rerun: "
+         "the first run's folder and replies were lost with an earlier machine. It began at 04:28 UTC on 6 Dec, "
+         "was stopped at the end of that session with 256 answers and 17 verdicts made, carried in git (fb92d85), "
+         "resumed at 05:35 on the same kind of machine and finished at 07:07; 540 calls for 540 records (273 "
+         "resumed from the carried replies), 135.9 min of wall time over the two invocations at 1 thread, beside "
+         "a second rerun and test runs and with pauses while the tests were timed (an upper bound). bench/carried/ holds all 540 replies, so a fresh clone rebuilds every "
+         "figure below with no model call. The answers are greedy and the same as the lost run's where that "
+         "can be checked: the 60 hand-labelled replies below, drawn from the lost run, are byte for byte the "
+         "rerun's answers. The self-judge's verdicts are not the lost run's: it read 257 of 270 (13 without a "
+         "single judgment line, against 11) and said yes to 191 (against 199): KKE 83.0 [76.3, 89.6], UKE 58.5 "
+         "[49.6, 66.7], average 70.7 [64.8, 76.3], against 85.9, 61.5 and 73.7 before. Most likely the "
+         "llama.cpp engine's greedy text, which depends on the batch a request runs in (docs/engines.md), gave "
+         "the judge's long replies other words in other batches; its answers, shorter, held. The intervals now "
+         "resample the 135 memories (a KKE and a UKE query share each): the average's design effect is 1.13 "
+         "(SE 2.95 against 2.77 with answers independent), KKE's and UKE's 1.00, as each memory holds one query "
+         "of each. Half-widths against the lost run's item-level ones: KKE +-5.55 to +-6.65, UKE +-8.15 to "
+         "+-8.55, average +-5.2 to +-5.75: KKE's and UKE's from the figures moving towards 50%, the average's "
+         "about half from that and half from the clustering. These are not the model's accuracies: on the 60 labelled replies every one is a no, "
+         "and this judge said yes to 38 of the 55 it read. What the run shows is that the paper's pipeline runs "
+         "on the paper's own queries end to end; its figures need a judge other than the model itself.",
          judge_check=["rolebound", "judge-check", "knowledge-errors", "--judge", QWEN, "--data",
                       "tests/data/judge_labels/knowledge_errors_roleke_qwen.jsonl", "--out",
                       "runs/results/judge-check-ke-roleke"],
          judge_reading="All 60 replies were labelled no: in these 60, Qwen never corrected a false premise in "
          "the paper's sense (KKE: name the error and give the true memory; UKE: confusion or curiosity, in "
-         "character); it mostly accepted the premise or answered as an AI model. The self-judge said yes to 40 "
-         "of the 60 (24 of 30 KKE, 16 of 30 UKE), often right after an explanation saying the reply \"does not "
-         "identify any errors\". Its accuracy against the labels is therefore its share of no verdicts, 0.33 "
-         "[0.20, 0.45], and Cohen's kappa is 0 by construction (one label class). This judge's yes cannot be "
+         "character); it mostly accepted the premise or answered as an AI model. The self-judge read 55 of the "
+         "60 (5 UKE verdicts without a judgment line) and said yes to 38 (25 of 30 KKE, 13 of 25 UKE), often "
+         "right after an explanation saying the reply \"does not identify any errors\". Its accuracy against the "
+         "labels is therefore its share of no verdicts, 0.31 [0.19, 0.43] over 48 memory clusters, and Cohen's "
+         "kappa is 0 by construction (one label class). The lost run's judge, on the same 60 replies, read all "
+         "60 and said yes to 40: 0.33 [0.20, 0.45] with replies independent. This judge's yes cannot be "
          "trusted: the run's KKE/UKE accuracies, judged by it, are upper bounds far above what these labels "
          "show. The labeller is the lead engineer, an AI agent session, not a human annotator; the replies "
-         "were drawn (5 characters x 6 KKE + 6 UKE, seed 41) before any verdict existed. One judge reply, "
-         "\"Therefore, the judgment is: no\", was unread until the judgment reader took \"judgment is:\"."),
+         "were drawn (5 characters x 6 KKE + 6 UKE, seed 41) before any verdict existed. The check's 60 "
+         "verdicts are the run's own self-judge calls, answered from the run's response cache."),
 ]
 STARTER = [
     Spec("charm-1100", "charm",
@@ -393,9 +393,9 @@ GLANCE = {
         [Pick("canon accuracy (direct)", "Canon events", ("direct",), "Acc"),
          Pick("F1", "Canon events", ("direct",), "F1")]),
     "knowledge-errors-roleke": Glance(
-        "270 RoleKE-Bench queries run end to end, self-judged. The figures are the self-judge's, not the "
-        "model's: on 60 of these replies labelled by hand every one is a no, and this judge said yes to 40 "
-        "(accuracy 0.33, kappa 0.00). They need a judge other than the model itself.",
+        "270 RoleKE-Bench queries run end to end, self-judged, every reply carried in git. The figures are the "
+        "self-judge's, not the model's: on 60 of these replies labelled by hand every one is a no, and this judge "
+        "said yes to 38 of the 55 it read (accuracy 0.31, kappa 0.00). They need a judge other than the model itself.",
         [Pick("KKE", "Table 3 layout", ("vanilla",), "KKE Avg."),
          Pick("UKE", "Table 3 layout", ("vanilla",), "UKE Avg."),
          Pick("judge agreeing with hand labels", "verdict (nominal", ("all", "judge vs lead"), "accuracy")],

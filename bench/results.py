@@ -238,7 +238,10 @@ PAPERS = [
          "about half from that and half from the clustering. These are not the model's accuracies: on the 60 labelled replies every one is a no, "
          "and this judge said yes to 38 of the 55 it read. What the run shows is that the paper's pipeline runs "
          "on the paper's own queries end to end; its figures need a judge other than the model itself.",
-         judge_check=["rolebound", "judge-check", "knowledge-errors", "--judge", QWEN, "--data",
+         # the run's own engine, so that the run's cache answers the check (the default engine is
+         # whichever is installed, and a fresh clone may not have llama-cpp-python)
+         judge_check=["rolebound", "judge-check", "knowledge-errors", "--judge", QWEN, "--judge-opt", "engine=llamacpp",
+                      "--judge-opt", "threads=1", "--data",
                       "tests/data/judge_labels/knowledge_errors_roleke_qwen.jsonl", "--out",
                       "runs/results/judge-check-ke-roleke"],
          judge_reading="All 60 replies were labelled no: in these 60, Qwen never corrected a false premise in "

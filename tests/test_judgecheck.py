@@ -321,3 +321,21 @@ def test_the_card_shows_the_judge_line_escaped(tmp_path):
     html = (tmp_path / "card.html").read_text()
     assert "Judge checked against human labels" in html and "runs/&lt;x&gt;" in html
     assert "Judge checked against human labels" in (tmp_path / "card.md").read_text()
+
+
+def test_cli_judge_options_reach_the_judge_backend(tmp_path):
+    """--judge-base-url / --judge-opt: a run's own judge settings, so that a check asks what the run
+    asked (and an unknown option is one line)."""
+    from rolebound.testing.fake_server import FakeServer
+
+    data = write_rows(tmp_path / "labels.jsonl", [mv_row(i) for i in range(3)])
+    with FakeServer(reply="Thinking: 4\nActing: 3") as srv:
+        res = rb("judge-check", "multiverse", "--judge", "openai:judge", "--judge-base-url", srv.url + "/v1",
+                 "--judge-opt", "concurrency=2", "--data", data, "--out", tmp_path / "run", "-q")
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert srv.stats.requests >= 3 and srv.stats.max_in_flight <= 2
+    bad = rb("judge-check", "multiverse", "--judge", "fake:random", "--judge-opt", "nosuch=1", "--data", data,
+             "--out", tmp_path / "x", "-q")
+    err = bad.stderr.strip()
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(err.splitlines()) == 1, bad.stderr[-1500:]
+    assert "nosuch" in err, err

@@ -406,6 +406,9 @@ def judge_check(suite: str = typer.Argument(..., metavar="SUITE",
                                                           "(a local engine batches them; fewer use less memory)"),
                 humans: bool = typer.Option(False, "--humans-only", help="no judge: the annotators' agreement "
                                             "with each other on every labelled reply (the human ceiling)"),
+                judge_base_url: Optional[str] = JUDGE_BASE_URL,
+                judge_api_key_env: Optional[str] = JUDGE_API_KEY_ENV,
+                judge_opts: Optional[List[str]] = JUDGE_OPTS,
                 quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar")):
     """Check a suite's judge against human labels.
 
@@ -419,8 +422,11 @@ def judge_check(suite: str = typer.Argument(..., metavar="SUITE",
         return
     if not judge:
         raise InputError("give --judge BACKEND:NAME (or --humans-only)", field="--judge")
+    # a run's own judge settings (e.g. --judge-opt engine=llamacpp), so that the check asks what the run asked
+    jopts = endpoint_opts(judge_base_url, judge_api_key_env, judge_opts, "--judge-opt") or {}
 
-    res = run_check(suite, judge, data=data, limit=limit, out=out, progress=not quiet, concurrency=concurrency)
+    res = run_check(suite, judge, data=data, limit=limit, out=out, progress=not quiet, concurrency=concurrency,
+                    judge_options=jopts)
     print_table(res.metrics)
     c = res.counts
     print(f"{c['model_calls']} judge calls, {c['cache_hits']} from the cache, {c['resumed']} resumed; run folder: {res.out}")

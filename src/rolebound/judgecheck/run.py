@@ -47,16 +47,17 @@ def default_out(suite: str, judge: str) -> Path:
     return Path("runs") / KIND / f"{suite}__{slug}"
 
 
-def _judge_backend(suite, judge: str):
-    """The judge backend and the resolved protocol: the paper's judge decoding on real models,
-    the demo settings on the demo models (protocol.resolve, as for any run)."""
+def _judge_backend(suite, judge: str, options: dict | None = None):
+    """The judge backend (with its own backend options) and the resolved protocol: the paper's
+    judge decoding on real models, the demo settings on the demo models (protocol.resolve, as for
+    any run)."""
     from ..models import create_backend, parse_spec
     from ..protocol import resolve
 
     backend_name, model_name = parse_spec(judge)
     resolved = resolve(suite.protocol, backend_name, {}, {}, model_name=model_name)
     decoding = resolved.judge_decoding or resolved.decoding or Decoding()
-    return create_backend(judge, decoding), decoding, resolved
+    return create_backend(judge, decoding, **(options or {})), decoding, resolved
 
 
 def _manifest(suite_name, check, backend, decoding, resolved, rows, source, limit, settings) -> RunManifest:
@@ -111,13 +112,14 @@ async def _judge_all(session, check: JudgeCheck, rows: list[Labelled], settings:
 
 def run(suite_name: str, judge: str, *, data: str | Path | None = None, limit: int | None = None,
         out: str | Path | None = None, progress: bool = True, use_cache: bool = True,
-        resamples: int | None = None, concurrency: int | None = None) -> CheckResult:
+        resamples: int | None = None, concurrency: int | None = None,
+        judge_options: dict | None = None) -> CheckResult:
     from ..loop import EngineStopped, stop_signals
     from ..runner import check_resumable, finish, open_session
     from .data import load
 
     suite, check = spec_of(suite_name)
-    backend, decoding, resolved = _judge_backend(suite, judge)
+    backend, decoding, resolved = _judge_backend(suite, judge, judge_options)
     rows, source = load(check, suite_name, data)
     rows = check.select(rows, limit) if check.select else rows[:limit] if limit else rows
     if not rows:

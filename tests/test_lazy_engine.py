@@ -110,3 +110,21 @@ def test_a_cached_run_completes_through_the_script_without_the_model_or_llama_cp
     if (tmp_path / "more" / "records.jsonl").exists():       # what was recorded is the cached replies
         assert all(json.loads(x)["cached"] for x in (tmp_path / "more" / "records.jsonl").open())
     assert SCRIPT.exists()
+
+
+def test_a_judge_check_answered_by_the_cache_never_loads_the_engine(tmp_path, env):
+    """judge-check too: its judge, on the run's engine (--judge-opt engine=llamacpp), is answered by
+    the response cache without loading (the RoleKE check on a fresh clone, bench/results.py)."""
+    from pathlib import Path
+
+    from rolebound.judgecheck.run import run as check
+
+    labels = Path(__file__).parent / "data" / "judge_labels" / "knowledge_errors_roleke_qwen.jsonl"
+    kw = dict(data=labels, limit=3, progress=False, judge_options={"engine": "llamacpp"})
+    first = check("knowledge-errors", MODEL, out=tmp_path / "asked", **kw)
+    assert Engine.loads and first.counts["model_calls"] == 3
+    Engine.loads.clear()
+    Engine.fail = True                                   # the loader would raise: it is never called
+    again = check("knowledge-errors", MODEL, out=tmp_path / "cached", **kw)
+    assert Engine.loads == [] and (again.counts["model_calls"], again.counts["cache_hits"]) == (0, 3)
+    assert again.metrics["verdicts"] == first.metrics["verdicts"]

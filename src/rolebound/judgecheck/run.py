@@ -99,8 +99,10 @@ async def _judge_all(session, check: JudgeCheck, rows: list[Labelled], settings:
             failed += 1
             session.errors.append(f"{exc.record.call_id}: {exc.record.error}")
 
-    if not (session.completed and getattr(backend, "batching", False)):
-        await backend.prepare()      # a resumed local engine loads at its first real call, if any
+    if not getattr(backend, "batching", False):
+        await backend.prepare()
+    # a local engine loads at the first call the cache cannot answer (runner.Session._load), so a
+    # check answered by a run's cache (carried replies) needs neither its weights nor its engine
     try:
         await bounded(rows, one, concurrency=concurrency or default_concurrency(backend),
                       label=f"judge-check ({backend.spec})",

@@ -191,23 +191,25 @@ PAPERS = [
          "carried in git (fb92d85), resumed at 05:35 on the same kind of machine and finished at 07:56: 600 calls "
          "for 600 records (192 resumed from the carried replies), 223.5 min of wall time over the two invocations "
          "at 1 thread, beside a second rerun and test runs and with pauses while the tests were timed (an upper "
-         "bound). bench/carried/ holds its 598 distinct replies (two pairs of records share a prompt), so a fresh "
-         "clone rebuilds every figure below with no model call. At temperature 0.6 the replies are new ones: of "
+         "bound). bench/carried/ holds its 598 distinct replies, and this page's figures are the run rebuilt from "
+         "them in a fresh clone (600 cache hits, 0 calls, no llama-cpp-python). Two pairs of records share a "
+         "prompt, and the cache keeps one reply per prompt, so the rebuild gives each pair one reply: one answer "
+         "the run read (265 invalid there) is none here (266). At temperature 0.6 the replies are new ones: of "
          "the lost run's 160 replies kept in tests/data/replies/qwen_bow.jsonl, 4 have the same text here. Canon "
-         "accuracy is 22.7% [19.0, 26.2] (F1 29.4 [24.8, 33.4]), with 265 of 600 answers invalid (44.2%) and "
-         "counted wrong, as the paper counts them: of the 335 it read, 41% are right. The lost run gave 25.8 "
+         "accuracy is 22.7% [19.0, 26.2] (F1 29.4 [24.9, 33.5]), with 266 of 600 answers invalid (44.3%) and "
+         "counted wrong, as the paper counts them: of the 334 it read, 41% are right. The lost run gave 25.8 "
          "[22.3, 29.5] with 234 invalid (39.0%); with other samples of the same model the two intervals overlap. "
          "The interval now resamples the benchmark's units (a version's conflict, else its hero: 30 clusters), "
          "design effect 1.20 (SE 1.87 against 1.71 with questions independent), and its half-width stays +-3.6 "
          "as before, the clustering's widening offset by the lower figure. The paper's models score 61.5-70.4 "
          "(Table 3); a 1.5B coder model is far below them, and this run cannot say more than that (one sample "
-         "at temperature 0.6, a subset, no dilemmas). What the 44% holds: 236 of the 265 invalid replies name "
+         "at temperature 0.6, a subset, no dilemmas). What the 44% holds: 237 of the 266 invalid replies name "
          "no decision, and 2 were cut by the token cap. The reader's hand checks on this model's BoW replies "
          "(qwen_blind3 and the earlier splits, docs/extraction.md) were drawn from the lost run's replies: 40 "
          "labelled before the rules read them, 16 committing to no option (2 of those read as the option they "
          "first named before undoing it), 23 of the other 24 read and none wrongly. They speak for replies of this kind, not these ones; the reader's newest blind split "
          "(blind9, 60 Beyond One World replies of other models) reads at recall 0.98 with 0 wrong. Answers lean "
-         "to position D (16% of answers, 9% of gold) and away from B (30% against 36%): chi-square p 0.0059, "
+         "to position D (16% of answers, 9% of gold) and away from B (29% against 36%): chi-square p 0.0052, "
          "which takes the answers as independent, short of the report's warning rule (over half the answers at "
          "one position). The labeller of the reader checks is the lead engineer, an AI agent session, not a "
          "human annotator."),
@@ -392,8 +394,8 @@ GLANCE = {
         _charm_picks() + [Pick("Yes control said No", "BA Yes control", (), "said No")]),
     "multiverse-bow": Glance(
         "600 Beyond One World canon questions run end to end (direct, canon only), every reply carried in git. "
-        "Canon accuracy 22.7 against the paper's 61.5-70.4; 44.2% of the answers are invalid, mostly replies "
-        "that name no decision (236 of the 265).",
+        "Canon accuracy 22.7 against the paper's 61.5-70.4; 44.3% of the answers are invalid, mostly replies "
+        "that name no decision (237 of the 266).",
         [Pick("canon accuracy (direct)", "Canon events", ("direct",), "Acc"),
          Pick("F1", "Canon events", ("direct",), "F1")]),
     "knowledge-errors-roleke": Glance(

@@ -339,3 +339,17 @@ def test_cli_judge_options_reach_the_judge_backend(tmp_path):
     err = bad.stderr.strip()
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(err.splitlines()) == 1, bad.stderr[-1500:]
     assert "nosuch" in err, err
+
+
+def test_the_per_reply_table_shows_a_yes_no_judges_verdict(tmp_path):
+    """A yes/no judge (knowledge-errors) parses to a string, not a dict of scores: the per-reply
+    table shows its verdict as the metrics read it, never "unread"."""
+    from rolebound.testing.fake_server import FakeServer
+
+    labels = Path(__file__).parent / "data" / "judge_labels" / "knowledge_errors_roleke_qwen.jsonl"
+    with FakeServer(reply="The reply names the error.\njudgment: yes") as srv:
+        res = jc.run("knowledge-errors", "openai:judge", data=labels, limit=4, out=tmp_path / "run", progress=False,
+                     judge_options={"base_url": srv.url + "/v1"})
+    assert res.metrics["verdicts"]["read"] == 4
+    html = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert html.count("verdict yes") >= 4 and ">unread<" not in html and '"unread"' not in html

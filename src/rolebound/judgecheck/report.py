@@ -79,12 +79,18 @@ def write_report(metrics: dict[str, Any], records, manifest, run_dir: Path) -> l
 
 
 def _samples(records) -> list[dict[str, Any]]:
+    from ..records import INVALID
+    from .run import spec_of
+
     out = []
-    for r in sorted((r for r in records if r.role == "judge" and r.stage == "judge"), key=lambda r: r.item_id):
+    rows = sorted((r for r in records if r.role == "judge" and r.stage == "judge"), key=lambda r: r.item_id)
+    check = spec_of(rows[0].suite)[1] if rows else None
+    for r in rows:
         labels = r.meta.get("labels") or {}
         humans = "; ".join(f"{a}: " + ", ".join(f"{k} {v}" for k, v in labs.items() if v is not None)
                            for a, labs in sorted(labels.items()))
-        judged = r.parsed if isinstance(r.parsed, dict) else None
+        # the suite's own reading of its judge's reply, as the metrics take it (a yes/no judge parses to a string)
+        judged = check.scores_of(r.parsed) if r.error is None and r.parsed != INVALID else None
         out.append({"_call": r.call_id, "id": r.item_id, "group": r.meta.get("group") or "",
                     "judge": ", ".join(f"{k} {v}" for k, v in judged.items()) if judged else (r.error or "unread"),
                     "humans": humans})

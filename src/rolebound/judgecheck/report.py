@@ -80,11 +80,11 @@ def write_report(metrics: dict[str, Any], records, manifest, run_dir: Path) -> l
 
 def _samples(records) -> list[dict[str, Any]]:
     from ..records import INVALID
-    from .run import spec_of
+    from ..suites import get_suite
 
     out = []
     rows = sorted((r for r in records if r.role == "judge" and r.stage == "judge"), key=lambda r: r.item_id)
-    check = spec_of(rows[0].suite)[1] if rows else None
+    check = get_suite(rows[0].suite).judge_check() if rows else None
     for r in rows:
         labels = r.meta.get("labels") or {}
         humans = "; ".join(f"{a}: " + ", ".join(f"{k} {v}" for k, v in labs.items() if v is not None)
